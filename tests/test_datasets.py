@@ -41,8 +41,15 @@ def test_forest_type_contents():
     bunch = load_forest_type()
     assert bunch.data.shape == (523, 9)
     assert list(bunch.feature_names) == [
-        "green_sep10", "red_sep10", "nir_sep10", "green_mar11", "red_mar11", "nir_mar11",
-        "green_may11", "red_may11", "nir_may11",
+        "green_sep10",
+        "red_sep10",
+        "nir_sep10",
+        "green_mar11",
+        "red_mar11",
+        "nir_mar11",
+        "green_may11",
+        "red_may11",
+        "nir_may11",
     ]
     # The source letters carry a trailing space; the loader strips it.
     assert bunch.target_codes.tolist() == ["d", "h", "o", "s"]

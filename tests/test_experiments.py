@@ -36,8 +36,11 @@ def test_paper_splits_proportions_within_one_sample_per_class(n_splits, seed):
     y = np.repeat(np.arange(len(counts)), counts)
     splits = paper_splits(y, n_splits=n_splits, random_state=seed)
     test_share = 1 / n_splits
-    shares = {"train": 1 - test_share - 2 / 9 * (1 - test_share),
-              "val": 2 / 9 * (1 - test_share), "test": test_share}
+    shares = {
+        "train": 1 - test_share - 2 / 9 * (1 - test_share),
+        "val": 2 / 9 * (1 - test_share),
+        "test": test_share,
+    }
     if n_splits == 10:
         assert np.allclose([shares["train"], shares["val"], shares["test"]], [0.7, 0.2, 0.1])
     assert len(splits) == n_splits
@@ -49,8 +52,9 @@ def test_paper_splits_proportions_within_one_sample_per_class(n_splits, seed):
             for part, name in ((train, "train"), (val, "val"), (test, "test")):
                 assert abs(np.count_nonzero(y[part] == c) - shares[name] * n_c) <= 1
     # Every sample is tested exactly once.
-    np.testing.assert_array_equal(np.sort(np.concatenate([s[2] for s in splits])),
-                                  np.arange(len(y)))
+    np.testing.assert_array_equal(
+        np.sort(np.concatenate([s[2] for s in splits])), np.arange(len(y))
+    )
 
 
 def test_paper_splits_reproducible():
@@ -74,13 +78,28 @@ def _synthetic_results(n_folds=10, seed=0):
             for fold in range(n_folds):
                 clean = base + rng.normal(0, 0.01)
                 for noise in (0.0, 0.05, 0.1):
-                    rows.append({"model": model, "depth": depth, "fold": fold, "noise": noise,
-                                 "accuracy": clean - noise * rng.uniform(0, 0.5),
-                                 "n_parameters": params * (depth - 1)})
+                    rows.append(
+                        {
+                            "model": model,
+                            "depth": depth,
+                            "fold": fold,
+                            "noise": noise,
+                            "accuracy": clean - noise * rng.uniform(0, 0.5),
+                            "n_parameters": params * (depth - 1),
+                        }
+                    )
     for fold in range(n_folds):
         for noise in (0.0, 0.05, 0.1):
-            rows.append({"model": "logreg_bands", "depth": pd.NA, "fold": fold, "noise": noise,
-                         "accuracy": 0.9 - noise, "n_parameters": 40})
+            rows.append(
+                {
+                    "model": "logreg_bands",
+                    "depth": pd.NA,
+                    "fold": fold,
+                    "noise": noise,
+                    "accuracy": 0.9 - noise,
+                    "n_parameters": 40,
+                }
+            )
     results = pd.DataFrame(rows)
     results["depth"] = results["depth"].astype("Int64")
     return results
@@ -91,7 +110,8 @@ def test_paired_ttest_matches_scipy():
     tests = paired_ttest(results, "nd", "mlp")
     assert tests["depth"].tolist() == [2, 3]
     for depth, p_value, statistic in tests[["depth", "p_value", "statistic"]].itertuples(
-            index=False):
+        index=False
+    ):
         clean = results[(results["noise"] == 0) & (results["depth"] == depth)]
         a = clean[clean["model"] == "nd"].sort_values("fold")["accuracy"]
         b = clean[clean["model"] == "mlp"].sort_values("fold")["accuracy"]
@@ -123,8 +143,11 @@ def test_summary_tables():
 def test_write_report_from_synthetic_results(tmp_path):
     results = _synthetic_results()
     experiment = ExperimentResults(
-        results=results, histories=pd.DataFrame(), coefficients=pd.DataFrame(),
-        illumination=pd.DataFrame(), settings={"dataset": "synthetic", "n_splits": 10},
+        results=results,
+        histories=pd.DataFrame(),
+        coefficients=pd.DataFrame(),
+        illumination=pd.DataFrame(),
+        settings={"dataset": "synthetic", "n_splits": 10},
     )
     report = write_report(experiment, tmp_path, figures=False).read_text()
     for heading in ("Table 1", "Table 2", "Table 3"):
@@ -162,7 +185,7 @@ def test_illumination_nd_invariant_mlp_not():
     from sknd import NDClassifier
 
     X, y = load_forest_type(return_X_y=True, as_frame=True)
-    kwargs = dict(depth=2, max_epochs=5, random_state=0)
+    kwargs = {"depth": 2, "max_epochs": 5, "random_state": 0}
     nd = NDClassifier(architecture="nd", **kwargs).fit(X, y)
     mlp = NDClassifier(architecture="mlp", **kwargs).fit(X, y)
     factors = [0.5, 1.0, 2.0]
@@ -204,8 +227,19 @@ def quick_run(tmp_path_factory):
     frame.to_csv(csv, index=False)
     output = root / "out"
     with pytest.warns(UserWarning, match="non-numeric"):
-        status = main(["--dataset", str(csv), "--target", "cover", "--quick", "--output",
-                       str(output), "--quiet", *FAST])
+        status = main(
+            [
+                "--dataset",
+                str(csv),
+                "--target",
+                "cover",
+                "--quick",
+                "--output",
+                str(output),
+                "--quiet",
+                *FAST,
+            ]
+        )
     assert status == 0
     return output
 
@@ -214,8 +248,16 @@ def test_quick_results_schema(quick_run):
     results = pd.read_csv(quick_run / "results.csv")
     for column in ("model", "depth", "fold", "noise", "accuracy", "n_parameters"):
         assert column in results.columns
-    assert set(results["model"]) == {"nd", "mlp", "attnd", "sklearn_mlp", "logreg_bands",
-                                     "logreg_nd", "best_nd_pair", "random_forest"}
+    assert set(results["model"]) == {
+        "nd",
+        "mlp",
+        "attnd",
+        "sklearn_mlp",
+        "logreg_bands",
+        "logreg_nd",
+        "best_nd_pair",
+        "random_forest",
+    }
     assert sorted(results["fold"].unique()) == [0, 1, 2]
     assert np.allclose(sorted(results["noise"].unique()), [0, 0.02, 0.04, 0.06, 0.08, 0.1])
     with_depth = results["model"].isin(["nd", "mlp", "attnd", "sklearn_mlp"])
@@ -234,9 +276,17 @@ def test_quick_report_and_figures(quick_run):
     report = (quick_run / "report.md").read_text()
     for text in ("Table 1", "Table 2", "Table 3", "p (ND vs MLP)", "Illumination", "slice"):
         assert text in report
-    for name in ("accuracy_by_depth", "parameters", "efficiency", "noise", "illumination",
-                 "training_depth2", "training_depth3", "coefficients_depth2",
-                 "coefficients_depth3"):
+    for name in (
+        "accuracy_by_depth",
+        "parameters",
+        "efficiency",
+        "noise",
+        "illumination",
+        "training_depth2",
+        "training_depth3",
+        "coefficients_depth2",
+        "coefficients_depth3",
+    ):
         assert (quick_run / f"{name}.png").stat().st_size > 0
         assert f"({name}.png)" in report
     histories = pd.read_csv(quick_run / "histories.csv")

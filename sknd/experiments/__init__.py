@@ -8,6 +8,7 @@ importable for use in notebooks.
 """
 
 from ._cli import main
+from ._data import load_experiment_data
 from ._noise import add_multiplicative_noise, illumination_check, noise_robustness
 from ._peers import BestPairNDClassifier, ClassicNDFeatures, sklearn_mlp_params
 from ._protocol import (
@@ -17,7 +18,6 @@ from ._protocol import (
     ExperimentResults,
     run_experiments,
 )
-from ._data import load_experiment_data
 from ._report import write_report
 from ._splits import paper_splits
 from ._tables import accuracy_table, noise_drop_table, paired_ttest, parameter_table

@@ -53,40 +53,95 @@ def build_parser():
             "illumination check. Writes results.csv, report.md and PNG figures."
         ),
     )
-    parser.add_argument("--dataset", required=True,
-                        help=f"one of {', '.join(SHIPPED_DATASETS)}, or the path of a CSV file")
-    parser.add_argument("--target", default=None,
-                        help="class column of a CSV (default: a column named class, target, "
-                             "label or y); all other numeric columns are bands")
-    parser.add_argument("--bands", type=_str_list, default=None,
-                        help="comma-separated band columns to use (default: all)")
-    parser.add_argument("--depths", type=_int_list, default=None,
-                        help="network depths, e.g. '2,3,4' (default 2,3,4; quick 2,3)")
-    parser.add_argument("--folds", type=int, default=None,
-                        help="cross-validation folds (default 10; quick 3)")
-    parser.add_argument("--output", type=Path, default=None,
-                        help="output directory (default results/DATASET)")
-    parser.add_argument("--n-jobs", type=int, default=1,
-                        help="parallel workers over folds and models (joblib; default 1)")
-    parser.add_argument("--quick", action="store_true",
-                        help="a fast smoke run: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()))
+    parser.add_argument(
+        "--dataset",
+        required=True,
+        help=f"one of {', '.join(SHIPPED_DATASETS)}, or the path of a CSV file",
+    )
+    parser.add_argument(
+        "--target",
+        default=None,
+        help="class column of a CSV (default: a column named class, target, "
+        "label or y); all other numeric columns are bands",
+    )
+    parser.add_argument(
+        "--bands",
+        type=_str_list,
+        default=None,
+        help="comma-separated band columns to use (default: all)",
+    )
+    parser.add_argument(
+        "--depths",
+        type=_int_list,
+        default=None,
+        help="network depths, e.g. '2,3,4' (default 2,3,4; quick 2,3)",
+    )
+    parser.add_argument(
+        "--folds", type=int, default=None, help="cross-validation folds (default 10; quick 3)"
+    )
+    parser.add_argument(
+        "--output", type=Path, default=None, help="output directory (default results/DATASET)"
+    )
+    parser.add_argument(
+        "--n-jobs",
+        type=int,
+        default=1,
+        help="parallel workers over folds and models (joblib; default 1)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a fast smoke run: " + ", ".join(f"{k}={v}" for k, v in QUICK.items()),
+    )
     parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--models", type=_str_list, default=None,
-                        help="comma-separated subset of: " + ", ".join(MODELS))
-    parser.add_argument("--max-epochs", type=int, default=None,
-                        help="override the paper's 150 epochs (networks and sklearn MLP)")
-    parser.add_argument("--patience", type=int, default=None,
-                        help="override the paper's early-stopping patience of 25 epochs")
-    parser.add_argument("--hidden-units", type=int, default=None,
-                        help="units per hidden layer (default: the number of band pairs)")
-    parser.add_argument("--noise-levels", type=_float_list, default=None,
-                        help="noise levels in %% (default 0,2,4,6,8,10)")
-    parser.add_argument("--noise-repeats", type=int, default=None,
-                        help="noise draws per level and fold (default 5; quick 2)")
-    parser.add_argument("--n-estimators", type=int, default=None,
-                        help="trees of the random forest peer (default 100; quick 50)")
-    parser.add_argument("--max-samples", type=int, default=None,
-                        help="use a stratified random subsample of this many rows")
+    parser.add_argument(
+        "--models",
+        type=_str_list,
+        default=None,
+        help="comma-separated subset of: " + ", ".join(MODELS),
+    )
+    parser.add_argument(
+        "--max-epochs",
+        type=int,
+        default=None,
+        help="override the paper's 150 epochs (networks and sklearn MLP)",
+    )
+    parser.add_argument(
+        "--patience",
+        type=int,
+        default=None,
+        help="override the paper's early-stopping patience of 25 epochs",
+    )
+    parser.add_argument(
+        "--hidden-units",
+        type=int,
+        default=None,
+        help="units per hidden layer (default: the number of band pairs)",
+    )
+    parser.add_argument(
+        "--noise-levels",
+        type=_float_list,
+        default=None,
+        help="noise levels in %% (default 0,2,4,6,8,10)",
+    )
+    parser.add_argument(
+        "--noise-repeats",
+        type=int,
+        default=None,
+        help="noise draws per level and fold (default 5; quick 2)",
+    )
+    parser.add_argument(
+        "--n-estimators",
+        type=int,
+        default=None,
+        help="trees of the random forest peer (default 100; quick 50)",
+    )
+    parser.add_argument(
+        "--max-samples",
+        type=int,
+        default=None,
+        help="use a stratified random subsample of this many rows",
+    )
     parser.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     parser.add_argument("--quiet", action="store_true", help="no progress display")
     return parser
@@ -111,17 +166,26 @@ def main(argv=None):
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     args = _resolve(build_parser().parse_args(argv))
-    data = load_experiment_data(args.dataset, target=args.target, bands=args.bands,
-                                max_samples=args.max_samples, random_state=args.seed)
+    data = load_experiment_data(
+        args.dataset,
+        target=args.target,
+        bands=args.bands,
+        max_samples=args.max_samples,
+        random_state=args.seed,
+    )
     output = args.output or Path("results") / data.name
     estimator_params = {
         key: value
-        for key, value in (("max_epochs", args.max_epochs), ("patience", args.patience),
-                           ("hidden_units", args.hidden_units))
+        for key, value in (
+            ("max_epochs", args.max_epochs),
+            ("patience", args.patience),
+            ("hidden_units", args.hidden_units),
+        )
         if value is not None
     }
     noise_levels = (
-        PAPER_NOISE_LEVELS if args.noise_levels is None
+        PAPER_NOISE_LEVELS
+        if args.noise_levels is None
         else [level / 100 for level in args.noise_levels]
     )
     figures = not args.no_figures
@@ -135,11 +199,14 @@ def main(argv=None):
             warnings.warn("matplotlib is not installed: skipping the figures.", stacklevel=1)
             figures = False
     if not args.quiet:
-        print(f"sknd.experiments: {data.name}, {len(data.y)} samples x {data.X.shape[1]} bands, "
-              f"{args.folds} folds, depths {args.depths}, n_jobs={args.n_jobs} -> {output}",
-              file=sys.stderr)
+        print(
+            f"sknd.experiments: {data.name}, {len(data.y)} samples x {data.X.shape[1]} bands, "
+            f"{args.folds} folds, depths {args.depths}, n_jobs={args.n_jobs} -> {output}",
+            file=sys.stderr,
+        )
     experiment = run_experiments(
-        data.X, data.y,
+        data.X,
+        data.y,
         depths=args.depths,
         n_splits=args.folds,
         models=args.models or MODELS,
@@ -154,8 +221,9 @@ def main(argv=None):
     )
     experiment.settings["target_names"] = list(data.target_names)
     experiment.settings["command"] = "python -m sknd.experiments " + shlex.join(argv)
-    report = write_report(experiment, output, figures=figures,
-                          command=experiment.settings["command"])
+    report = write_report(
+        experiment, output, figures=figures, command=experiment.settings["command"]
+    )
     if not args.quiet:
         print(f"Done in {experiment.wall_time:.0f} s. Report: {report}", file=sys.stderr)
     return 0

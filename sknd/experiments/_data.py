@@ -48,8 +48,7 @@ def _load_csv(path, target):
     return bands.astype(np.float64), y, [str(c) for c in classes]
 
 
-def load_experiment_data(dataset, *, target=None, bands=None, max_samples=None,
-                         random_state=0):
+def load_experiment_data(dataset, *, target=None, bands=None, max_samples=None, random_state=0):
     """Load a dataset for the experiment runner.
 
     Parameters
@@ -81,8 +80,7 @@ def load_experiment_data(dataset, *, target=None, bands=None, max_samples=None,
         path = Path(dataset)
         if not path.is_file():
             raise ValueError(
-                f"--dataset must be one of {SHIPPED_DATASETS} or an existing CSV file, "
-                f"got {key!r}."
+                f"--dataset must be one of {SHIPPED_DATASETS} or an existing CSV file, got {key!r}."
             )
         X, y, target_names = _load_csv(path, target)
         name = path.stem

@@ -51,12 +51,24 @@ def plot_accuracy_by_depth(results, ax=None):
         stats = clean[clean["model"] == model].groupby("depth")["accuracy"].agg(["mean", "std"])
         stats = stats.reindex(depths) * 100
         positions = np.arange(len(depths)) + (k - (len(models) - 1) / 2) * width
-        ax.bar(positions, stats["mean"], width, yerr=stats["std"], capsize=3,
-               color=_COLORS[model], label=MODEL_LABELS[model])
+        ax.bar(
+            positions,
+            stats["mean"],
+            width,
+            yerr=stats["std"],
+            capsize=3,
+            color=_COLORS[model],
+            label=MODEL_LABELS[model],
+        )
     for model in _depthless(clean):
         mean = clean.loc[clean["model"] == model, "accuracy"].mean() * 100
-        ax.axhline(mean, color=_COLORS[model], linestyle=":", linewidth=1.5,
-                   label=f"{MODEL_LABELS[model]} (no depth)")
+        ax.axhline(
+            mean,
+            color=_COLORS[model],
+            linestyle=":",
+            linewidth=1.5,
+            label=f"{MODEL_LABELS[model]} (no depth)",
+        )
     ax.set_xticks(np.arange(len(depths)), [str(int(d)) for d in depths])
     ax.set_xlabel("depth (layers, input to output)")
     ax.set_ylabel("test accuracy (%)")
@@ -89,15 +101,26 @@ def _bars_by_depth(table, column, ylabel, title, ax, log):
 
 def plot_parameters(results, ax=None):
     """Bars of trainable parameter counts per depth and model (log scale)."""
-    return _bars_by_depth(parameter_table(results), "n_parameters", "trainable parameters",
-                          "Parameter count", ax, log=True)
+    return _bars_by_depth(
+        parameter_table(results),
+        "n_parameters",
+        "trainable parameters",
+        "Parameter count",
+        ax,
+        log=True,
+    )
 
 
 def plot_efficiency(results, ax=None):
     """Bars of efficiency (accuracy % per 100 parameters) per depth and model (log scale)."""
-    return _bars_by_depth(parameter_table(results), "efficiency",
-                          "accuracy (%) per 100 parameters", "Parameter efficiency", ax,
-                          log=True)
+    return _bars_by_depth(
+        parameter_table(results),
+        "efficiency",
+        "accuracy (%) per 100 parameters",
+        "Parameter efficiency",
+        ax,
+        log=True,
+    )
 
 
 def _curve_panels(frame, x, y, xlabel, ylabel, title, logx=False):
@@ -106,18 +129,27 @@ def _curve_panels(frame, x, y, xlabel, ylabel, title, logx=False):
     depths = sorted(frame["depth"].dropna().unique())
     depthless = _depthless(frame)
     n_panels = len(depths) + bool(depthless)
-    fig, axes = plt.subplots(1, n_panels, figsize=(4.2 * n_panels, 3.8), sharey=True,
-                             layout="constrained", squeeze=False)
-    panels = [(f"depth {int(d)}", frame[frame["depth"] == d], _present(frame, DEPTH_MODELS))
-              for d in depths]
+    fig, axes = plt.subplots(
+        1, n_panels, figsize=(4.2 * n_panels, 3.8), sharey=True, layout="constrained", squeeze=False
+    )
+    panels = [
+        (f"depth {int(d)}", frame[frame["depth"] == d], _present(frame, DEPTH_MODELS))
+        for d in depths
+    ]
     if depthless:
         panels.append(("peers without depth", frame[frame["depth"].isna()], depthless))
     for ax, (name, rows, models) in zip(axes[0], panels):
         for model in models:
             stats = rows[rows["model"] == model].groupby(x)[y].agg(["mean", "std"]) * 100
-            ax.errorbar(stats.index * (100 if x == "noise" else 1), stats["mean"],
-                        yerr=stats["std"], marker="o", capsize=3, color=_COLORS[model],
-                        label=MODEL_LABELS[model])
+            ax.errorbar(
+                stats.index * (100 if x == "noise" else 1),
+                stats["mean"],
+                yerr=stats["std"],
+                marker="o",
+                capsize=3,
+                color=_COLORS[model],
+                label=MODEL_LABELS[model],
+            )
         ax.set_title(name)
         ax.set_xlabel(xlabel)
         if logx:
@@ -130,16 +162,27 @@ def _curve_panels(frame, x, y, xlabel, ylabel, title, logx=False):
 
 def plot_noise_curves(results):
     """Test accuracy against the multiplicative noise level, one panel per depth."""
-    return _curve_panels(results, "noise", "accuracy", "noise level eta (%)",
-                         "test accuracy (%)",
-                         "Accuracy under noise b + eta |b| z (mean +- std over folds)")
+    return _curve_panels(
+        results,
+        "noise",
+        "accuracy",
+        "noise level eta (%)",
+        "test accuracy (%)",
+        "Accuracy under noise b + eta |b| z (mean +- std over folds)",
+    )
 
 
 def plot_illumination(illumination):
     """Agreement with the unscaled predictions when all bands are multiplied by k."""
-    return _curve_panels(illumination, "factor", "agreement", "illumination factor k",
-                         "predictions unchanged (%)",
-                         "Illumination check: all bands times k", logx=True)
+    return _curve_panels(
+        illumination,
+        "factor",
+        "agreement",
+        "illumination factor k",
+        "predictions unchanged (%)",
+        "Illumination check: all bands times k",
+        logx=True,
+    )
 
 
 def plot_training_curves(histories, depth, fold=0):
@@ -152,8 +195,9 @@ def plot_training_curves(histories, depth, fold=0):
         color, label = _COLORS[model], MODEL_LABELS[model]
         left.plot(h["epoch"], h["valid_score"] * 100, color=color, label=label)
         right.plot(h["epoch"], h["train_loss"], color=color, label=f"{label} train")
-        right.plot(h["epoch"], h["valid_loss"], color=color, linestyle="--",
-                   label=f"{label} validation")
+        right.plot(
+            h["epoch"], h["valid_loss"], color=color, linestyle="--", label=f"{label} validation"
+        )
     left.set_xlabel("epoch")
     left.set_ylabel("validation accuracy (%)")
     left.legend(fontsize="small")
@@ -179,7 +223,7 @@ def _weights(estimator):
 
 def _plot_top_asymmetric_pairs(estimator, k=15, ax=None):
     """Fallback: the k pairs whose learned weights differ most, as signed log2 ratios."""
-    fig, ax = _axes(ax)
+    _fig, ax = _axes(ax)
     names, pairs, log2_ratio = _weights(estimator)
     top = np.argsort(-np.abs(log2_ratio), kind="stable")[:k][::-1]
     colors = np.where(log2_ratio[top] > 0, "tab:red", "tab:blue")
@@ -189,8 +233,13 @@ def _plot_top_asymmetric_pairs(estimator, k=15, ax=None):
     ax.axvline(0, color="black", linewidth=0.8)
     ax.margins(x=0.15)  # room for the ratio labels at the bar ends
     for y, value in enumerate(log2_ratio[top]):
-        ax.annotate(f"{2.0 ** value:.2f}", (value, y), fontsize="x-small", va="center",
-                    ha="left" if value > 0 else "right")
+        ax.annotate(
+            f"{2.0**value:.2f}",
+            (value, y),
+            fontsize="x-small",
+            va="center",
+            ha="left" if value > 0 else "right",
+        )
     ax.set_xlabel("log2 sp(a) / sp(c)  (red: first band upweighted)")
     ax.set_title(f"Top {len(top)} most asymmetric pairs")
     return ax
@@ -198,7 +247,7 @@ def _plot_top_asymmetric_pairs(estimator, k=15, ax=None):
 
 def _plot_coefficient_matrix(estimator, ax=None):
     """Fallback: antisymmetric matrix of log2 weight ratios of row band over column band."""
-    fig, ax = _axes(ax, figsize=(6, 5))
+    _fig, ax = _axes(ax, figsize=(6, 5))
     names, pairs, log2_ratio = _weights(estimator)
     n = len(names)
     matrix = np.full((n, n), np.nan)
@@ -228,8 +277,9 @@ def plot_coefficients(estimator, k=15):
         plotting = None
     top = getattr(plotting, "plot_top_asymmetric_pairs", None) or _plot_top_asymmetric_pairs
     matrix = getattr(plotting, "plot_coefficient_matrix", None) or _plot_coefficient_matrix
-    fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), layout="constrained",
-                                      width_ratios=[1, 1.15])
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(13, 5.5), layout="constrained", width_ratios=[1, 1.15]
+    )
     top(estimator, k=k, ax=left)
     matrix(estimator, ax=right)
     return fig
@@ -259,24 +309,39 @@ def save_figures(experiment, output_dir, dpi=120):
         plt.close(fig)
         written.append((name, caption))
 
-    save(plot_accuracy_by_depth(results), "accuracy_by_depth.png",
-         "Test accuracy by depth, mean and std over folds.")
+    save(
+        plot_accuracy_by_depth(results),
+        "accuracy_by_depth.png",
+        "Test accuracy by depth, mean and std over folds.",
+    )
     save(plot_parameters(results), "parameters.png", "Trainable parameters.")
     save(plot_efficiency(results), "efficiency.png", "Accuracy (%) per 100 parameters.")
-    save(plot_noise_curves(results), "noise.png",
-         "Test accuracy under multiplicative noise, one panel per depth.")
+    save(
+        plot_noise_curves(results),
+        "noise.png",
+        "Test accuracy under multiplicative noise, one panel per depth.",
+    )
     if len(experiment.illumination):
-        save(plot_illumination(experiment.illumination), "illumination.png",
-             "Share of test predictions unchanged when all bands are multiplied by k.")
+        save(
+            plot_illumination(experiment.illumination),
+            "illumination.png",
+            "Share of test predictions unchanged when all bands are multiplied by k.",
+        )
     depths = sorted(results["depth"].dropna().unique())
     for depth in _report_depths([int(d) for d in depths]) if depths else []:
         if len(experiment.histories):
-            save(plot_training_curves(experiment.histories, depth), f"training_depth{depth}.png",
-                 f"Training dynamics at depth {depth} (fold 0): validation accuracy; training "
-                 "(solid) and validation (dashed) loss.")
+            save(
+                plot_training_curves(experiment.histories, depth),
+                f"training_depth{depth}.png",
+                f"Training dynamics at depth {depth} (fold 0): validation accuracy; training "
+                "(solid) and validation (dashed) loss.",
+            )
         estimator = experiment.estimators.get(("nd", depth, 0))
         if estimator is not None and len(estimator.pairs_):
-            save(plot_coefficients(estimator), f"coefficients_depth{depth}.png",
-                 f"Learned ND coefficients at depth {depth} (fold 0): top 15 asymmetric pairs "
-                 "by sp(a)/sp(c), and the full ratio matrix.")
+            save(
+                plot_coefficients(estimator),
+                f"coefficients_depth{depth}.png",
+                f"Learned ND coefficients at depth {depth} (fold 0): top 15 asymmetric pairs "
+                "by sp(a)/sp(c), and the full ratio matrix.",
+            )
     return written

@@ -178,22 +178,23 @@ def sklearn_mlp_params(depth, n_hidden, settings, validation_fraction, random_st
     ``patience`` becomes ``n_iter_no_change`` of the built-in early stopping, which scores
     accuracy on an internal stratified hold-out of ``validation_fraction``.
     """
-    return dict(
-        hidden_layer_sizes=(n_hidden,) * (depth - 1),
-        solver="adam",
-        learning_rate_init=settings["lr"],
-        alpha=settings["weight_decay"],
-        batch_size=settings["batch_size"],
-        max_iter=settings["max_epochs"],
-        early_stopping=settings["early_stopping"],
-        n_iter_no_change=settings["patience"],
-        validation_fraction=validation_fraction,
-        random_state=random_state,
-    )
+    return {
+        "hidden_layer_sizes": (n_hidden,) * (depth - 1),
+        "solver": "adam",
+        "learning_rate_init": settings["lr"],
+        "alpha": settings["weight_decay"],
+        "batch_size": settings["batch_size"],
+        "max_iter": settings["max_epochs"],
+        "early_stopping": settings["early_stopping"],
+        "n_iter_no_change": settings["patience"],
+        "validation_fraction": validation_fraction,
+        "random_state": random_state,
+    }
 
 
-def make_peer(name, *, depth, n_hidden, settings, validation_fraction, random_state,
-              n_estimators=100):
+def make_peer(
+    name, *, depth, n_hidden, settings, validation_fraction, random_state, n_estimators=100
+):
     """Build an unfitted peer estimator (see :data:`PEER_LABELS`)."""
     if name == "sklearn_mlp":
         params = sklearn_mlp_params(depth, n_hidden, settings, validation_fraction, random_state)
@@ -229,7 +230,9 @@ def count_parameters(estimator):
     if isinstance(estimator, BestPairNDClassifier):
         return count_parameters(estimator.estimator_)
     if isinstance(estimator, MLPClassifier):
-        return int(sum(w.size for w in estimator.coefs_) + sum(b.size for b in estimator.intercepts_))
+        return int(
+            sum(w.size for w in estimator.coefs_) + sum(b.size for b in estimator.intercepts_)
+        )
     if isinstance(estimator, RandomForestClassifier):
         return int(sum(tree.tree_.node_count for tree in estimator.estimators_))
     if hasattr(estimator, "coef_"):

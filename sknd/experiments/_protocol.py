@@ -38,8 +38,21 @@ PAPER_SETTINGS = {
 }
 
 RESULT_COLUMNS = [
-    "dataset", "model", "depth", "fold", "noise", "accuracy", "n_parameters", "fit_time",
-    "n_epochs", "best_epoch", "seed", "n_train", "n_val", "n_test", "selected_pair",
+    "dataset",
+    "model",
+    "depth",
+    "fold",
+    "noise",
+    "accuracy",
+    "n_parameters",
+    "fit_time",
+    "n_epochs",
+    "best_epoch",
+    "seed",
+    "n_train",
+    "n_val",
+    "n_test",
+    "selected_pair",
 ]
 
 
@@ -81,9 +94,8 @@ class ExperimentResults:
 def _one_thread():
     # Tiny networks gain nothing from intra-op threads, and on a shared machine extra
     # threads of parallel folds only fight each other (see the project's PERF_NOTES).
-    from threadpoolctl import threadpool_limits
-
     import torch
+    from threadpoolctl import threadpool_limits
 
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -144,8 +156,12 @@ def _run_task(task, X, y, split, config):
         test = split[2]
         X_te, y_te = X.iloc[test], y[test]
         noise = noise_robustness(
-            estimator, X_te, y_te, levels=config["noise_levels"],
-            n_repeats=config["noise_repeats"], random_state=task["seed"],
+            estimator,
+            X_te,
+            y_te,
+            levels=config["noise_levels"],
+            n_repeats=config["noise_repeats"],
+            random_state=task["seed"],
         )
         illumination = illumination_check(
             estimator, X_te, y_te, factors=config["illumination_factors"]
@@ -226,9 +242,14 @@ def _versions():
     import sklearn
     import torch
 
-    versions = {"python": platform.python_version(), "numpy": np.__version__,
-                "pandas": pd.__version__, "scikit-learn": sklearn.__version__,
-                "torch": torch.__version__, "joblib": joblib.__version__}
+    versions = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "scikit-learn": sklearn.__version__,
+        "torch": torch.__version__,
+        "joblib": joblib.__version__,
+    }
     try:
         import skorch
 
@@ -383,8 +404,7 @@ def run_experiments(
     _, class_counts = np.unique(y, return_counts=True)
     if class_counts.min() < n_splits:
         raise ValueError(
-            f"The smallest class has {class_counts.min()} samples, fewer than n_splits="
-            f"{n_splits}."
+            f"The smallest class has {class_counts.min()} samples, fewer than n_splits={n_splits}."
         )
 
     params = dict(PAPER_SETTINGS)
@@ -406,8 +426,12 @@ def run_experiments(
     }
 
     rng = check_random_state(random_state)
-    splits = paper_splits(y, n_splits, validation_share=PAPER_VALIDATION_SHARE,
-                          random_state=rng.randint(np.iinfo(np.int32).max))
+    splits = paper_splits(
+        y,
+        n_splits,
+        validation_share=PAPER_VALIDATION_SHARE,
+        random_state=rng.randint(np.iinfo(np.int32).max),
+    )
     fold_seeds = rng.randint(np.iinfo(np.int32).max, size=n_splits)
     tasks = _make_tasks(models, depths, fold_seeds)
 
@@ -436,14 +460,39 @@ def run_experiments(
     results["depth"] = results["depth"].astype("Int64")
     histories = pd.concat(
         [out["history"] for out in outputs if out["history"] is not None]
-        or [pd.DataFrame(columns=["model", "depth", "fold", "epoch", "train_loss",
-                                  "valid_loss", "valid_score"])],
+        or [
+            pd.DataFrame(
+                columns=[
+                    "model",
+                    "depth",
+                    "fold",
+                    "epoch",
+                    "train_loss",
+                    "valid_loss",
+                    "valid_score",
+                ]
+            )
+        ],
         ignore_index=True,
     )
     coefficients = pd.concat(
         [out["coefficients"] for out in outputs if out["coefficients"] is not None]
-        or [pd.DataFrame(columns=["model", "depth", "fold", "band_i", "band_j", "coef_a",
-                                  "coef_c", "weight_a", "weight_c", "ratio"])],
+        or [
+            pd.DataFrame(
+                columns=[
+                    "model",
+                    "depth",
+                    "fold",
+                    "band_i",
+                    "band_j",
+                    "coef_a",
+                    "coef_c",
+                    "weight_a",
+                    "weight_c",
+                    "ratio",
+                ]
+            )
+        ],
         ignore_index=True,
     )
     illumination = pd.concat([out["illumination"] for out in outputs], ignore_index=True)
@@ -451,11 +500,12 @@ def run_experiments(
     illumination["depth"] = illumination["depth"].astype("Int64")
     estimators = {
         (o["key"]["model"], o["key"]["depth"], o["key"]["fold"]): o["estimator"]
-        for o in outputs if o["estimator"] is not None
+        for o in outputs
+        if o["estimator"] is not None
     }
     settings = {
         "dataset": dataset_name or "",
-        "n_samples": int(len(y)),
+        "n_samples": len(y),
         "n_bands": int(X.shape[1]),
         "bands": list(X.columns),
         "class_counts": {str(c): int(n) for c, n in zip(*np.unique(y, return_counts=True))},

@@ -81,9 +81,14 @@ def _table_peers(results):
         elif m == "random_forest":
             note = "parameters = tree nodes"
         rows.append(
-            [MODEL_LABELS[m], _pm(acc.loc[m, "mean"], acc.loc[m, "std"]),
-             f"{params.loc[m, 'n_parameters']:.0f}", f"{params.loc[m, 'efficiency']:.3g}",
-             f"{drops.loc[m, 'drop']:.2f}", note]
+            [
+                MODEL_LABELS[m],
+                _pm(acc.loc[m, "mean"], acc.loc[m, "std"]),
+                f"{params.loc[m, 'n_parameters']:.0f}",
+                f"{params.loc[m, 'efficiency']:.3g}",
+                f"{drops.loc[m, 'drop']:.2f}",
+                note,
+            ]
         )
     header = ["Model", "Accuracy (%)", "Params", "Eff.", "Noise drop (pp)", "Note"]
     return _markdown(header, rows)
@@ -158,27 +163,35 @@ def _protocol_text(experiment, command):
     if command:
         lines.append(f"Command: `{command}`\n")
     lines += [
-        f"- Dataset: **{s.get('dataset') or 'unnamed'}**, {s.get('n_samples')} samples, "
-        f"{s.get('n_bands')} bands ({', '.join(map(str, s.get('bands', [])))}).",
+        (
+            f"- Dataset: **{s.get('dataset') or 'unnamed'}**, {s.get('n_samples')} samples, "
+            f"{s.get('n_bands')} bands ({', '.join(map(str, s.get('bands', [])))})."
+        ),
         f"- Classes: {classes}.",
-        f"- Protocol: {s.get('n_splits')}-fold stratified cross-validation; in each fold a "
-        "stratified train/validation split of the rest (7 : 2, i.e. 70/20/10 % with 10 "
-        "folds). Same seed for every model in a fold (network initialisation, random forest, "
-        "noise draws). Seed: "
-        f"{s.get('random_state')}.",
+        (
+            f"- Protocol: {s.get('n_splits')}-fold stratified cross-validation; in each fold a "
+            "stratified train/validation split of the rest (7 : 2, i.e. 70/20/10 % with 10 "
+            "folds). Same seed for every model in a fold (network initialisation, random forest, "
+            "noise draws). Seed: "
+            f"{s.get('random_state')}."
+        ),
         f"- Network training ({', '.join(PAPER_MODELS)}; sknd `NDClassifier`): "
         + ", ".join(f"{k}={v}" for k, v in params.items())
         + "; early stopping on the validation part.",
-        f"- Peers: scikit-learn MLP with {s.get('n_hidden_sklearn_mlp')} units per hidden "
-        "layer and the same optimiser settings (trained on train+validation, early stopping "
-        "on an internal stratified hold-out of the validation share); logistic regressions and "
-        f"the random forest ({s.get('n_estimators')} trees) trained on train+validation; the "
-        "best single classic ND pair chosen on the validation part.",
-        f"- Noise: b + eta |b| z at eta = "
+        (
+            f"- Peers: scikit-learn MLP with {s.get('n_hidden_sklearn_mlp')} units per hidden "
+            "layer and the same optimiser settings (trained on train+validation, early stopping "
+            "on an internal stratified hold-out of the validation share); logistic regressions and "
+            f"the random forest ({s.get('n_estimators')} trees) trained on train+validation; the "
+            "best single classic ND pair chosen on the validation part."
+        ),
+        "- Noise: b + eta |b| z at eta = "
         + ", ".join(f"{100 * v:g}" for v in s.get("noise_levels", []))
         + f" %, mean of {s.get('noise_repeats')} draws per fold.",
-        f"- Wall time: {experiment.wall_time:.0f} s with n_jobs={s.get('n_jobs')} "
-        f"({os.cpu_count()} CPUs visible).",
+        (
+            f"- Wall time: {experiment.wall_time:.0f} s with n_jobs={s.get('n_jobs')} "
+            f"({os.cpu_count()} CPUs visible)."
+        ),
         "- Versions: " + ", ".join(f"{k} {v}" for k, v in s.get("versions", {}).items()) + ".",
     ]
     return "\n".join(lines)
@@ -234,8 +247,10 @@ def write_report(experiment, output_dir, *, figures=True, command=None):
         _protocol_text(experiment, command),
         f"## Table 1. Test accuracy (%), mean ± std over {n_folds} folds",
         _table_accuracy(results),
-        "Best mean per depth in bold. p: two-sided paired t-test over folds "
-        "(`scipy.stats.ttest_rel`). Standard deviations use ddof=1.",
+        (
+            "Best mean per depth in bold. p: two-sided paired t-test over folds "
+            "(`scipy.stats.ttest_rel`). Standard deviations use ddof=1."
+        ),
         "## Peers without a depth, on the same folds",
         _table_peers(results) or "(none run)",
         "## Table 2. Parameters and efficiency (accuracy % per 100 parameters)",

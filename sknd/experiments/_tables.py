@@ -109,8 +109,7 @@ def paired_ttest(results, model_a="nd", model_b="mlp", *, noise=None):
             }
         )
     return pd.DataFrame(
-        out, columns=["depth", "mean_a", "mean_b", "difference", "statistic", "p_value",
-                      "n_folds"]
+        out, columns=["depth", "mean_a", "mean_b", "difference", "statistic", "p_value", "n_folds"]
     )
 
 
