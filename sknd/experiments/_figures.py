@@ -28,6 +28,20 @@ def _axes(ax, figsize=(6.4, 4.2)):
     return fig, ax
 
 
+def _plain_log_axis(axis, ticks=None, subs=(1.0,)):
+    """Log scale labelled with plain numbers ("20", not "2 x 10^1")."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
+    if axis.axis_name == "x":
+        axis.axes.set_xscale("log")
+    else:
+        axis.axes.set_yscale("log")
+    locator = FixedLocator(ticks) if ticks is not None else LogLocator(subs=subs)
+    axis.set_major_locator(locator)
+    axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+    axis.set_minor_formatter(NullFormatter())
+
+
 def _present(results, candidates):
     return [m for m in candidates if m in set(results["model"])]
 
@@ -79,7 +93,7 @@ def plot_accuracy_by_depth(results, ax=None):
     return fig
 
 
-def _bars_by_depth(table, column, ylabel, title, ax, log):
+def _bars_by_depth(table, column, ylabel, title, ax, log, fmt):
     fig, ax = _axes(ax)
     models = _present(table, DEPTH_MODELS)
     depths = sorted(table["depth"].dropna().unique())
@@ -88,12 +102,12 @@ def _bars_by_depth(table, column, ylabel, title, ax, log):
         values = table[table["model"] == model].set_index("depth")[column].reindex(depths)
         positions = np.arange(len(depths)) + (k - (len(models) - 1) / 2) * width
         bars = ax.bar(positions, values, width, color=_COLORS[model], label=MODEL_LABELS[model])
-        ax.bar_label(bars, fmt="%.3g", fontsize="x-small")
+        ax.bar_label(bars, fmt=fmt, fontsize="x-small")
     ax.set_xticks(np.arange(len(depths)), [str(int(d)) for d in depths])
     ax.set_xlabel("depth (layers, input to output)")
     ax.set_ylabel(ylabel)
     if log:
-        ax.set_yscale("log")
+        _plain_log_axis(ax.yaxis, subs=(1.0, 2.0, 5.0))
     ax.legend(fontsize="small")
     ax.set_title(title)
     return fig
@@ -108,6 +122,7 @@ def plot_parameters(results, ax=None):
         "Parameter count",
         ax,
         log=True,
+        fmt="{:,.0f}",
     )
 
 
@@ -120,6 +135,7 @@ def plot_efficiency(results, ax=None):
         "Parameter efficiency",
         ax,
         log=True,
+        fmt="{:.3g}",
     )
 
 
@@ -153,7 +169,7 @@ def _curve_panels(frame, x, y, xlabel, ylabel, title, logx=False):
         ax.set_title(name)
         ax.set_xlabel(xlabel)
         if logx:
-            ax.set_xscale("log")
+            _plain_log_axis(ax.xaxis, ticks=sorted(frame[x].unique()))
         ax.legend(fontsize="x-small")
     axes[0, 0].set_ylabel(ylabel)
     fig.suptitle(title)
