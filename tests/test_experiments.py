@@ -188,11 +188,13 @@ def test_illumination_nd_invariant_mlp_not():
     kwargs = {"depth": 2, "max_epochs": 5, "random_state": 0}
     nd = NDClassifier(architecture="nd", **kwargs).fit(X, y)
     mlp = NDClassifier(architecture="mlp", **kwargs).fit(X, y)
-    factors = [0.5, 1.0, 2.0]
+    factors = [0.25, 1.0, 4.0]
     nd_check = illumination_check(nd, X, y, factors=factors)
     mlp_check = illumination_check(mlp, X, y, factors=factors)
-    assert nd_check["agreement"].min() > 0.99
-    assert mlp_check["agreement"].iloc[[0, 2]].max() < 0.99
+    # The ND network sees the bands only through ratios: identical predictions.
+    assert nd_check["agreement"].min() == 1.0
+    # A ReLU network on raw bands is only invariant up to its biases.
+    assert mlp_check["agreement"].min() < 0.99
 
 
 # --- peers --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ QUICK = {
     "patience": 10,
     "noise_repeats": 2,
     "n_estimators": 50,
+    "max_samples": 1000,
 }
 DEFAULTS = {
     "folds": 10,
@@ -28,6 +29,7 @@ DEFAULTS = {
     "patience": None,
     "noise_repeats": 5,
     "n_estimators": 100,
+    "max_samples": None,
 }
 
 

@@ -13,6 +13,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 #: Peer names in the order they are reported, with the labels used in tables and figures.
@@ -93,8 +94,9 @@ class BestPairNDClassifier(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     estimator : classifier, default=None
-        Fitted on the one-column index. None means standardization followed by
-        :class:`~sklearn.linear_model.LogisticRegression`.
+        Fitted on the one-column index. None means thresholds on the index: a
+        :class:`~sklearn.tree.DecisionTreeClassifier` with one leaf per class (K - 1
+        thresholds for K classes), like "NDVI > 0.3 is vegetation".
     epsilon : float, default=1e-6
         Added to the index denominator.
 
@@ -126,9 +128,9 @@ class BestPairNDClassifier(ClassifierMixin, BaseEstimator):
         self.estimator = estimator
         self.epsilon = epsilon
 
-    def _base(self):
+    def _base(self, n_classes):
         if self.estimator is None:
-            return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+            return DecisionTreeClassifier(max_leaf_nodes=max(n_classes, 2), random_state=0)
         return self.estimator
 
     def fit(self, X, y, X_val=None, y_val=None):
@@ -142,16 +144,17 @@ class BestPairNDClassifier(ClassifierMixin, BaseEstimator):
         pairs = np.array(list(combinations(range(X.shape[1]), 2)), dtype=int)
         features = _classic_nd(X, pairs, self.epsilon)
         features_val = _classic_nd(X_val, pairs, self.epsilon)
+        base = self._base(len(np.unique(y)))
         scores = np.empty(len(pairs))
         for k in range(len(pairs)):
-            model = clone(self._base()).fit(features[:, [k]], y)
+            model = clone(base).fit(features[:, [k]], y)
             scores[k] = model.score(features_val[:, [k]], y_val)
         best = int(np.argmax(scores))
         names = getattr(self, "feature_names_in_", [f"x{i}" for i in range(X.shape[1])])
         self.pair_ = (int(pairs[best, 0]), int(pairs[best, 1]))
         self.pair_names_ = (str(names[self.pair_[0]]), str(names[self.pair_[1]]))
         self.selection_scores_ = scores
-        self.estimator_ = clone(self._base()).fit(features[:, [best]], y)
+        self.estimator_ = clone(base).fit(features[:, [best]], y)
         self.classes_ = self.estimator_.classes_
         return self
 
@@ -220,8 +223,8 @@ def count_parameters(estimator):
 
     sknd estimators report ``n_parameters_``; for linear models and MLPs the weights and
     intercepts are counted (scaler statistics are not); for the best-pair classifier the
-    classifier on the index (the pair itself is a discrete choice); for random forests the
-    total number of tree nodes, which is not comparable with the others.
+    model on the index (the pair itself is a discrete choice); for trees and forests the
+    number of tree nodes (thresholds and leaves), which is not comparable with the others.
     """
     if isinstance(estimator, Pipeline):
         return count_parameters(estimator[-1])
@@ -235,6 +238,8 @@ def count_parameters(estimator):
         )
     if isinstance(estimator, RandomForestClassifier):
         return int(sum(tree.tree_.node_count for tree in estimator.estimators_))
+    if isinstance(estimator, DecisionTreeClassifier):
+        return int(estimator.tree_.node_count)
     if hasattr(estimator, "coef_"):
         return int(np.size(estimator.coef_) + np.size(getattr(estimator, "intercept_", 0)))
     raise TypeError(f"Cannot count the parameters of {type(estimator).__name__}.")

@@ -106,6 +106,13 @@ def _one_thread():
         torch.set_num_threads(previous)
 
 
+def _default_hidden_units(n_pairs):
+    """The hidden width NDClassifier uses by default, so the scikit-learn MLP matches it."""
+    from .._base import MAX_DEFAULT_HIDDEN_UNITS, MIN_DEFAULT_HIDDEN_UNITS
+
+    return int(np.clip(n_pairs, MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS))
+
+
 def _softplus(x):
     return np.logaddexp(0.0, x)
 
@@ -417,7 +424,7 @@ def run_experiments(
         "dataset": dataset_name or "",
         "estimator_params": params,
         "settings": params,
-        "n_hidden": params.get("hidden_units") or n_pairs,
+        "n_hidden": params.get("hidden_units") or _default_hidden_units(n_pairs),
         "n_estimators": n_estimators,
         "noise_levels": noise_levels,
         "noise_repeats": noise_repeats,

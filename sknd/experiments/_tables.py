@@ -79,7 +79,7 @@ def paired_ttest(results, model_a="nd", model_b="mlp", *, noise=None):
     ...     "model": ["nd"] * 3 + ["mlp"] * 3, "depth": [2] * 6, "fold": [0, 1, 2] * 2,
     ...     "noise": [0.0] * 6, "accuracy": [0.90, 0.85, 0.95, 0.80, 0.84, 0.90]})
     >>> paired_ttest(results)[["depth", "difference", "p_value"]].round(3).to_dict("records")
-    [{'depth': 2, 'difference': 0.053, 'p_value': 0.126}]
+    [{'depth': 2, 'difference': 0.053, 'p_value': 0.177}]
     """
     rows = _clean(results, noise)
     out = []
