@@ -219,7 +219,7 @@ def plot_training_curves(histories, depth, fold=0):
     left.legend(fontsize="small")
     right.set_xlabel("epoch")
     right.set_ylabel("loss")
-    right.set_yscale("log")
+    _plain_log_axis(right.yaxis, subs=(1.0, 2.0, 5.0))
     right.legend(fontsize="x-small", ncols=2)
     fig.suptitle(f"Training dynamics at depth {depth} (fold {fold})")
     return fig

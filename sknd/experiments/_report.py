@@ -16,6 +16,11 @@ def _pm(mean, std):
     return f"{100 * mean:.2f} ± {std}"
 
 
+def _eff(value):
+    # Three significant digits without switching to scientific notation for large values.
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
 def _p(value):
     if pd.isna(value):
         return "n/a"
@@ -77,7 +82,8 @@ def _table_peers(results):
         note = ""
         if m == "best_nd_pair":
             pairs = clean.loc[clean["model"] == m, "selected_pair"].value_counts()
-            note = ", ".join(f"{p} ({n}x)" for p, n in pairs.head(3).items())
+            note = "pairs: " + ", ".join(f"{p} ({n}x)" for p, n in pairs.head(3).items())
+            note += "; parameters = tree nodes"
         elif m == "random_forest":
             note = "parameters = tree nodes"
         rows.append(
@@ -85,7 +91,7 @@ def _table_peers(results):
                 MODEL_LABELS[m],
                 _pm(acc.loc[m, "mean"], acc.loc[m, "std"]),
                 f"{params.loc[m, 'n_parameters']:.0f}",
-                f"{params.loc[m, 'efficiency']:.3g}",
+                _eff(params.loc[m, "efficiency"]),
                 f"{drops.loc[m, 'drop']:.2f}",
                 note,
             ]
@@ -106,7 +112,7 @@ def _table_parameters(results):
         row = [depth]
         for m in models:
             if m in at.index:
-                row += [f"{at.loc[m, 'n_parameters']:,.0f}", f"{at.loc[m, 'efficiency']:.3g}"]
+                row += [f"{at.loc[m, 'n_parameters']:,.0f}", _eff(at.loc[m, "efficiency"])]
             else:
                 row += ["", ""]
         rows.append(row)
@@ -183,7 +189,8 @@ def _protocol_text(experiment, command):
             "layer and the same optimiser settings (trained on train+validation, early stopping "
             "on an internal stratified hold-out of the validation share); logistic regressions and "
             f"the random forest ({s.get('n_estimators')} trees) trained on train+validation; the "
-            "best single classic ND pair chosen on the validation part."
+            "best single classic ND (class thresholds on one unit-coefficient index) chosen by "
+            "exhaustive pair search on the validation part."
         ),
         "- Noise: b + eta |b| z at eta = "
         + ", ".join(f"{100 * v:g}" for v in s.get("noise_levels", []))
