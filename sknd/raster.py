@@ -1,0 +1,721 @@
+"""Apply fitted estimators to raster images: numpy arrays, xarray and dask.
+
+A fitted estimator works on a table of pixels ``(n_pixels, n_bands)``; an
+image is a grid of pixels with a band axis. :func:`predict`,
+:func:`predict_proba` and :func:`transform` feed an image through any fitted
+scikit-learn estimator (sknd or not) and give the result back on the image's
+grid:
+
+- a numpy array ``(..., bands)`` (bands last, or on the axis given by an
+  integer ``band_dim``) is processed in chunks of ``chunk_pixels`` pixels, so
+  that the estimator's intermediates stay small whatever the image size;
+- an :class:`xarray.DataArray` with a band dimension in any position keeps its
+  other dimensions and their coordinates; bands are matched to the
+  estimator's ``feature_names_in_`` by name when the band coordinate holds
+  strings;
+- a dask-backed DataArray (or a bare dask array) is processed lazily, block by
+  block, through :func:`xarray.apply_ufunc` with ``dask="parallelized"``: the
+  result is a lazy DataArray, computed by whatever dask scheduler is active
+  (threads, processes or a ``dask.distributed`` cluster).
+
+Pixels with a NaN (or the ``nodata`` value) in any band are no-data: they are
+never shown to the estimator and come out as ``fill_value`` (NaN by default).
+
+Fitted sknd estimators are evaluated by a private numpy re-implementation of
+their network (:class:`_FastNetwork`), which is several times faster than the
+torch forward pass on large pixel tables; any other estimator is called
+through its public methods.
+"""
+
+import contextlib
+import functools
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["DEFAULT_CHUNK_PIXELS", "predict", "predict_proba", "transform"]
+
+#: Pixels handed to the estimator per call. Large enough that per-call overhead
+#: is negligible, small enough that a call's intermediates (pixels x indices)
+#: stay in the tens of megabytes.
+DEFAULT_CHUNK_PIXELS = 65_536
+
+# Name of the new dimension while xarray builds the result: the user's name may
+# equal the band dimension, which apply_ufunc would confuse with the input's.
+_TMP_OUTPUT_DIM = "__sknd_output__"
+
+
+# --------------------------------------------------------------------- public API
+_COMMON_PARAMETERS = """\
+    estimator : fitted estimator
+        Any fitted scikit-learn compatible estimator that takes a table of
+        pixels ``(n_pixels, n_bands)``; fitted sknd estimators take a fast
+        path that gives the same values as their methods.
+    image : ndarray, dask array or xarray.DataArray
+        The image. numpy and dask arrays have their bands on the last axis
+        (or on axis ``band_dim`` when it is an int); a DataArray has them
+        along dimension ``band_dim``, in any position. Any number of other
+        dimensions (``y, x``, ``time, y, x``, ...) is allowed.
+    band_dim : str or int, default="band"
+        Name of the band dimension of a DataArray. For numpy and dask arrays
+        an int gives the band axis; a string means the last axis. When the
+        band coordinate holds strings and the estimator has
+        ``feature_names_in_``, bands are selected and reordered by name.
+    nodata : scalar or None, default=None
+        Value marking missing data in the input, in addition to NaN. A pixel
+        is no-data when any of its bands is NaN or equals ``nodata``.
+    chunk_pixels : int, default=DEFAULT_CHUNK_PIXELS
+        Maximum number of pixels passed to the estimator at once. Bounds the
+        memory of each call; dask blocks larger than this are split too.
+    n_jobs : int or None, default=None
+        Threads processing the chunks of an in-memory image (``None``: 1,
+        ``-1``: all cores). Threads help when the estimator releases the GIL
+        (numpy- or torch-heavy code such as sknd's fast path). Ignored for
+        dask-backed images, whose parallelism is the dask scheduler's.
+"""
+
+_RETURN_NOTES = """\
+    For a numpy array the result is a numpy array, for a bare dask array a
+    lazy dask array, for a DataArray a DataArray (lazy when the input was)
+    that keeps the other dimensions, their coordinates and the non-band
+    coordinates; the band coordinate and attributes are dropped. A new output
+    dimension takes the position of the band dimension. A dask-backed band
+    dimension is rechunked to a single chunk (every pixel needs all its
+    bands); chunk the spatial dimensions as you wish.
+"""
+
+
+def predict(
+    estimator,
+    image,
+    *,
+    band_dim="band",
+    output_dim="output",
+    nodata=None,
+    fill_value=None,
+    chunk_pixels=DEFAULT_CHUNK_PIXELS,
+    n_jobs=None,
+):
+    return _apply(
+        "predict",
+        estimator,
+        image,
+        band_dim=band_dim,
+        output_dim=output_dim,
+        nodata=nodata,
+        fill_value=fill_value,
+        chunk_pixels=chunk_pixels,
+        n_jobs=n_jobs,
+    )
+
+
+predict.__doc__ = f"""Predict every pixel of an image with ``estimator.predict``.
+
+    Parameters
+    ----------
+{_COMMON_PARAMETERS}    output_dim : str, default="output"
+        Name of the output dimension, used only by multi-output estimators
+        (e.g. a regressor fitted on several targets).
+    fill_value : scalar or None, default=None
+        Prediction written to no-data pixels. ``None`` means NaN: float
+        predictions keep their dtype, integer or boolean labels are promoted
+        to float64 (as :meth:`xarray.DataArray.where` does) and other labels
+        (strings) become an object array holding ``None``. Give a value of
+        the labels' kind (e.g. ``-1`` for integer classes, ``"nodata"`` for
+        string classes) to keep the dtype of ``classes_``; the output dtype is
+        the one numpy's type promotion gives for labels and ``fill_value``.
+
+    Returns
+    -------
+    prediction : ndarray, dask array or xarray.DataArray
+        The image without its band axis, e.g. ``(H, W)`` for ``(H, W,
+        bands)``; multi-output estimators add an ``output_dim`` axis in place
+        of the band axis. The dtype is that of the estimator's predictions
+        (``classes_`` for a classifier), see ``fill_value``.
+
+    Notes
+    -----
+{_RETURN_NOTES}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sknd import raster
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(100, 3))
+    >>> clf = LogisticRegression().fit(X, X[:, 0] > X[:, 1])
+    >>> image = rng.uniform(0, 1, size=(4, 5, 3))
+    >>> image[0, 0, 2] = np.nan                     # a no-data pixel
+    >>> labels = raster.predict(clf, image, fill_value=False)
+    >>> labels.shape, labels.dtype
+    ((4, 5), dtype('bool'))
+    >>> raster.predict(clf, image).dtype            # NaN needs floats
+    dtype('float64')
+    """
+
+
+def predict_proba(
+    estimator,
+    image,
+    *,
+    band_dim="band",
+    output_dim="class",
+    nodata=None,
+    fill_value=None,
+    chunk_pixels=DEFAULT_CHUNK_PIXELS,
+    n_jobs=None,
+):
+    return _apply(
+        "predict_proba",
+        estimator,
+        image,
+        band_dim=band_dim,
+        output_dim=output_dim,
+        nodata=nodata,
+        fill_value=fill_value,
+        chunk_pixels=chunk_pixels,
+        n_jobs=n_jobs,
+    )
+
+
+predict_proba.__doc__ = f"""Class probabilities of every pixel with ``estimator.predict_proba``.
+
+    Parameters
+    ----------
+{_COMMON_PARAMETERS}    output_dim : str, default="class"
+        Name of the class dimension; its coordinate is ``estimator.classes_``.
+    fill_value : float or None, default=None
+        Probability written to no-data pixels; ``None`` means NaN.
+
+    Returns
+    -------
+    proba : ndarray, dask array or xarray.DataArray
+        The image with a class axis of length ``n_classes`` in place of the
+        band axis, e.g. ``(H, W, n_classes)`` for ``(H, W, bands)`` and
+        ``(class, y, x)`` for a DataArray ``(band, y, x)``.
+
+    Notes
+    -----
+{_RETURN_NOTES}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sknd import raster
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(100, 3))
+    >>> clf = LogisticRegression().fit(X, np.where(X[:, 0] > X[:, 1], "bright", "dark"))
+    >>> image = xr.DataArray(
+    ...     rng.uniform(0, 1, size=(3, 4, 5)),
+    ...     dims=("band", "y", "x"),
+    ...     coords={{"y": np.arange(4), "x": np.arange(5)}},
+    ... )
+    >>> proba = raster.predict_proba(clf, image)
+    >>> proba.dims, proba["class"].values.tolist()
+    (('class', 'y', 'x'), ['bright', 'dark'])
+    """
+
+
+def transform(
+    estimator,
+    image,
+    *,
+    band_dim="band",
+    output_dim="index",
+    nodata=None,
+    fill_value=None,
+    chunk_pixels=DEFAULT_CHUNK_PIXELS,
+    n_jobs=None,
+):
+    return _apply(
+        "transform",
+        estimator,
+        image,
+        band_dim=band_dim,
+        output_dim=output_dim,
+        nodata=nodata,
+        fill_value=fill_value,
+        chunk_pixels=chunk_pixels,
+        n_jobs=n_jobs,
+    )
+
+
+transform.__doc__ = f"""Transform every pixel of an image with ``estimator.transform``.
+
+    Typically used with :class:`sknd.NDTransformer` to turn a scene into maps
+    of its learned indices.
+
+    Parameters
+    ----------
+{_COMMON_PARAMETERS}    output_dim : str, default="index"
+        Name of the output dimension; its coordinate is
+        ``estimator.get_feature_names_out()`` when the estimator has it.
+    fill_value : float or None, default=None
+        Value written to no-data pixels; ``None`` means NaN.
+
+    Returns
+    -------
+    features : ndarray, dask array or xarray.DataArray
+        The image with an axis of ``n_features_out`` in place of the band
+        axis.
+
+    Notes
+    -----
+{_RETURN_NOTES}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.decomposition import PCA
+    >>> from sknd import raster
+    >>> rng = np.random.default_rng(0)
+    >>> pca = PCA(n_components=2).fit(rng.uniform(0, 1, size=(50, 4)))
+    >>> raster.transform(pca, rng.uniform(0, 1, size=(6, 7, 4))).shape
+    (6, 7, 2)
+    """
+
+
+# ------------------------------------------------------------------ dispatching
+def _apply(method, estimator, image, *, band_dim, output_dim, nodata, fill_value, chunk_pixels,
+           n_jobs):
+    check_is_fitted(estimator)
+    if not hasattr(estimator, method):
+        raise AttributeError(f"{type(estimator).__name__} has no method {method!r}.")
+    if not isinstance(chunk_pixels, Integral) or isinstance(chunk_pixels, bool) or chunk_pixels < 1:
+        raise ValueError(f"chunk_pixels must be a positive integer, got {chunk_pixels!r}.")
+    if not isinstance(output_dim, str):
+        raise ValueError(f"output_dim must be a string, got {output_dim!r}.")
+    options = {
+        "nodata": nodata,
+        "fill_value": fill_value,
+        "chunk_pixels": int(chunk_pixels),
+    }
+    if _is_dataarray(image):
+        if not isinstance(band_dim, str):
+            raise ValueError(
+                f"band_dim must be a dimension name for a DataArray, got {band_dim!r}."
+            )
+        return _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options)
+    if _is_dask_array(image):
+        return _apply_dask_array(method, estimator, image, band_dim, options)
+    return _apply_ndarray(method, estimator, np.asarray(image), band_dim, n_jobs, options)
+
+
+def _is_dataarray(image):
+    # Look xarray and dask up without importing them: numpy users need neither.
+    xr = sys.modules.get("xarray")
+    return xr is not None and isinstance(image, xr.DataArray)
+
+
+def _is_dask_array(image):
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(image, da.Array)
+
+
+def _band_axis(ndim, band_dim):
+    if ndim < 1:
+        raise ValueError("image must have at least one (band) axis.")
+    if isinstance(band_dim, str):
+        return ndim - 1
+    if not isinstance(band_dim, Integral) or isinstance(band_dim, bool):
+        raise ValueError(f"band_dim must be a str or an int axis, got {band_dim!r}.")
+    if not -ndim <= band_dim < ndim:
+        raise ValueError(f"band_dim={band_dim} is out of range for an image with {ndim} axes.")
+    return int(band_dim) % ndim
+
+
+def _n_jobs(n_jobs):
+    if n_jobs is None:
+        return 1
+    if not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}.")
+    if n_jobs < 0:
+        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+    return int(n_jobs)
+
+
+def _check_n_bands(estimator, n_bands, where):
+    expected = getattr(estimator, "n_features_in_", None)
+    if expected is not None and n_bands != expected:
+        raise ValueError(
+            f"The image has {n_bands} bands {where}, but {type(estimator).__name__} was "
+            f"fitted on {expected} features."
+        )
+
+
+def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options):
+    axis = _band_axis(image.ndim, band_dim)
+    n_bands = image.shape[axis]
+    _check_n_bands(estimator, n_bands, f"on axis {axis}")
+    n_jobs = _n_jobs(n_jobs)
+    func, spec = _prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
+    pixels = np.moveaxis(image, axis, -1)  # a view: chunks are copied one at a time
+    if spec.n_outputs is None:
+        out = np.empty(pixels.shape[:-1], dtype=spec.dtype)
+        out_view = out
+    else:
+        shape = list(image.shape)
+        shape[axis] = spec.n_outputs
+        out = np.empty(shape, dtype=spec.dtype)
+        out_view = np.moveaxis(out, axis, -1)
+    _apply_pixels(
+        pixels,
+        func,
+        spec,
+        out=out_view,
+        chunk_pixels=options["chunk_pixels"],
+        nodata=options["nodata"],
+        n_jobs=n_jobs,
+    )
+    return out
+
+
+def _apply_dask_array(method, estimator, image, band_dim, options):
+    import xarray as xr
+
+    axis = _band_axis(image.ndim, band_dim)
+    dims = [f"dim_{i}" for i in range(image.ndim)]
+    dims[axis] = "band"
+    result = _apply_dataarray(
+        method, estimator, xr.DataArray(image, dims=dims), "band", "output", None, options
+    )
+    return result.data
+
+
+def _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options):
+    import xarray as xr
+
+    if band_dim not in image.dims:
+        raise ValueError(
+            f"The image has no dimension {band_dim!r} (its dimensions are {image.dims}); "
+            "pass the name of its band dimension as band_dim."
+        )
+    if output_dim != band_dim and output_dim in image.dims:
+        raise ValueError(
+            f"output_dim={output_dim!r} is already a dimension of the image {image.dims}; "
+            "choose another name."
+        )
+    image = _match_bands(estimator, image, band_dim)
+    n_bands = image.sizes[band_dim]
+    _check_n_bands(estimator, n_bands, f"along dimension {band_dim!r}")
+    func, spec = _prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
+
+    lazy = image.chunks is not None
+    if lazy:
+        # apply_ufunc needs each pixel's bands in one block.
+        image = image.chunk({band_dim: -1})
+    block_kwargs = {
+        "func": func,
+        "spec": spec,
+        "chunk_pixels": options["chunk_pixels"],
+        "nodata": options["nodata"],
+        "n_jobs": 1 if lazy else _n_jobs(n_jobs),
+        "single_threaded_blas": lazy,
+    }
+    output_core_dims = [[]] if spec.n_outputs is None else [[_TMP_OUTPUT_DIM]]
+    gufunc_kwargs = {}
+    if spec.n_outputs is not None:
+        gufunc_kwargs["output_sizes"] = {_TMP_OUTPUT_DIM: spec.n_outputs}
+    result = xr.apply_ufunc(
+        _apply_block,
+        image,
+        kwargs=block_kwargs,
+        input_core_dims=[[band_dim]],
+        output_core_dims=output_core_dims,
+        dask="parallelized",
+        output_dtypes=[spec.dtype],
+        dask_gufunc_kwargs=gufunc_kwargs,
+        keep_attrs=False,
+    )
+    if spec.n_outputs is None:
+        order = [dim for dim in image.dims if dim != band_dim]
+    else:
+        order = [_TMP_OUTPUT_DIM if dim == band_dim else dim for dim in image.dims]
+    result = result.transpose(*order)
+    if spec.n_outputs is not None:
+        result = result.rename({_TMP_OUTPUT_DIM: output_dim})
+        result = result.assign_coords({output_dim: spec.output_labels})
+    result.name = method
+    return result
+
+
+def _match_bands(estimator, image, band_dim):
+    """Select and order bands by name when both the image and the estimator name them."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None or band_dim not in image.coords:
+        return image
+    labels = image.coords[band_dim].values.tolist()
+    if not all(isinstance(label, str) for label in labels):
+        return image
+    available = set(labels)
+    missing = [name for name in names if name not in available]
+    if missing:
+        raise ValueError(
+            f"{type(estimator).__name__} was fitted on bands {list(names)}, but band(s) "
+            f"{missing} are missing from the {band_dim!r} coordinate of the image, which "
+            f"holds {labels}."
+        )
+    duplicated = sorted({name for name in names if labels.count(name) > 1})
+    if duplicated:
+        raise ValueError(
+            f"Band(s) {duplicated} appear more than once in the {band_dim!r} coordinate "
+            "of the image; cannot tell which one the estimator should use."
+        )
+    if labels == list(names):
+        return image
+    return image.sel({band_dim: list(names)})
+
+
+# ---------------------------------------------------------------- output layout
+class _OutputSpec:
+    """What a method returns per pixel: dtype, optional output axis and its labels."""
+
+    def __init__(self, dtype, fill, n_outputs=None, output_labels=None):
+        self.dtype = np.dtype(dtype)
+        self.fill = fill
+        self.n_outputs = n_outputs
+        self.output_labels = output_labels
+
+    @property
+    def tail(self):
+        return () if self.n_outputs is None else (self.n_outputs,)
+
+
+def _prepare(method, estimator, n_bands, dtype, fill_value):
+    """Pick the pixel function and learn its output layout from a two-pixel probe.
+
+    The probe runs eagerly (also for lazy images): dask needs the output dtype
+    and size before any block is computed.
+    """
+    func = _pixel_function(estimator, method)
+    probe_dtype = dtype if dtype.kind in "iuf" else np.float64
+    probe = np.asarray(func(np.ones((2, n_bands), dtype=probe_dtype)))
+    if probe.ndim not in (1, 2) or probe.shape[0] != 2:
+        raise ValueError(
+            f"{type(estimator).__name__}.{method} returned an array of shape {probe.shape} for "
+            "2 pixels; expected (2,) or (2, n_outputs)."
+        )
+    n_outputs = probe.shape[1] if probe.ndim == 2 else None
+    if method == "predict":
+        out_dtype, fill = _label_fill(probe.dtype, fill_value)
+    else:
+        out_dtype = probe.dtype if probe.dtype.kind == "f" else np.dtype(np.float64)
+        fill = np.nan if fill_value is None else fill_value
+    labels = None
+    if n_outputs is not None:
+        labels = _output_labels(method, estimator, n_outputs)
+    return func, _OutputSpec(out_dtype, fill, n_outputs, labels)
+
+
+def _label_fill(dtype, fill_value):
+    """Output dtype and fill of ``predict`` (see the ``fill_value`` docs)."""
+    if fill_value is None:
+        if dtype.kind == "f":
+            return dtype, np.nan
+        if dtype.kind in "iub":
+            return np.dtype(np.float64), np.nan
+        return np.dtype(object), None
+    try:
+        out_dtype = np.result_type(dtype, np.asarray(fill_value).dtype)
+    except TypeError:  # e.g. string labels with a numeric fill
+        out_dtype = np.dtype(object)
+    return out_dtype, fill_value
+
+
+def _output_labels(method, estimator, n_outputs):
+    labels = None
+    if method == "predict_proba":
+        labels = getattr(estimator, "classes_", None)
+    elif method == "transform" and hasattr(estimator, "get_feature_names_out"):
+        try:
+            labels = estimator.get_feature_names_out()
+        except (AttributeError, TypeError, ValueError):
+            labels = None
+    if labels is None or np.ndim(labels) != 1 or len(labels) != n_outputs:
+        return np.arange(n_outputs)
+    return np.asarray(labels)
+
+
+# -------------------------------------------------------------- pixel functions
+class _NamedColumns:
+    """Call an estimator method with a DataFrame carrying its ``feature_names_in_``.
+
+    Estimators fitted on a DataFrame warn on every call with a bare array;
+    naming the columns also lets pipelines select columns by name.
+    """
+
+    def __init__(self, method, names):
+        self.method = method
+        self.names = names
+
+    def __call__(self, X):
+        import pandas as pd
+
+        return self.method(pd.DataFrame(X, columns=self.names, copy=False))
+
+
+def _pixel_function(estimator, method):
+    """A picklable callable mapping a pixel table (n, n_bands) to the method's output."""
+    fast = _FastNetwork.from_estimator(estimator, method)
+    if fast is not None:
+        return fast
+    bound = getattr(estimator, method)
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None:
+        return bound
+    return _NamedColumns(bound, list(names))
+
+
+class _FastNetwork:
+    """Placeholder for the fast evaluation of fitted sknd networks."""
+
+    @classmethod
+    def from_estimator(cls, estimator, method):
+        return None
+
+
+# ------------------------------------------------------------------- processing
+def _apply_block(block, *, func, spec, chunk_pixels, nodata, n_jobs, single_threaded_blas):
+    """Apply ``func`` to an array ``(..., n_bands)``; the dask and xarray entry point."""
+    out = np.empty(block.shape[:-1] + spec.tail, dtype=spec.dtype)
+    if out.size == 0:  # dask's meta inference probes with empty arrays
+        return out
+    context = _single_threaded_blas() if single_threaded_blas else contextlib.nullcontext()
+    with context:
+        _apply_pixels(
+            block, func, spec, out=out, chunk_pixels=chunk_pixels, nodata=nodata, n_jobs=n_jobs
+        )
+    return out
+
+
+def _apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1):
+    """Fill ``out`` (pixels.shape[:-1] + spec.tail) chunk by chunk."""
+    n_bands = pixels.shape[-1]
+    tail = spec.tail
+
+    def run(index):
+        block = pixels[index]
+        block_shape = block.shape[:-1]
+        # reshape copies only when the chunk is not contiguous, e.g. a band-first image.
+        table = block.reshape(-1, n_bands)
+        values = _predict_pixels(func, table, spec, nodata)
+        out[index] = values.reshape(block_shape + tail)
+
+    indices = list(_chunk_indices(pixels.shape[:-1], chunk_pixels))
+    if n_jobs == 1 or len(indices) == 1:
+        for index in indices:
+            run(index)
+        return out
+    with _single_threaded_blas(), ThreadPoolExecutor(min(n_jobs, len(indices))) as pool:
+        # list() re-raises the first exception of a chunk in the caller.
+        list(pool.map(run, indices))
+    return out
+
+
+def _chunk_indices(shape, chunk_pixels):
+    """Index tuples cutting an array of ``shape`` into pieces of at most ``chunk_pixels``.
+
+    Pieces are slices along one axis times whole trailing axes, so each piece
+    of a C-ordered array is contiguous, and views of other layouts are copied
+    one piece at a time.
+
+    >>> list(_chunk_indices((2, 3, 4), 8))
+    [(0, slice(0, 2, None)), (0, slice(2, 3, None)), (1, slice(0, 2, None)), (1, slice(2, 3, None))]
+    >>> list(_chunk_indices((2, 3), 100))
+    [()]
+    """
+    inner = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        if inner * shape[axis] > chunk_pixels:
+            break
+        inner *= shape[axis]
+    else:
+        yield ()
+        return
+    step = max(1, chunk_pixels // inner)
+    for outer in np.ndindex(*shape[:axis]):
+        for start in range(0, shape[axis], step):
+            yield outer + (slice(start, min(start + step, shape[axis])),)
+
+
+def _predict_pixels(func, X, spec, nodata):
+    """``func`` on the valid rows of the pixel table ``X``; no-data rows get ``spec.fill``."""
+    n_pixels = len(X)
+    invalid = _invalid_pixels(X, nodata)
+    if invalid is None or not invalid.any():
+        return _call(func, X, spec)
+    result = np.full((n_pixels,) + spec.tail, spec.fill, dtype=spec.dtype)
+    valid = ~invalid
+    if valid.any():
+        result[valid] = _call(func, X[valid], spec)
+    return result
+
+
+def _call(func, X, spec):
+    values = np.asarray(func(X))
+    expected = (len(X),) + spec.tail
+    if values.shape != expected:
+        raise ValueError(
+            f"The estimator returned shape {values.shape} for {len(X)} pixels, "
+            f"expected {expected}."
+        )
+    return values.astype(spec.dtype, copy=False)
+
+
+def _invalid_pixels(X, nodata):
+    """Boolean mask of rows holding NaN or ``nodata`` in any band (None: no row can)."""
+    invalid = None
+    if X.dtype.kind == "f":
+        # A row sum is NaN/inf iff a band is NaN/inf (or it overflows): one fast
+        # matrix-vector product screens the table, the exact test runs on suspects only.
+        suspect = ~np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype))
+        if suspect.any():
+            rows = np.flatnonzero(suspect)
+            invalid = np.zeros(len(X), dtype=bool)
+            invalid[rows] = np.isnan(X[rows]).any(axis=1)
+    if nodata is not None and not (isinstance(nodata, float) and np.isnan(nodata)):
+        # Column by column: .any(axis=1) over a handful of bands is several times slower.
+        equal = X[:, 0] == nodata
+        for band in range(1, X.shape[1]):
+            equal |= X[:, band] == nodata
+        invalid = equal if invalid is None else invalid | equal
+    return invalid
+
+
+# ------------------------------------------------------------------ BLAS threads
+_BLAS_LOCK = threading.Lock()
+_blas_state = {"users": 0, "limiter": None}
+
+
+@functools.cache
+def _threadpool_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+@contextlib.contextmanager
+def _single_threaded_blas():
+    """Run BLAS single-threaded while any chunk worker of this process is running.
+
+    Chunks are processed in parallel by threads (ours or dask's); a multi-threaded
+    BLAS inside each of them would oversubscribe the cores. The BLAS setting is
+    process-wide, so concurrent workers share one limit, lifted by the last to leave.
+    """
+    with _BLAS_LOCK:
+        if _blas_state["users"] == 0:
+            _blas_state["limiter"] = _threadpool_controller().limit(limits=1, user_api="blas")
+        _blas_state["users"] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _blas_state["users"] -= 1
+            if _blas_state["users"] == 0:
+                _blas_state["limiter"].restore_original_limits()
+                _blas_state["limiter"] = None
