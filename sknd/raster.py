@@ -407,8 +407,10 @@ def _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opt
 
     lazy = image.chunks is not None
     if lazy:
-        # apply_ufunc needs each pixel's bands in one block.
-        image = image.chunk({band_dim: -1})
+        # apply_ufunc needs each pixel's bands in one block. Rechunk the data only:
+        # DataArray.chunk would also turn numpy coordinates (e.g. 2-D lat/lon) into dask.
+        axis = image.get_axis_num(band_dim)
+        image = image.copy(data=image.data.rechunk({axis: -1}))
     block_kwargs = {
         "func": func,
         "spec": spec,
