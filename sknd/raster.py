@@ -573,12 +573,306 @@ def _pixel_function(estimator, method):
     return _NamedColumns(bound, list(names))
 
 
+# ---------------------------------------------------------- sknd fast inference
+# Above this many bands the ND layer is computed by gathering band columns: the
+# GEMM form costs O(n_bands * n_pairs) per pixel against O(n_pairs) for the
+# gather, and only wins while n_bands is small (PERF_NOTES).
+_GEMM_MAX_BANDS = 32
+# Rows per pass through the network: intermediates of a few MB stay in cache.
+_MAX_BLOCK_ROWS = 8192
+_MIN_BLOCK_ROWS = 256
+_BLOCK_BYTES = 4 * 2**20
+
+
+class _Workspace(threading.local):
+    """Per-thread scratch arrays reused across calls.
+
+    Fresh multi-megabyte arrays cost a page fault per 4 kB page on every call;
+    on the virtual machines this was measured on, that made the GEMMs of a
+    block 3-4x slower than writing into a reused buffer.
+    """
+
+    def __init__(self):
+        self.buffers = {}
+
+    def get(self, key, shape, dtype):
+        size = int(np.prod(shape))
+        buffer = self.buffers.get(key)
+        if buffer is None or buffer.size < size or buffer.dtype != dtype:
+            buffer = np.empty(max(size, 1), dtype=dtype)
+            self.buffers[key] = buffer
+        return buffer[:size].reshape(shape)
+
+
 class _FastNetwork:
-    """Placeholder for the fast evaluation of fitted sknd networks."""
+    """Numpy evaluation of a fitted sknd estimator on pixel tables (private hook).
+
+    ``sknd`` estimators predict through their torch network, written for
+    training: it gathers the two bands of every pair and runs several small
+    kernels per pair. Applied to millions of pixels, the same function is
+    cheaper as dense linear algebra. For the ``n_pairs`` pairs ``(i, j)`` with
+    band weights ``wa = softplus(a)``, ``wc = softplus(c)``::
+
+        numerator   = X @ Wn,  Wn[i, p] = +wa[p],  Wn[j, p] = -wc[p]
+        denominator = B @ Wd,  Wd[i, p] = +wa[p],  Wd[j, p] = +wc[p]
+        N = numerator / (denominator + epsilon)
+
+    with ``B = X`` (``"reflectance"``), ``sqrt(X**2 + epsilon)`` (``"signed"``)
+    and ``X = B = softplus(X)`` (``"softplus"``): two GEMMs with an inner
+    dimension of ``n_bands``, then the dense layers as GEMMs and the
+    estimator's own decoding of the network output (labels, probabilities,
+    rescaled regression targets). Rows go through the network in blocks of a
+    few thousand, in per-thread buffers. Networks run in float32 like the
+    torch forward pass; ``transform`` runs in the input's float dtype like
+    :meth:`sknd.NDTransformer.transform`.
+
+    The hook reads the estimator's private network (``_module``, ``_task``)
+    and only engages when it recognises every layer; anything else (another
+    estimator, an unknown layer) falls back to the public methods. Tests
+    check that both give the same values.
+    """
+
+    # Chunks run in parallel threads: BLAS must stay single-threaded inside them.
+    single_threaded_blas = True
+
+    def __init__(self, steps, finish, dtype, non_negative, estimator_name):
+        self.steps = steps
+        self.finish = finish
+        self.dtype = dtype
+        self.non_negative = non_negative
+        self.estimator_name = estimator_name
+        width = max([step.width for step in steps] + [1])
+        self.block_rows = int(
+            np.clip(_BLOCK_BYTES // (4 * width), _MIN_BLOCK_ROWS, _MAX_BLOCK_ROWS)
+        )
+        self._workspace = _Workspace()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_workspace"]  # thread-local scratch: rebuilt where unpickled
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._workspace = _Workspace()
 
     @classmethod
     def from_estimator(cls, estimator, method):
+        """The fast evaluator of ``estimator.<method>``, or None if there is none."""
+        if not type(estimator).__module__.startswith("sknd."):
+            return None
+        from ._base import BaseND
+
+        if not isinstance(estimator, BaseND):
+            return None
+        variant = estimator.variant
+        non_negative = variant == "reflectance"
+        name = type(estimator).__name__
+        if method == "transform":
+            selected = getattr(estimator, "selected_indices_", None)
+            if selected is None:
+                return None
+            step = _nd_step(
+                estimator.pairs_[selected],
+                estimator.coef_a_[selected],
+                estimator.coef_c_[selected],
+                estimator.n_features_in_,
+                estimator.epsilon,
+                variant,
+            )
+            return cls([step], None, None, non_negative, name)
+        task = getattr(estimator, "_task", None)
+        finish = {"predict": "decode", "predict_proba": "proba"}.get(method)
+        if task is None or finish is None or not hasattr(task, finish):
+            return None
+        steps = _compile_module(getattr(estimator, "_module", None), estimator.n_features_in_)
+        if steps is None:
+            return None
+        return cls(steps, getattr(task, finish), np.dtype(np.float32), non_negative, name)
+
+    def __call__(self, X):
+        X = np.asarray(X)
+        dtype = self.dtype
+        if dtype is None:  # transform keeps float32/float64 as the estimator does
+            dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        X = np.ascontiguousarray(X, dtype=dtype)
+        self._check(X)
+        workspace = self._workspace
+        result = None
+        for start in range(0, max(len(X), 1), self.block_rows):
+            block = X[start : start + self.block_rows]
+            values = block
+            for step in self.steps:
+                values = step(values, block, workspace)
+            if self.finish is not None:
+                values = self.finish(values)
+            if result is None:  # dtype and width are known after the first block
+                result = np.empty((len(X),) + values.shape[1:], dtype=values.dtype)
+            result[start : start + len(block)] = values
+        return result
+
+    def _check(self, X):
+        """Reject what the estimator's own validation rejects (NaN rows are masked before)."""
+        if not np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)).all() and np.isinf(X).any():
+            raise ValueError(f"Input contains infinity, which {self.estimator_name} cannot use.")
+        if self.non_negative and len(X) and X.min() < 0:
+            raise ValueError(
+                f"Negative values in data passed to {self.estimator_name}: variant='reflectance' "
+                "expects non-negative band values. If a negative value marks no-data, pass it "
+                "as nodata=..."
+            )
+
+
+class _NDStep:
+    """ND outputs of all pairs (see :class:`_FastNetwork`); GEMM or gather form."""
+
+    def __init__(self, pairs, wa, wc, n_features, epsilon, variant):
+        self.pairs = pairs
+        self.width = len(pairs)
+        self.epsilon = epsilon
+        self.variant = variant
+        self.gemm = n_features <= _GEMM_MAX_BANDS
+        if self.gemm:
+            columns = np.arange(len(pairs))
+            first = np.zeros((n_features, len(pairs)))
+            second = np.zeros((n_features, len(pairs)))
+            first[pairs[:, 0], columns] = wa
+            first[pairs[:, 1], columns] = -wc
+            second[pairs[:, 0], columns] = wa
+            second[pairs[:, 1], columns] = wc
+        else:
+            first, second = wa, wc
+        self.weights = {np.dtype(t): (first.astype(t), second.astype(t)) for t in _FLOATS}
+
+    def __call__(self, X, inputs, workspace):
+        n = len(X)
+        key = id(self)
+        dtype = X.dtype
+        eps = dtype.type(self.epsilon)
+        if self.variant == "softplus":
+            # torch's softplus (threshold 20) equals log(1 + exp(x)) to float precision.
+            X = np.logaddexp(dtype.type(0), X, out=workspace.get((key, "x"), X.shape, dtype))
+        B = X
+        if self.variant == "signed":
+            B = np.multiply(X, X, out=workspace.get((key, "b"), X.shape, dtype))
+            B += eps
+            np.sqrt(B, out=B)
+        first, second = self.weights[dtype]
+        numerator = workspace.get((key, "n"), (n, self.width), dtype)
+        denominator = workspace.get((key, "d"), (n, self.width), dtype)
+        if self.gemm:
+            np.matmul(X, first, out=numerator)
+            np.matmul(B, second, out=denominator)
+        else:
+            i, j = self.pairs[:, 0], self.pairs[:, 1]
+            scratch = workspace.get((key, "s"), (n, self.width), dtype)
+            np.take(X, i, axis=1, out=numerator)
+            numerator *= first
+            np.take(X, j, axis=1, out=scratch)
+            scratch *= second
+            numerator -= scratch
+            np.take(B, i, axis=1, out=denominator)
+            denominator *= first
+            np.take(B, j, axis=1, out=scratch)
+            scratch *= second
+            denominator += scratch
+        denominator += eps
+        numerator /= denominator
+        return numerator
+
+
+_FLOATS = (np.float32, np.float64)
+
+
+class _AttentionStep:
+    """AttND: ND outputs times ``sigmoid(gate(x))``, the gate reading the raw bands."""
+
+    def __init__(self, nd, weight, bias):
+        self.nd = nd
+        self.gate = _LinearStep(weight, bias)
+        self.width = nd.width
+
+    def __call__(self, X, inputs, workspace):
+        from scipy.special import expit
+
+        values = self.nd(X, inputs, workspace)
+        gate = self.gate(inputs, inputs, workspace)
+        values *= expit(gate, out=gate)
+        return values
+
+
+class _LinearStep:
+    def __init__(self, weight, bias):
+        self.width = len(weight)
+        weight_t = weight.T
+        self.weights = {np.dtype(t): (weight_t.astype(t), bias.astype(t)) for t in _FLOATS}
+
+    def __call__(self, X, inputs, workspace):
+        weight_t, bias = self.weights[X.dtype]
+        out = np.matmul(
+            X, weight_t, out=workspace.get((id(self), "y"), (len(X), self.width), X.dtype)
+        )
+        out += bias
+        return out
+
+
+class _ReLUStep:
+    width = 0
+
+    def __call__(self, X, inputs, workspace):
+        return np.maximum(X, 0, out=X)
+
+
+def _to_numpy(tensor):
+    return tensor.detach().cpu().double().numpy()
+
+
+def _nd_step(pairs, a, c, n_features, epsilon, variant):
+    softplus = np.logaddexp(0.0, np.asarray(a, dtype=np.float64))
+    softplus_c = np.logaddexp(0.0, np.asarray(c, dtype=np.float64))
+    return _NDStep(np.asarray(pairs), softplus, softplus_c, n_features, float(epsilon), variant)
+
+
+def _compile_module(module, n_features):
+    """Numpy steps equivalent to an sknd network, or None for an unknown layer."""
+    from torch import nn
+
+    from .networks import AttentionND
+    from .nn import NormalizedDifference
+
+    def nd_step(layer):
+        return _nd_step(
+            layer.pairs.cpu().numpy(),
+            _to_numpy(layer.a),
+            _to_numpy(layer.c),
+            n_features,
+            layer.epsilon,
+            layer.variant,
+        )
+
+    def compile_layer(layer):
+        if isinstance(layer, nn.Sequential):
+            steps = []
+            for child in layer:
+                compiled = compile_layer(child)
+                if compiled is None:
+                    return None
+                steps += compiled
+            return steps
+        if type(layer) is NormalizedDifference:
+            return [nd_step(layer)]
+        if type(layer) is AttentionND:
+            gate = layer.gate
+            return [_AttentionStep(nd_step(layer.nd), _to_numpy(gate.weight), _to_numpy(gate.bias))]
+        if type(layer) is nn.Linear and layer.bias is not None:
+            return [_LinearStep(_to_numpy(layer.weight), _to_numpy(layer.bias))]
+        if type(layer) is nn.ReLU:
+            return [_ReLUStep()]
         return None
+
+    if not isinstance(module, nn.Sequential):
+        return None
+    return compile_layer(module)
 
 
 # ------------------------------------------------------------------- processing
@@ -609,13 +903,15 @@ def _apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1):
         out[index] = values.reshape(block_shape + tail)
 
     indices = list(_chunk_indices(pixels.shape[:-1], chunk_pixels))
-    if n_jobs == 1 or len(indices) == 1:
-        for index in indices:
-            run(index)
-        return out
-    with _single_threaded_blas(), ThreadPoolExecutor(min(n_jobs, len(indices))) as pool:
-        # list() re-raises the first exception of a chunk in the caller.
-        list(pool.map(run, indices))
+    single_threaded = n_jobs > 1 or getattr(func, "single_threaded_blas", False)
+    with _single_threaded_blas() if single_threaded else contextlib.nullcontext():
+        if n_jobs == 1 or len(indices) == 1:
+            for index in indices:
+                run(index)
+        else:
+            with ThreadPoolExecutor(min(n_jobs, len(indices))) as pool:
+                # list() re-raises the first exception of a chunk in the caller.
+                list(pool.map(run, indices))
     return out
 
 
