@@ -410,3 +410,179 @@ def test_bare_dask_array(clf):
     np.testing.assert_allclose(
         proba.compute(), np.moveaxis(raster.predict_proba(clf, image), -1, 0)
     )
+
+
+# ------------------------------------------------------------- sknd estimators
+# The raster module evaluates fitted sknd networks with its own numpy code
+# (raster._FastNetwork); these tests pin it to the estimators' public methods.
+from sknd import NDClassifier, NDRegressor, NDTransformer  # noqa: E402
+
+FAST = {"max_epochs": 3, "random_state": 0}
+
+
+def _sknd_fit(estimator, target="multiclass", n_bands=5):
+    X, y = _training_data(n_samples=120, n_bands=n_bands)
+    targets = {
+        "multiclass": y,
+        "binary": np.array(["dry", "wet"])[(y > 0).astype(int)],
+        "regression": X[:, 0] + X[:, -1],
+        "multi-output": np.column_stack([X[:, 0], X[:, -1] - X[:, 1]]),
+    }
+    return estimator.fit(X, targets[target])
+
+
+def _pixels(n_bands=5, n_pixels=3000, dtype=np.float32):
+    return _image((n_pixels,), n_bands, seed=7, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"depth": 3},
+        {"architecture": "attnd"},
+        {"architecture": "mlp"},
+        {"variant": "signed"},
+        {"variant": "softplus"},
+    ],
+    ids=["nd", "depth3", "attnd", "mlp", "signed", "softplus"],
+)
+@pytest.mark.parametrize("target", ["multiclass", "binary"])
+def test_fast_path_equals_classifier_methods(params, target):
+    clf = _sknd_fit(NDClassifier(**params, **FAST), target)
+    pixels = _pixels()
+    for method in ("predict", "predict_proba"):
+        fast = raster._FastNetwork.from_estimator(clf, method)
+        assert fast is not None
+        expected = getattr(clf, method)(pixels)
+        got = fast(pixels)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        if method == "predict":
+            np.testing.assert_array_equal(got, expected)
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["regression", "multi-output"])
+@pytest.mark.parametrize("params", [{}, {"architecture": "attnd", "depth": 3}])
+def test_fast_path_equals_regressor_predict(params, target):
+    reg = _sknd_fit(NDRegressor(**params, **FAST), target)
+    pixels = _pixels()
+    fast = raster._FastNetwork.from_estimator(reg, "predict")
+    expected = reg.predict(pixels)
+    got = fast(pixels)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("params", [{}, {"n_indices": 3, "variant": "signed"}])
+def test_fast_path_equals_transformer(params, dtype):
+    transformer = _sknd_fit(NDTransformer(**params, **FAST))
+    pixels = _pixels(dtype=dtype)
+    fast = raster._FastNetwork.from_estimator(transformer, "transform")
+    expected = transformer.transform(pixels)
+    got = fast(pixels)
+    assert got.dtype == expected.dtype == dtype
+    # Index values lie in [-1, 1]; near 0 the numerator cancels, hence the absolute tolerance.
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "softplus"])
+def test_fast_path_gather_form_for_many_bands(monkeypatch, variant):
+    # Many-band inputs compute the ND layer by gathering columns instead of GEMMs.
+    monkeypatch.setattr(raster, "_GEMM_MAX_BANDS", 3)
+    clf = _sknd_fit(NDClassifier(variant=variant, **FAST))
+    fast = raster._FastNetwork.from_estimator(clf, "predict_proba")
+    assert not fast.steps[0].gemm
+    pixels = _pixels()
+    np.testing.assert_allclose(fast(pixels), clf.predict_proba(pixels), rtol=1e-5, atol=1e-6)
+
+
+def test_fast_path_blocks_and_pickling(monkeypatch):
+    import pickle
+
+    clf = _sknd_fit(NDClassifier(**FAST))
+    fast = raster._FastNetwork.from_estimator(clf, "predict_proba")
+    pixels = _pixels(n_pixels=1000)
+    expected = clf.predict_proba(pixels)
+    fast.block_rows = 300  # several blocks through the reused buffers, the last one short
+    np.testing.assert_allclose(fast(pixels), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fast(pixels[:10]), expected[:10], rtol=1e-5, atol=1e-6)
+    clone = pickle.loads(pickle.dumps(fast))
+    np.testing.assert_array_equal(clone(pixels), fast(pixels))
+
+
+def test_fast_path_rejects_what_the_estimator_rejects():
+    clf = _sknd_fit(NDClassifier(**FAST))
+    image = _image(n_bands=5)
+    image[3, 3, 1] = -0.1
+    with pytest.raises(ValueError, match="Negative values.*nodata"):
+        raster.predict(clf, image)
+    # ... unless the negative value is declared as no-data.
+    image[3, 3, 1] = -9999.0
+    labels = raster.predict(clf, image, nodata=-9999.0)
+    assert np.isnan(labels[3, 3]) and np.isfinite(np.delete(labels.ravel(), 3 * 11 + 3)).all()
+    image[3, 3, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        raster.predict(clf, image)
+
+
+def test_fast_path_not_used_for_other_estimators(clf):
+    assert raster._FastNetwork.from_estimator(clf, "predict") is None
+    pipe = make_pipeline(StandardScaler(), NDClassifier(variant="signed", **FAST))
+    pipe.fit(*_training_data(n_samples=60, n_bands=5))
+    assert raster._FastNetwork.from_estimator(pipe, "predict") is None
+    image = _image(n_bands=5)
+    np.testing.assert_array_equal(
+        raster.predict(pipe, image, fill_value=-1).ravel(), pipe.predict(image.reshape(-1, 5))
+    )
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_sknd_image_matches_flattened_pixels(n_jobs):
+    clf = _sknd_fit(NDClassifier(**FAST))
+    transformer = _sknd_fit(NDTransformer(n_indices=4, **FAST))
+    image = _with_nodata(_image((20, 30), n_bands=5, dtype=np.float32))
+    valid = ~np.isnan(image).any(axis=-1)
+    kwargs = {"chunk_pixels": 128, "n_jobs": n_jobs}
+
+    labels = raster.predict(clf, image, fill_value=-1, **kwargs)
+    assert labels.dtype == clf.classes_.dtype
+    np.testing.assert_array_equal(labels[valid], clf.predict(image[valid]))
+    assert (labels[~valid] == -1).all()
+
+    proba = raster.predict_proba(clf, image, **kwargs)
+    np.testing.assert_allclose(proba[valid], clf.predict_proba(image[valid]), atol=1e-6)
+
+    indices = raster.transform(transformer, image, **kwargs)
+    assert indices.dtype == np.float32 and indices.shape == (20, 30, 4)
+    np.testing.assert_allclose(indices[valid], transformer.transform(image[valid]), atol=1e-6)
+    assert np.isnan(indices[~valid]).all()
+
+
+def test_sknd_dataarray_by_band_name_lazy():
+    X, y = _training_data(n_samples=120)
+    clf = NDClassifier(**FAST).fit(pd.DataFrame(X, columns=BANDS), y)
+    transformer = NDTransformer(n_indices=2, **FAST).fit(pd.DataFrame(X, columns=BANDS), y)
+    image = _dataarray(bands=["nir", "swir", "red", "green", "blue"]).astype(np.float32)
+    lazy = image.chunk({"y": 5, "x": 6})
+    table = image.sel(band=BANDS).transpose("y", "x", "band").values.reshape(-1, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = raster.predict_proba(clf, lazy)
+        indices = raster.transform(transformer, lazy)
+        assert dask.is_dask_collection(proba) and dask.is_dask_collection(indices)
+        proba, indices = dask.compute(proba, indices)
+        np.testing.assert_allclose(
+            proba.transpose("y", "x", "class").values.reshape(-1, 3),
+            clf.predict_proba(pd.DataFrame(table, columns=BANDS)),
+            atol=1e-6,
+        )
+    assert indices["index"].values.tolist() == transformer.get_feature_names_out().tolist()
+    np.testing.assert_allclose(
+        indices.transpose("y", "x", "index").values.reshape(-1, 2),
+        transformer.transform(pd.DataFrame(table, columns=BANDS)),
+        atol=1e-6,
+    )
