@@ -125,7 +125,7 @@ predict.__doc__ = f"""Predict every pixel of an image with ``estimator.predict``
         Prediction written to no-data pixels. ``None`` means NaN: float
         predictions keep their dtype, integer or boolean labels are promoted
         to float64 (as :meth:`xarray.DataArray.where` does) and other labels
-        (strings) become an object array holding ``None``. Give a value of
+        (strings) become an object array holding NaN. Give a value of
         the labels' kind (e.g. ``-1`` for integer classes, ``"nodata"`` for
         string classes) to keep the dtype of ``classes_``; the output dtype is
         the one numpy's type promotion gives for labels and ``fill_value``.
@@ -521,7 +521,8 @@ def _label_fill(dtype, fill_value):
             return dtype, np.nan
         if dtype.kind in "iub":
             return np.dtype(np.float64), np.nan
-        return np.dtype(object), None
+        # Object arrays holding NaN (not None): xarray turns None into NaN anyway.
+        return np.dtype(object), np.nan
     try:
         out_dtype = np.result_type(dtype, np.asarray(fill_value).dtype)
     except TypeError:  # e.g. string labels with a numeric fill

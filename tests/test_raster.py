@@ -191,9 +191,13 @@ def test_fill_value_keeps_label_dtype(clf, string_clf):
     assert names[0, 0] == "nodata"
     assert set(np.unique(names)) <= set(string_clf.classes_) | {"nodata"}
 
-    # String labels and the default fill: an object array holding None.
+    # String labels and the default fill: an object array holding NaN.
     default = raster.predict(string_clf, image)
-    assert default.dtype == object and default[0, 0] is None
+    assert default.dtype == object and pd.isna(default[0, 0]) and pd.isna(default[2, 3])
+    lazy = raster.predict(string_clf, da.from_array(image, chunks=(4, 4, 4))).compute()
+    assert lazy.dtype == object
+    np.testing.assert_array_equal(pd.isna(lazy), pd.isna(default))
+    np.testing.assert_array_equal(lazy[~pd.isna(lazy)], default[~pd.isna(default)])
     assert default[1, 1] in string_clf.classes_
 
     proba = raster.predict_proba(clf, image, fill_value=0.0)
