@@ -290,6 +290,7 @@ def _apply(method, estimator, image, *, band_dim, output_dim, nodata, fill_value
         raise ValueError(f"chunk_pixels must be a positive integer, got {chunk_pixels!r}.")
     if not isinstance(output_dim, str):
         raise ValueError(f"output_dim must be a string, got {output_dim!r}.")
+    n_jobs = _n_jobs(n_jobs)
     options = {
         "nodata": nodata,
         "fill_value": fill_value,
@@ -352,7 +353,6 @@ def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options):
     axis = _band_axis(image.ndim, band_dim)
     n_bands = image.shape[axis]
     _check_n_bands(estimator, n_bands, f"on axis {axis}")
-    n_jobs = _n_jobs(n_jobs)
     func, spec = _prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
     pixels = np.moveaxis(image, axis, -1)  # a view: chunks are copied one at a time
     if spec.n_outputs is None:
@@ -382,7 +382,7 @@ def _apply_dask_array(method, estimator, image, band_dim, options):
     dims = [f"dim_{i}" for i in range(image.ndim)]
     dims[axis] = "band"
     result = _apply_dataarray(
-        method, estimator, xr.DataArray(image, dims=dims), "band", "output", None, options
+        method, estimator, xr.DataArray(image, dims=dims), "band", "output", 1, options
     )
     return result.data
 
@@ -410,13 +410,13 @@ def _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opt
         # apply_ufunc needs each pixel's bands in one block. Rechunk the data only:
         # DataArray.chunk would also turn numpy coordinates (e.g. 2-D lat/lon) into dask.
         axis = image.get_axis_num(band_dim)
-        image = image.copy(data=image.data.rechunk({axis: -1}))
+        image = image.copy(deep=False, data=image.data.rechunk({axis: -1}))
     block_kwargs = {
         "func": func,
         "spec": spec,
         "chunk_pixels": options["chunk_pixels"],
         "nodata": options["nodata"],
-        "n_jobs": 1 if lazy else _n_jobs(n_jobs),
+        "n_jobs": 1 if lazy else n_jobs,
         "single_threaded_blas": lazy,
     }
     output_core_dims = [[]] if spec.n_outputs is None else [[_TMP_OUTPUT_DIM]]
