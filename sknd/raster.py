@@ -691,13 +691,14 @@ class _FastNetwork:
             return None
         return cls(steps, getattr(task, finish), np.dtype(np.float32), non_negative, name)
 
-    def __call__(self, X):
+    def __call__(self, X, finite=False):
+        """Outputs for the pixel table ``X``; ``finite=True`` when the caller checked it."""
         X = np.asarray(X)
         dtype = self.dtype
         if dtype is None:  # transform keeps float32/float64 as the estimator does
             dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         X = np.ascontiguousarray(X, dtype=dtype)
-        self._check(X)
+        self._check(X, finite)
         workspace = self._workspace
         result = None
         for start in range(0, max(len(X), 1), self.block_rows):
@@ -712,10 +713,13 @@ class _FastNetwork:
             result[start : start + len(block)] = values
         return result
 
-    def _check(self, X):
+    def _check(self, X, finite):
         """Reject what the estimator's own validation rejects (NaN rows are masked before)."""
-        if not np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)).all() and np.isinf(X).any():
-            raise ValueError(f"Input contains infinity, which {self.estimator_name} cannot use.")
+        if not finite and not np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)).all():
+            if np.isinf(X).any():
+                raise ValueError(
+                    f"Input contains infinity, which {self.estimator_name} cannot use."
+                )
         if self.non_negative and len(X) and X.min() < 0:
             raise ValueError(
                 f"Negative values in data passed to {self.estimator_name}: variant='reflectance' "
@@ -945,18 +949,22 @@ def _chunk_indices(shape, chunk_pixels):
 def _predict_pixels(func, X, spec, nodata):
     """``func`` on the valid rows of the pixel table ``X``; no-data rows get ``spec.fill``."""
     n_pixels = len(X)
-    invalid = _invalid_pixels(X, nodata)
+    invalid, finite = _invalid_pixels(X, nodata)
     if invalid is None or not invalid.any():
-        return _call(func, X, spec)
+        return _call(func, X, spec, finite)
     result = np.full((n_pixels,) + spec.tail, spec.fill, dtype=spec.dtype)
     valid = ~invalid
     if valid.any():
-        result[valid] = _call(func, X[valid], spec)
+        result[valid] = _call(func, X[valid], spec, finite)
     return result
 
 
-def _call(func, X, spec):
-    values = np.asarray(func(X))
+def _call(func, X, spec, finite=False):
+    # The fast path skips its own finiteness screening when ours already proved it.
+    if finite and isinstance(func, _FastNetwork):
+        values = func(X, finite=True)
+    else:
+        values = np.asarray(func(X))
     expected = (len(X),) + spec.tail
     if values.shape != expected:
         raise ValueError(
@@ -967,23 +975,31 @@ def _call(func, X, spec):
 
 
 def _invalid_pixels(X, nodata):
-    """Boolean mask of rows holding NaN or ``nodata`` in any band (None: no row can)."""
+    """Rows holding NaN or ``nodata`` in any band, and whether all other rows are finite.
+
+    Returns ``(invalid, finite)``: a boolean mask (None when no row can be invalid)
+    and True when every row outside the mask is known to hold finite values only.
+    """
     invalid = None
+    finite = X.dtype.kind in "iub"
     if X.dtype.kind == "f":
         # A row sum is NaN/inf iff a band is NaN/inf (or it overflows): one fast
         # matrix-vector product screens the table, the exact test runs on suspects only.
         suspect = ~np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype))
+        finite = True
         if suspect.any():
             rows = np.flatnonzero(suspect)
             invalid = np.zeros(len(X), dtype=bool)
             invalid[rows] = np.isnan(X[rows]).any(axis=1)
+            # Suspects without NaN hold an infinity (or overflow): not no-data.
+            finite = bool(invalid[rows].all())
     if nodata is not None and not (isinstance(nodata, float) and np.isnan(nodata)):
         # Column by column: .any(axis=1) over a handful of bands is several times slower.
         equal = X[:, 0] == nodata
         for band in range(1, X.shape[1]):
             equal |= X[:, band] == nodata
         invalid = equal if invalid is None else invalid | equal
-    return invalid
+    return invalid, finite
 
 
 # ------------------------------------------------------------------ BLAS threads
