@@ -89,17 +89,19 @@ def throughput(args):
     height, width = (512, 1024) if args.quick else (2048, 2048)
     scene = rng.uniform(0.01, 0.6, size=(height, width, N_BANDS)).astype(np.float32)
     n_pixels = height * width
-    print(f"\n== Throughput: {height} x {width} = {n_pixels / 1e6:.1f} Mpx, {N_BANDS} bands, "
-          f"float32 in memory ({scene.nbytes / 2**20:.0f} MB)")
+    print(
+        f"\n== Throughput: {height} x {width} = {n_pixels / 1e6:.1f} Mpx, {N_BANDS} bands, "
+        f"float32 in memory ({scene.nbytes / 2**20:.0f} MB)"
+    )
     results = {}
     for n_classes in (2, 3):
         clf = fit_model(n_classes)
         methods = {
-            "naive torch forward, 1 thread": lambda: naive_torch_predict(clf, scene, 1),
-            "naive torch forward, 2 threads": lambda: naive_torch_predict(clf, scene, 2),
-            "clf.predict on the pixel table": lambda: clf.predict(scene.reshape(-1, N_BANDS)),
-            "sknd.raster.predict, n_jobs=1": lambda: raster.predict(clf, scene, n_jobs=1),
-            "sknd.raster.predict, n_jobs=2": lambda: raster.predict(clf, scene, n_jobs=2),
+            "naive torch forward, 1 thread": lambda c=clf: naive_torch_predict(c, scene, 1),
+            "naive torch forward, 2 threads": lambda c=clf: naive_torch_predict(c, scene, 2),
+            "clf.predict on the pixel table": lambda c=clf: c.predict(scene.reshape(-1, N_BANDS)),
+            "sknd.raster.predict, n_jobs=1": lambda c=clf: raster.predict(c, scene, n_jobs=1),
+            "sknd.raster.predict, n_jobs=2": lambda c=clf: raster.predict(c, scene, n_jobs=2),
         }
         reference = naive_torch_predict(clf, scene, 1)
         agree = np.mean(raster.predict(clf, scene, n_jobs=2) == reference)
@@ -111,9 +113,11 @@ def throughput(args):
                 method()
                 times[name].append(time.perf_counter() - start)
                 cpu[name].append(time.process_time() - start_cpu)
-        print(f"\n  depth-2 ND classifier, {n_classes} classes "
-              f"({clf.n_parameters_} parameters); labels equal to the naive forward on "
-              f"{agree:.4%} of pixels")
+        print(
+            f"\n  depth-2 ND classifier, {n_classes} classes "
+            f"({clf.n_parameters_} parameters); labels equal to the naive forward on "
+            f"{agree:.4%} of pixels"
+        )
         # Wall-clock rates suffer when other processes take the cores; the rate per
         # CPU-second of this process (all its threads) is steadier on a shared machine.
         print(f"  {'method':<34} {'best Mpx/s':>10} {'median Mpx/s':>13} {'Mpx/CPU-s':>10}")
@@ -128,10 +132,14 @@ def throughput(args):
         naive = max(rates[name] for name in naive_names)
         fast_cpu = cpu_rates["sknd.raster.predict, n_jobs=1"]
         naive_cpu = max(cpu_rates[name] for name in naive_names)
-        print(f"  ratio raster.predict (n_jobs=2) / best naive forward, wall clock: "
-              f"{fast / naive:.2f}x (target >= 3x); {fast:.1f} Mpx/s (target >= 15)")
-        print(f"  ratio per CPU-second (raster n_jobs=1 / best naive): {fast_cpu / naive_cpu:.2f}x;"
-              f" 2 x {fast_cpu:.1f} = {2 * fast_cpu:.1f} Mpx/s on 2 free cores if threads scale")
+        print(
+            f"  ratio raster.predict (n_jobs=2) / best naive forward, wall clock: "
+            f"{fast / naive:.2f}x (target >= 3x); {fast:.1f} Mpx/s (target >= 15)"
+        )
+        print(
+            f"  ratio per CPU-second (raster n_jobs=1 / best naive): {fast_cpu / naive_cpu:.2f}x;"
+            f" 2 x {fast_cpu:.1f} = {2 * fast_cpu:.1f} Mpx/s on 2 free cores if threads scale"
+        )
         results[n_classes] = {"rates": rates, "cpu_rates": cpu_rates, "agree": agree}
     return results
 
@@ -179,21 +187,27 @@ def memory_child(args):
             del target
             os.remove(path)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # kB on Linux
-    print(json.dumps({
-        "pixels": side * side,
-        "counts": {str(k): int(v) for k, v in zip([-1, *clf.classes_], counts)},
-        "seconds_histogram": elapsed,
-        "seconds_store": stored,
-        "peak_rss_mb": peak / 1024,
-        "chunks": [chunk, chunk],
-        "scheduler_threads": dask.config.get("num_workers", None) or os.cpu_count(),
-    }))
+    print(
+        json.dumps(
+            {
+                "pixels": side * side,
+                "counts": {str(k): int(v) for k, v in zip([-1, *clf.classes_], counts)},
+                "seconds_histogram": elapsed,
+                "seconds_store": stored,
+                "peak_rss_mb": peak / 1024,
+                "chunks": [chunk, chunk],
+                "scheduler_threads": dask.config.get("num_workers", None) or os.cpu_count(),
+            }
+        )
+    )
 
 
 def memory(args):
     side = 3000 if args.quick else 10_000
-    print(f"\n== Peak memory: lazy dask scene {side} x {side} = {side * side / 1e6:.0f} Mpx, "
-          f"{N_BANDS} bands float32 ({side * side * N_BANDS * 4 / 2**30:.1f} GB if materialized)")
+    print(
+        f"\n== Peak memory: lazy dask scene {side} x {side} = {side * side / 1e6:.0f} Mpx, "
+        f"{N_BANDS} bands float32 ({side * side * N_BANDS * 4 / 2**30:.1f} GB if materialized)"
+    )
     command = [sys.executable, __file__, "--child-memory", "--side", str(side)]
     if args.store:
         command.append("--store")
@@ -206,13 +220,20 @@ def memory(args):
     baseline = _import_baseline_mb()
     budget_mb = 2048
     print(f"  labels histogram: {result['counts']}")
-    print(f"  time: {result['seconds_histogram']:.1f} s for the histogram pass "
-          f"({result['pixels'] / result['seconds_histogram'] / 1e6:.1f} Mpx/s incl. random "
-          "number generation)"
-          + (f", {result['seconds_store']:.1f} s for the memmap store pass"
-             if result["seconds_store"] else ""))
-    print(f"  peak RSS {result['peak_rss_mb']:.0f} MB = {result['peak_rss_mb'] / budget_mb:.2f} "
-          f"of the 2 GB budget (python + torch + sknd imported: {baseline:.0f} MB)")
+    print(
+        f"  time: {result['seconds_histogram']:.1f} s for the histogram pass "
+        f"({result['pixels'] / result['seconds_histogram'] / 1e6:.1f} Mpx/s incl. random "
+        "number generation)"
+        + (
+            f", {result['seconds_store']:.1f} s for the memmap store pass"
+            if result["seconds_store"]
+            else ""
+        )
+    )
+    print(
+        f"  peak RSS {result['peak_rss_mb']:.0f} MB = {result['peak_rss_mb'] / budget_mb:.2f} "
+        f"of the 2 GB budget (python + torch + sknd imported: {baseline:.0f} MB)"
+    )
     return result
 
 
@@ -235,10 +256,12 @@ def machine():
     import numpy
     import torch
 
-    return (f"{time.strftime('%Y-%m-%d %H:%M')}, {model}, {os.cpu_count()} cores, "
-            f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-            f"python {platform.python_version()}, numpy {numpy.__version__}, "
-            f"torch {torch.__version__}")
+    return (
+        f"{time.strftime('%Y-%m-%d %H:%M')}, {model}, {os.cpu_count()} cores, "
+        f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+        f"python {platform.python_version()}, numpy {numpy.__version__}, "
+        f"torch {torch.__version__}"
+    )
 
 
 def main():
@@ -246,8 +269,9 @@ def main():
     parser.add_argument("--quick", action="store_true", help="small sizes, for a smoke test")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--only", choices=["throughput", "memory"])
-    parser.add_argument("--store", action="store_true",
-                        help="also write the label map into a numpy memmap in /tmp")
+    parser.add_argument(
+        "--store", action="store_true", help="also write the label map into a numpy memmap in /tmp"
+    )
     parser.add_argument("--child-memory", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--side", type=int, default=10_000, help=argparse.SUPPRESS)
     args = parser.parse_args()

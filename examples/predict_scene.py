@@ -29,7 +29,8 @@ height, width = 40, 50
 truth = test.target_names[test.target][: height * width].reshape(height, width)
 bands = list(test.data.columns)[::-1]
 scene = xr.DataArray(
-    test.data[bands].to_numpy(dtype=np.float32, copy=True)[: height * width]
+    test.data[bands]
+    .to_numpy(dtype=np.float32, copy=True)[: height * width]
     .T.reshape(4, height, width),
     dims=("band", "y", "x"),
     coords={
@@ -50,8 +51,10 @@ labels, proba = dask.compute(labels, proba)
 
 valid = labels.values != "no data"
 accuracy = np.mean(labels.values[valid] == truth[valid])
-print(f"class map {labels.shape}, {int((~valid).sum())} no-data pixels, "
-      f"accuracy on the valid pixels {accuracy:.3f}")
+print(
+    f"class map {labels.shape}, {int((~valid).sum())} no-data pixels, "
+    f"accuracy on the valid pixels {accuracy:.3f}"
+)
 print(f"probabilities: dims {proba.dims}, classes {proba['class'].values.tolist()}")
 confidence = proba.max("class")
 print(f"mean top-class probability {float(confidence.mean()):.3f} (NaN pixels skipped)")

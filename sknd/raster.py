@@ -281,15 +281,16 @@ transform.__doc__ = f"""Transform every pixel of an image with ``estimator.trans
 
 
 # ------------------------------------------------------------------ dispatching
-def _apply(method, estimator, image, *, band_dim, output_dim, nodata, fill_value, chunk_pixels,
-           n_jobs):
+def _apply(
+    method, estimator, image, *, band_dim, output_dim, nodata, fill_value, chunk_pixels, n_jobs
+):
     check_is_fitted(estimator)
     if not hasattr(estimator, method):
         raise AttributeError(f"{type(estimator).__name__} has no method {method!r}.")
     if not isinstance(chunk_pixels, Integral) or isinstance(chunk_pixels, bool) or chunk_pixels < 1:
         raise ValueError(f"chunk_pixels must be a positive integer, got {chunk_pixels!r}.")
     if not isinstance(output_dim, str):
-        raise ValueError(f"output_dim must be a string, got {output_dim!r}.")
+        raise TypeError(f"output_dim must be a string, got {output_dim!r}.")
     n_jobs = _n_jobs(n_jobs)
     options = {
         "nodata": nodata,
@@ -298,9 +299,7 @@ def _apply(method, estimator, image, *, band_dim, output_dim, nodata, fill_value
     }
     if _is_dataarray(image):
         if not isinstance(band_dim, str):
-            raise ValueError(
-                f"band_dim must be a dimension name for a DataArray, got {band_dim!r}."
-            )
+            raise TypeError(f"band_dim must be a dimension name for a DataArray, got {band_dim!r}.")
         return _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options)
     if _is_dask_array(image):
         return _apply_dask_array(method, estimator, image, band_dim, options)
@@ -324,7 +323,7 @@ def _band_axis(ndim, band_dim):
     if isinstance(band_dim, str):
         return ndim - 1
     if not isinstance(band_dim, Integral) or isinstance(band_dim, bool):
-        raise ValueError(f"band_dim must be a str or an int axis, got {band_dim!r}.")
+        raise TypeError(f"band_dim must be a str or an int axis, got {band_dim!r}.")
     if not -ndim <= band_dim < ndim:
         raise ValueError(f"band_dim={band_dim} is out of range for an image with {ndim} axes.")
     return int(band_dim) % ndim
@@ -715,11 +714,9 @@ class _FastNetwork:
 
     def _check(self, X, finite):
         """Reject what the estimator's own validation rejects (NaN rows are masked before)."""
-        if not finite and not np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)).all():
-            if np.isinf(X).any():
-                raise ValueError(
-                    f"Input contains infinity, which {self.estimator_name} cannot use."
-                )
+        screened = finite or np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)).all()
+        if not screened and np.isinf(X).any():
+            raise ValueError(f"Input contains infinity, which {self.estimator_name} cannot use.")
         if self.non_negative and len(X) and X.min() < 0:
             raise ValueError(
                 f"Negative values in data passed to {self.estimator_name}: variant='reflectance' "
@@ -968,8 +965,7 @@ def _call(func, X, spec, finite=False):
     expected = (len(X),) + spec.tail
     if values.shape != expected:
         raise ValueError(
-            f"The estimator returned shape {values.shape} for {len(X)} pixels, "
-            f"expected {expected}."
+            f"The estimator returned shape {values.shape} for {len(X)} pixels, expected {expected}."
         )
     return values.astype(spec.dtype, copy=False)
 

@@ -14,7 +14,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sknd import raster
+from sknd import NDClassifier, NDRegressor, NDTransformer, raster
 
 BANDS = ["blue", "green", "red", "nir"]
 
@@ -248,9 +248,7 @@ def _dataarray(dims=("band", "y", "x"), shape=(9, 11), bands=BANDS, seed=1):
     return xr.DataArray(values, dims=dims, coords=coords, attrs={"units": "reflectance"})
 
 
-@pytest.mark.parametrize(
-    "dims", [("band", "y", "x"), ("y", "x", "band"), ("y", "band", "x")]
-)
+@pytest.mark.parametrize("dims", [("band", "y", "x"), ("y", "x", "band"), ("y", "band", "x")])
 def test_dataarray_band_dim_in_any_position(clf, dims):
     image = _dataarray(dims)
     table = image.transpose("y", "x", "band").values.reshape(-1, 4)
@@ -419,7 +417,6 @@ def test_bare_dask_array(clf):
 # ------------------------------------------------------------- sknd estimators
 # The raster module evaluates fitted sknd networks with its own numpy code
 # (raster._FastNetwork); these tests pin it to the estimators' public methods.
-from sknd import NDClassifier, NDRegressor, NDTransformer  # noqa: E402
 
 FAST = {"max_epochs": 3, "random_state": 0}
 
