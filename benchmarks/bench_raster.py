@@ -131,13 +131,16 @@ def throughput(args):
             median = n_pixels / float(np.median(runs)) / 1e6
             print(f"  {name:<34} {rates[name]:>10.2f} {median:>13.2f} {cpu_rates[name]:>10.2f}")
         naive_names = ["naive torch forward, 1 thread", "naive torch forward, 2 threads"]
-        fast = rates["sknd.raster.predict, n_jobs=2"]
+        raster_names = ["sknd.raster.predict, n_jobs=1", "sknd.raster.predict, n_jobs=2"]
+        # Each side in its best configuration (on busy cores two threads can lose).
+        fast = max(rates[name] for name in raster_names)
         naive = max(rates[name] for name in naive_names)
         fast_cpu = cpu_rates["sknd.raster.predict, n_jobs=1"]
         naive_cpu = max(cpu_rates[name] for name in naive_names)
         print(
-            f"  ratio raster.predict (n_jobs=2) / best naive forward, wall clock: "
-            f"{fast / naive:.2f}x (target >= 3x); {fast:.1f} Mpx/s (target >= 15)"
+            f"  ratio best raster.predict / best naive forward, wall clock: {fast / naive:.2f}x "
+            f"(target >= 3x); {fast:.1f} Mpx/s (target >= 15 on 2 cores; n_jobs=2: "
+            f"{rates[raster_names[1]]:.1f})"
         )
         print(
             f"  ratio per CPU-second (raster n_jobs=1 / best naive): {fast_cpu / naive_cpu:.2f}x;"
