@@ -346,7 +346,9 @@ class BaseND(BaseEstimator):
 
     # ------------------------------------------------------------------ persistence
     def __getstate__(self):
-        state = super().__getstate__()
+        # A copy: object.__getstate__ returns the instance's own __dict__, which the
+        # changes below must not touch (the live model stays on its GPU).
+        state = dict(super().__getstate__())
         module = state.get("_module")
         if module is not None and any(p.device.type != "cpu" for p in module.parameters()):
             # Pickles must load on CPU-only machines; inference moves the net back to the GPU.
