@@ -16,7 +16,14 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.helper import predefined_split
 
 from . import __version__
-from ._training import EarlyStopping, Net, TensorBatches, TensorDataset, ValidationScore
+from ._training import (
+    EarlyStopping,
+    FiniteTraining,
+    Net,
+    TensorBatches,
+    TensorDataset,
+    ValidationScore,
+)
 from .networks import ARCHITECTURES, build_network
 from .nn import VARIANTS, NormalizedDifference, resolve_pairs
 
@@ -210,7 +217,8 @@ class BaseND(BaseEstimator):
             torch.tensor(X_train, dtype=torch.float32, device=device),
             task.target_tensor(c_train).to(device),
         )
-        callbacks = []
+        # First, so that a non-finite epoch stops fit before any other callback uses it.
+        callbacks = [("finite_training", FiniteTraining())]
         train_split = None
         if X_valid is not None:
             valid_data = TensorDataset(
