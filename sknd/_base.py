@@ -2,6 +2,7 @@
 
 import contextlib
 import copy
+import functools
 import warnings
 from numbers import Integral, Real
 
@@ -64,6 +65,31 @@ def _resolve_device(device):
             "use device='cpu' or device='auto'."
         )
     return device
+
+
+def restore_on_failure(fit):
+    """Make ``fit`` all or nothing: if it raises, the estimator is left as it was.
+
+    scikit-learn sets fitted attributes at the end of ``fit``, but
+    ``validate_data`` already sets ``n_features_in_`` at the start: an
+    interrupted first fit (KeyboardInterrupt, divergence, invalid data) would
+    leave an estimator that ``check_is_fitted`` accepts, and an interrupted
+    refit one whose ``n_features_in_`` disagrees with its network. Restoring the
+    attributes leaves an unfitted estimator unfitted and keeps the previous
+    model of a fitted one, intact and consistent.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        before = dict(vars(self))
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(before)
+            raise
+
+    return wrapper
 
 
 class BaseND(BaseEstimator):

@@ -2,7 +2,7 @@
 
 from sklearn.base import ClassifierMixin, _fit_context
 
-from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND
+from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND, restore_on_failure
 from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]
@@ -22,6 +22,7 @@ class NDClassifier(ClassifierMixin, BaseND):
         return ClassificationTask(y)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
     def fit(self, X, y, X_val=None, y_val=None):
         """Train the network on band values ``X`` and labels ``y``.
 

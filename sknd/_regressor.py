@@ -2,7 +2,7 @@
 
 from sklearn.base import RegressorMixin, _fit_context
 
-from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND
+from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND, restore_on_failure
 from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]
@@ -21,6 +21,7 @@ class NDRegressor(RegressorMixin, BaseND):
         return {"multi_output": True, "y_numeric": True}
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
     def fit(self, X, y, X_val=None, y_val=None):
         """Train the network on band values ``X`` and targets ``y``.
 

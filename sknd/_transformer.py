@@ -8,7 +8,13 @@ from sklearn.base import TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
-from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND, torch_threads
+from ._base import (
+    ATTRIBUTES_DOC,
+    PARAMETERS_DOC,
+    BaseND,
+    restore_on_failure,
+    torch_threads,
+)
 from ._tasks import infer_task
 from .nn import normalized_difference
 
@@ -76,7 +82,8 @@ class NDTransformer(TransformerMixin, BaseND):
         return {"multi_output": True}
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_val=None, y_val=None):
+    @restore_on_failure
+    def fit(self, X, y=None, X_val=None, y_val=None):
         """Learn indices that predict ``y`` from band values ``X``.
 
         Parameters
@@ -87,6 +94,8 @@ class NDTransformer(TransformerMixin, BaseND):
             Class labels, or continuous targets (detected with
             :func:`sklearn.utils.multiclass.type_of_target`): the indices are
             learned by a classifier or a regressor network accordingly.
+            Required: ``None`` (what ``fit_transform(X)`` passes without a
+            target) raises a ``ValueError``.
         X_val, y_val : array-like, default=None
             Explicit validation set for early stopping.
 
