@@ -8,6 +8,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import train_test_split
@@ -25,6 +26,15 @@ from ._training import (
     TensorDataset,
     ValidationScore,
 )
+from ._validation import (
+    check_band_values,
+    check_min_bands,
+    densify,
+    locate,
+    non_numeric_error,
+    reject_images,
+    warn_about_training_values,
+)
 from .networks import ARCHITECTURES, build_network
 from .nn import VARIANTS, NormalizedDifference, resolve_pairs
 
@@ -36,6 +46,11 @@ __all__ = []
 #: Set ``hidden_units`` explicitly to go outside these bounds.
 MIN_DEFAULT_HIDDEN_UNITS = 8
 MAX_DEFAULT_HIDDEN_UNITS = 256
+
+#: Range of ``epsilon``. Below about 5e-20 its square underflows float32 and all-zero
+#: rows get infinite gradients (below 1e-45 it is 0 and they get 0 / 0); far above
+#: any band value it flattens every index to 0.
+EPSILON_RANGE = (1e-15, 1e15)
 
 # Rows per forward pass at inference: bounds the (rows x pairs) intermediates.
 _INFERENCE_CHUNK = 65_536
@@ -103,7 +118,7 @@ class BaseND(BaseEstimator):
         "depth": [Interval(Integral, 2, None, closed="left")],
         "architecture": [StrOptions(set(ARCHITECTURES))],
         "hidden_units": [Interval(Integral, 1, None, closed="left"), None],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, *EPSILON_RANGE, closed="both")],
         "variant": [StrOptions(set(VARIANTS))],
         "pairs": [StrOptions({"all"}), "array-like"],
         "lr": [Interval(Real, 0, None, closed="neither")],
@@ -157,36 +172,76 @@ class BaseND(BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = self.variant == "reflectance"
+        # Sparse input is made dense (up to MAX_SPARSE_DENSIFY_SIZE values).
+        tags.input_tags.sparse = True
         return tags
 
     # ------------------------------------------------------------------ validation
-    def _check_non_negative(self, X):
-        if self.variant == "reflectance" and np.any(X < 0):
-            raise ValueError(
-                f"Negative values in data passed to {type(self).__name__}: "
-                "variant='reflectance' expects non-negative band values (reflectance, "
-                "radiance or digital numbers). For signed inputs such as standardized "
-                "features, use variant='signed' or variant='softplus'."
-            )
+    def _validate_bands(self, X, y=None, *, reset, name="X"):
+        """``validate_data`` plus the checks band values need (see :mod:`sknd._validation`).
+
+        Returns ``X``, or ``(X, y)`` when ``y`` is given. Sparse ``X`` is made
+        dense; NaN, infinite, overflowing and (for reflectance) negative values
+        raise a ``ValueError`` that says where they are and what to do.
+        """
+        estimator_name = type(self).__name__
+        reject_images(X, name, estimator_name)
+        source_dtype = getattr(X, "dtype", None)
+        columns = getattr(X, "columns", None)  # to name bad columns as the user knows them
+        kwargs = dict(
+            reset=reset,
+            dtype=[np.float64, np.float32],
+            accept_sparse=True,
+            # Checked below, with the positions of the bad values and the fix.
+            ensure_all_finite=False,
+        )
+        try:
+            if y is None:
+                X = validate_data(self, X, **kwargs)
+            else:
+                X, y = validate_data(self, X, y, **kwargs, **self._y_validation_kwargs())
+        except (ValueError, TypeError) as exc:
+            error = non_numeric_error(X, name, exc)
+            if error is not None:
+                raise error from exc
+            raise
+        if sp.issparse(X):
+            X = densify(X, name, estimator_name)
+        if reset:
+            check_min_bands(X, estimator_name)
+        if columns is None:
+            columns = getattr(self, "feature_names_in_", None)
+        check_band_values(
+            X,
+            name=name,
+            estimator_name=estimator_name,
+            feature_names=columns,
+            non_negative=self.variant == "reflectance",
+            source_dtype=source_dtype,
+        )
+        return X if y is None else (X, y)
 
     def _validate_X(self, X):
         """Validate ``X`` at prediction time against what ``fit`` saw."""
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        self._check_non_negative(X)
-        return X
+        return self._validate_bands(X, reset=False)
 
-    def _validate_X_y(self, X, y, reset):
+    def _validate_X_y(self, X, y, reset, name="X"):
         """Validate training (``reset=True``) or validation data with its target."""
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            reset=reset,
-            dtype=[np.float64, np.float32],
-            ensure_min_features=2,
-            **self._y_validation_kwargs(),
-        )
-        self._check_non_negative(X)
+        if y is None:
+            estimator_name = type(self).__name__
+            raise ValueError(
+                f"This {estimator_name} estimator requires y to be passed, but the target y is "
+                f"None. {estimator_name} is supervised: it learns the indices that best predict "
+                "y, so pass the target (class labels or continuous values) as fit(X, y)."
+            )
+        X, y = self._validate_bands(X, y, reset=reset, name=name)
+        if reset:
+            warn_about_training_values(
+                X,
+                epsilon=self.epsilon,
+                variant=self.variant,
+                nd_layer=self.architecture != "mlp",
+            )
         return X, y
 
     def _validation_split(self, X, codes, task, X_val, y_val, seed):
@@ -194,7 +249,12 @@ class BaseND(BaseEstimator):
         if (X_val is None) != (y_val is None):
             raise ValueError("Pass both X_val and y_val, or neither.")
         if X_val is not None:
-            X_val, y_val = self._validate_X_y(X_val, y_val, reset=False)
+            try:
+                X_val, y_val = self._validate_X_y(X_val, y_val, reset=False, name="X_val")
+            except ValueError as exc:
+                if "X_val" in str(exc):
+                    raise
+                raise ValueError(f"Invalid validation data X_val, y_val: {exc}") from exc
             return X, codes, X_val, task.encode(y_val)
         if not self.early_stopping:
             return X, codes, None, None
@@ -374,9 +434,19 @@ class BaseND(BaseEstimator):
         return torch.cat(outputs).numpy()
 
     def _network_output(self, X):
-        """Validate ``X`` and return the raw network outputs."""
+        """Validate ``X`` and return the raw network outputs (always finite)."""
         check_is_fitted(self)
-        return self._run_module(self._validate_X(X))
+        output = self._run_module(self._validate_X(X))
+        finite = np.isfinite(output)
+        if not finite.all():
+            # Validated inputs and finite weights cannot get here; never hand out NaN.
+            raise ValueError(
+                f"{type(self).__name__} computed non-finite outputs for "
+                f"{locate(~finite)} of the network output: these inputs are outside what the "
+                "model can evaluate in float32. Check them for extreme values, and please "
+                "report the case to the sknd developers."
+            )
+        return output
 
     # ------------------------------------------------------------------ persistence
     def __getstate__(self):
