@@ -488,7 +488,8 @@ PARAMETERS_DOC = """\
         that few bands still give a usable layer and many bands do not build
         huge dense layers.
     epsilon : float, default=1e-6
-        Positive stabilising constant of the ND denominator.
+        Positive stabilising constant of the ND denominator, in
+        ``[1e-15, 1e15]`` (smaller values vanish in float32).
     variant : {"reflectance", "signed", "softplus"}, default="reflectance"
         ``"reflectance"`` requires non-negative inputs (and says so in its
         tags); ``"signed"`` uses ``sqrt(b**2 + epsilon)`` in the denominator
@@ -554,4 +555,25 @@ ATTRIBUTES_DOC = """\
         1-based epoch whose weights were restored by early stopping.
     n_iter_ : int
         Number of epochs run.
+"""
+
+NOTES_DOC = """\
+    ``X`` holds one row per sample (pixel) and one column per band: a numpy
+    array, a DataFrame or a sparse matrix (made dense, up to 50 million
+    values). float32 and float64 are used as given; float16, integer (e.g.
+    digital numbers) and boolean bands are converted to float64. The network
+    computes in float32 whatever the input; half-precision training is not
+    supported. Band values must be finite and within ``[-1e15, 1e15]``, and
+    non-negative for ``variant="reflectance"``: NaN, infinite, fill and
+    negative values raise a ``ValueError`` that says where they are and how to
+    fix them. Training rows whose bands are all 0 (a common no-data value)
+    raise a ``UserWarning``.
+
+    ``fit`` is all or nothing: if it raises (invalid data, a ``KeyboardInterrupt``,
+    or a training divergence, reported with its epoch), the estimator is left
+    as it was before the call: unfitted, or with its previous model.
+
+    Pickles hold a CPU copy of the network and the sknd version (loading
+    under another version warns): a model trained with ``device="cuda"``
+    loads and predicts on a machine without a GPU.
 """

@@ -2,7 +2,7 @@
 
 from sklearn.base import ClassifierMixin, _fit_context
 
-from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND, restore_on_failure
+from ._base import ATTRIBUTES_DOC, NOTES_DOC, PARAMETERS_DOC, BaseND, restore_on_failure
 from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]
@@ -99,6 +99,9 @@ NDClassifier.__doc__ = f"""Classifier whose first layer learns normalized-differ
     NDRegressor : The same network for continuous targets.
     NDTransformer : The learned indices as features for other models.
 
+    Notes
+    -----
+{NOTES_DOC}
     Examples
     --------
     >>> import numpy as np

@@ -2,7 +2,7 @@
 
 from sklearn.base import RegressorMixin, _fit_context
 
-from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND, restore_on_failure
+from ._base import ATTRIBUTES_DOC, NOTES_DOC, PARAMETERS_DOC, BaseND, restore_on_failure
 from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]
@@ -76,6 +76,9 @@ NDRegressor.__doc__ = f"""Regressor whose first layer learns normalized-differen
     --------
     NDClassifier : The same network for class labels.
 
+    Notes
+    -----
+{NOTES_DOC}
     Examples
     --------
     >>> import numpy as np

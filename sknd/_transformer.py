@@ -10,6 +10,7 @@ from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ._base import (
     ATTRIBUTES_DOC,
+    NOTES_DOC,
     PARAMETERS_DOC,
     BaseND,
     restore_on_failure,
@@ -189,6 +190,9 @@ NDTransformer.__doc__ = f"""Supervised transformer producing learned normalized-
     --------
     NDClassifier, NDRegressor
 
+    Notes
+    -----
+{NOTES_DOC}
     Examples
     --------
     >>> import numpy as np
