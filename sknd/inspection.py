@@ -372,9 +372,10 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
         most important first. By default every index, in the order of the
         estimator's ND outputs (for the transformer, ``transform``'s columns).
     precision : int, optional
-        Significant digits of the band weights. By default every digit is kept
-        so that the formulas reproduce the model to floating-point accuracy;
-        ``epsilon`` is always written in full.
+        Significant digits of the band weights. By default ``"numpy"`` and
+        ``"gee"`` keep every digit, so that the formulas reproduce the model to
+        floating-point accuracy, and ``"latex"`` and ``"text"``, meant for
+        reading, keep 4. ``epsilon`` is always written in full.
 
     Returns
     -------
@@ -417,6 +418,8 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
 
     weights_i = _softplus(np.asarray(estimator.coef_a_, dtype=np.float64).ravel())
     weights_j = _softplus(np.asarray(estimator.coef_c_, dtype=np.float64).ravel())
+    if precision is None and format in ("latex", "text"):
+        precision = 4
     eps = _number(estimator.epsilon, None, format)
     formulas = []
     for position in positions:
