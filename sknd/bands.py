@@ -103,10 +103,15 @@ class _Sensor:
     # reflectance or "sur_refl_b" for MODIS MOD09.
     prefixes: tuple = ("B",)
     note: str = ""
+    # Lower-case sensor-specific names -> canonical band name.
+    aliases: tuple = ()
 
     def canonical(self, name):
         """Return the canonical band name for ``name``, or None."""
         text = str(name).strip()
+        aliases = dict(self.aliases)
+        if text.lower() in aliases:
+            return aliases[text.lower()]
         for canonical, common, _ in self.bands:
             if text.upper() == canonical.upper() or text.lower() == common:
                 return canonical
@@ -174,7 +179,9 @@ SENSORS = {
             ("B3", "nir07", 750.0),
             ("B4", "nir", 950.0),
         ),
-        note="Landsat 1-3 number the same bands 4-7: use sensor='landsat_mss_1_3'",
+        note="nir1 and nir2 mean B3 and B4; Landsat 1-3 number the same bands 4-7: "
+        "use sensor='landsat_mss_1_3'",
+        aliases=(("nir1", "B3"), ("nir2", "B4")),
     ),
     "landsat_mss_1_3": _Sensor(
         key="landsat_mss_1_3",
@@ -185,7 +192,9 @@ SENSORS = {
             ("B6", "nir07", 750.0),
             ("B7", "nir", 950.0),
         ),
-        note="Landsat 4-5 number the same bands 1-4: use sensor='landsat_mss'",
+        note="nir1 and nir2 mean B6 and B7; Landsat 4-5 number the same bands 1-4: "
+        "use sensor='landsat_mss'",
+        aliases=(("nir1", "B6"), ("nir2", "B7")),
     ),
     "modis": _Sensor(
         key="modis",

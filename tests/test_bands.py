@@ -23,6 +23,9 @@ from sknd.bands import COMMON_NAMES, SENSORS, get_sensor, resolve_bands, sensor_
         ("landsat_mss", "B4", "nir"),
         ("landsat_mss", "B2", "red"),
         ("landsat_mss_1_3", "B7", "nir"),
+        ("landsat_mss", "nir1", "nir07"),  # names of sknd.datasets.load_satimage
+        ("landsat_mss", "NIR2", "nir"),
+        ("landsat_mss_1_3", "nir2", "nir"),
         ("modis", "sur_refl_b01", "red"),
         ("modis", "B2", "nir"),
         ("modis", "B6", "swir1"),
