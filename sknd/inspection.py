@@ -60,9 +60,9 @@ def get_bands(estimator):
     Parameters
     ----------
     estimator : fitted sknd estimator
-        Any object with ``n_features_in_`` and, optionally, ``bands_`` (already
-        resolved bands), ``bands`` / ``sensor`` parameters or
-        ``feature_names_in_``.
+        Any object with ``n_features_in_`` and, optionally, the bands it
+        resolved in ``fit`` (private ``_bands``), ``bands`` / ``sensor``
+        parameters or ``feature_names_in_``.
 
     Returns
     -------
@@ -78,7 +78,9 @@ def get_bands(estimator):
     >>> [band.common_name for band in get_bands(model)]
     ['red', 'nir']
     """
-    resolved = getattr(estimator, "bands_", None)
+    # Fitted sknd estimators freeze their bands at fit time, so that changing
+    # the bands / sensor parameters afterwards does not relabel a fitted model.
+    resolved = getattr(estimator, "_bands", None)
     if resolved is not None:
         return tuple(resolved)
     feature_names = getattr(estimator, "feature_names_in_", None)

@@ -2,7 +2,14 @@
 
 import pytest
 
-from sknd.bands import COMMON_NAMES, SENSORS, get_sensor, resolve_bands, sensor_bands
+from sknd.bands import (
+    COMMON_NAMES,
+    SENSORS,
+    band_pair_indices,
+    get_sensor,
+    resolve_bands,
+    sensor_bands,
+)
 
 
 @pytest.mark.parametrize(
@@ -118,3 +125,21 @@ def test_free_names_infer_common_names_and_groups():
         ("rededge1", None),
         (None, None),
     ]
+
+
+def test_band_pair_indices():
+    bands = resolve_bands(["B02", "B04", "B08", "B8A", "B11"], sensor="sentinel2")
+    assert band_pair_indices([("B8", "B4"), ("B8A", "swir1")], bands) == [(2, 1), (3, 4)]
+    assert band_pair_indices([("B08", 1)], bands) == [(2, 1)]
+    # Integer pairs and "all" are left for the estimator's own validation.
+    assert band_pair_indices("all", bands) == "all"
+    assert band_pair_indices([(0, 1)], bands) == [(0, 1)]
+    with pytest.raises(ValueError, match="Unknown band 'B12'.*B02"):
+        band_pair_indices([("B12", "B4")], bands)
+    # Free names: exact names and unique common names.
+    free = resolve_bands(["green_sep10", "red_sep10", "nir", "red"])
+    assert band_pair_indices([("nir", "red"), ("red_sep10", "green_sep10")], free) == [
+        (2, 3), (1, 0)
+    ]
+    with pytest.raises(ValueError, match="Unknown band 'green'"):
+        band_pair_indices([("green", "nir")], free)  # only grouped green bands
