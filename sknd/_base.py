@@ -1,0 +1,451 @@
+"""Shared fitting logic of the sknd estimators (over skorch)."""
+
+import contextlib
+import copy
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.base import BaseEstimator
+from sklearn.model_selection import train_test_split
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+from skorch.helper import predefined_split
+
+from . import __version__
+from ._training import EarlyStopping, Net, TensorBatches, TensorDataset, ValidationScore
+from .networks import ARCHITECTURES, build_network
+from .nn import VARIANTS, NormalizedDifference, resolve_pairs
+
+__all__ = []
+
+#: Bounds of the default hidden width. The paper's width (one unit per band pair) grows
+#: quadratically with the number of bands: 250 bands would give 31,125 x 31,125 hidden
+#: layers. With 2 or 3 bands it would give a 1- or 3-unit ReLU layer that easily dies.
+#: Set ``hidden_units`` explicitly to go outside these bounds.
+MIN_DEFAULT_HIDDEN_UNITS = 8
+MAX_DEFAULT_HIDDEN_UNITS = 256
+
+# Rows per forward pass at inference: bounds the (rows x pairs) intermediates.
+_INFERENCE_CHUNK = 65_536
+# Below this many rows intra-op threads cost more than they give (PERF_NOTES).
+_THREADED_INFERENCE_ROWS = 65_536
+
+
+@contextlib.contextmanager
+def torch_threads(n_threads):
+    """Run the block with ``n_threads`` torch intra-op threads (``None``: unchanged)."""
+    previous = torch.get_num_threads()
+    if n_threads is not None and n_threads != previous:
+        torch.set_num_threads(n_threads)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != previous:
+            torch.set_num_threads(previous)
+
+
+def _resolve_device(device):
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            "device='cuda' was requested but no CUDA GPU is available to PyTorch; "
+            "use device='cpu' or device='auto'."
+        )
+    return device
+
+
+class BaseND(BaseEstimator):
+    """Parameters, validation, training and inference shared by all sknd estimators.
+
+    Subclasses set ``_make_task(y)`` (a task from :mod:`sknd._tasks`) and their
+    own prediction methods.
+    """
+
+    _parameter_constraints = {
+        "depth": [Interval(Integral, 2, None, closed="left")],
+        "architecture": [StrOptions(set(ARCHITECTURES))],
+        "hidden_units": [Interval(Integral, 1, None, closed="left"), None],
+        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "variant": [StrOptions(set(VARIANTS))],
+        "pairs": [StrOptions({"all"}), "array-like"],
+        "lr": [Interval(Real, 0, None, closed="neither")],
+        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "max_epochs": [Interval(Integral, 1, None, closed="left")],
+        "early_stopping": ["boolean"],
+        "patience": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
+        "device": [StrOptions({"cpu", "cuda", "auto"})],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        depth=2,
+        architecture="nd",
+        hidden_units=None,
+        epsilon=1e-6,
+        variant="reflectance",
+        pairs="all",
+        lr=0.01,
+        weight_decay=1e-4,
+        batch_size=32,
+        max_epochs=150,
+        early_stopping=True,
+        patience=25,
+        validation_fraction=0.2,
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        self.depth = depth
+        self.architecture = architecture
+        self.hidden_units = hidden_units
+        self.epsilon = epsilon
+        self.variant = variant
+        self.pairs = pairs
+        self.lr = lr
+        self.weight_decay = weight_decay
+        self.batch_size = batch_size
+        self.max_epochs = max_epochs
+        self.early_stopping = early_stopping
+        self.patience = patience
+        self.validation_fraction = validation_fraction
+        self.device = device
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = self.variant == "reflectance"
+        return tags
+
+    # ------------------------------------------------------------------ validation
+    def _check_non_negative(self, X):
+        if self.variant == "reflectance" and np.any(X < 0):
+            raise ValueError(
+                f"Negative values in data passed to {type(self).__name__}: "
+                "variant='reflectance' expects non-negative band values (reflectance, "
+                "radiance or digital numbers). For signed inputs such as standardized "
+                "features, use variant='signed' or variant='softplus'."
+            )
+
+    def _validate_X(self, X):
+        """Validate ``X`` at prediction time against what ``fit`` saw."""
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        self._check_non_negative(X)
+        return X
+
+    def _validate_X_y(self, X, y, reset):
+        """Validate training (``reset=True``) or validation data with its target."""
+        X, y = validate_data(
+            self,
+            X,
+            y,
+            reset=reset,
+            dtype=[np.float64, np.float32],
+            ensure_min_features=2,
+            **self._y_validation_kwargs(),
+        )
+        self._check_non_negative(X)
+        return X, y
+
+    def _validation_split(self, X, codes, task, X_val, y_val, seed):
+        """Return ``(X_train, codes_train, X_val, codes_val)``; the latter two may be None."""
+        if (X_val is None) != (y_val is None):
+            raise ValueError("Pass both X_val and y_val, or neither.")
+        if X_val is not None:
+            X_val, y_val = self._validate_X_y(X_val, y_val, reset=False)
+            return X, codes, X_val, task.encode(y_val)
+        if not self.early_stopping:
+            return X, codes, None, None
+        n_samples = len(X)
+        n_valid = int(np.ceil(self.validation_fraction * n_samples))
+        if n_samples - n_valid < 1:
+            raise ValueError(
+                f"early_stopping=True holds out validation_fraction={self.validation_fraction} "
+                f"of the data, which leaves no training sample with n_samples={n_samples}. "
+                "Pass more samples, an explicit X_val and y_val, or early_stopping=False."
+            )
+        stratify = None
+        if task.stratified:
+            # Stratify whenever every class can appear on both sides; tiny data falls back
+            # to a plain random split rather than failing.
+            counts = np.bincount(codes)
+            if counts.min() >= 2 and min(n_valid, n_samples - n_valid) >= len(counts):
+                stratify = codes
+        X_train, X_valid, c_train, c_valid = train_test_split(
+            X, codes, test_size=n_valid, random_state=seed, stratify=stratify
+        )
+        return X_train, c_train, X_valid, c_valid
+
+    def _y_validation_kwargs(self):
+        """Extra ``validate_data`` arguments for ``y`` (overridden for regression)."""
+        return {}
+
+    # ------------------------------------------------------------------ fitting
+    def _fit(self, X, y, X_val=None, y_val=None):
+        X, y = self._validate_X_y(X, y, reset=True)
+        n_features = X.shape[1]
+        pairs = resolve_pairs(n_features, self.pairs)
+        task = self._make_task(y)
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        device = _resolve_device(self.device)
+        X_train, c_train, X_valid, c_valid = self._validation_split(
+            X, task.encoded, task, X_val, y_val, seed
+        )
+        hidden_units = self.hidden_units
+        if hidden_units is None:
+            hidden_units = int(
+                np.clip(len(pairs), MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS)
+            )
+
+        train_data = TensorDataset(
+            torch.tensor(X_train, dtype=torch.float32, device=device),
+            task.target_tensor(c_train).to(device),
+        )
+        callbacks = []
+        train_split = None
+        if X_valid is not None:
+            valid_data = TensorDataset(
+                torch.tensor(X_valid, dtype=torch.float32, device=device),
+                task.target_tensor(c_valid).to(device),
+            )
+            train_split = predefined_split(valid_data)
+            callbacks.append(("valid_score", ValidationScore(task.score)))
+            if self.early_stopping:
+                stopper = EarlyStopping(task.monitor, task.lower_is_better, self.patience)
+                callbacks.append(("early_stopping", stopper))
+
+        cuda_devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
+        with torch_threads(1), torch.random.fork_rng(devices=cuda_devices):
+            torch.manual_seed(seed)
+            module = build_network(
+                self.architecture,
+                n_features,
+                task.n_outputs,
+                depth=self.depth,
+                hidden_units=hidden_units,
+                pairs=pairs,
+                epsilon=self.epsilon,
+                variant=self.variant,
+            )
+            net = Net(
+                module=module,
+                criterion=task.criterion,
+                optimizer=torch.optim.Adam,
+                lr=self.lr,
+                optimizer__weight_decay=self.weight_decay,
+                max_epochs=self.max_epochs,
+                batch_size=self.batch_size,
+                train_split=train_split,
+                iterator_train=TensorBatches,
+                iterator_train__shuffle=True,
+                iterator_train__generator=torch.Generator().manual_seed(seed),
+                iterator_valid=TensorBatches,
+                iterator_valid__batch_size=_INFERENCE_CHUNK,
+                callbacks=callbacks,
+                device=device,
+                verbose=self.verbose,
+            )
+            net.fit(train_data, None)
+
+        self._set_fitted_state(net, task, pairs, X_train)
+        return self
+
+    def _set_fitted_state(self, net, task, pairs, X_train):
+        """Expose the trained network's results as numpy/pandas attributes."""
+        module = net.module_.eval()
+        history = pd.DataFrame(
+            {
+                "epoch": net.history[:, "epoch"],
+                "train_loss": net.history[:, "train_loss"],
+                "valid_loss": [row.get("valid_loss", np.nan) for row in net.history],
+                "valid_score": [row.get("valid_score", np.nan) for row in net.history],
+            }
+        )
+        self._module = module
+        self._task = task
+        self.n_outputs_ = task.n_outputs
+        self.history_ = history
+        self.n_iter_ = len(history)
+        self.loss_curve_ = history["train_loss"].tolist()
+        self.validation_scores_ = history["valid_score"].tolist()
+        stopper = dict(net.callbacks_).get("early_stopping")
+        if stopper is not None and stopper.best_epoch_ is not None:
+            self.best_epoch_ = stopper.best_epoch_
+            self.best_validation_score_ = float(history["valid_score"].iloc[stopper.best_epoch_ - 1])
+        else:
+            self.best_epoch_ = None
+            self.best_validation_score_ = (
+                None if history["valid_score"].isna().all() else float(history["valid_score"].max())
+            )
+        self.n_parameters_ = int(sum(p.numel() for p in module.parameters() if p.requires_grad))
+
+        layer = self._nd_layer()
+        if layer is None:
+            self.pairs_ = np.empty((0, 2), dtype=np.int64)
+            self.coef_a_ = np.empty(0)
+            self.coef_c_ = np.empty(0)
+            self.index_importances_ = np.empty(0)
+        else:
+            self.pairs_ = pairs
+            self.coef_a_ = layer.a.detach().cpu().double().numpy()
+            self.coef_c_ = layer.c.detach().cpu().double().numpy()
+            self.index_importances_ = self._index_importances(X_train)
+
+    def _nd_layer(self):
+        """The trained ND layer, or None for the MLP baseline."""
+        first = self._module[0]
+        if isinstance(first, NormalizedDifference):
+            return first
+        return getattr(first, "nd", None)
+
+    def _index_importances(self, X):
+        """Outgoing-weight norm of each first-block output times its spread on ``X``.
+
+        An index that varies little on the data, or whose value the next layer
+        ignores, cannot drive the prediction; the product ranks indices by how
+        much they can move the next layer's pre-activations.
+        """
+        with torch.no_grad(), torch_threads(1):
+            first_block = self._run_module(X, self._module[0])
+            weight = self._module[1].weight.detach().cpu().double().numpy()
+        return np.linalg.norm(weight, axis=0) * first_block.astype(np.float64).std(axis=0)
+
+    # ------------------------------------------------------------------ inference
+    def _inference_device(self):
+        device = "cuda" if self.device in ("cuda", "auto") and torch.cuda.is_available() else "cpu"
+        return torch.device(device)
+
+    def _run_module(self, X, module=None):
+        """Forward ``X`` (a validated array) through ``module`` (default: the whole net)."""
+        module = self._module if module is None else module
+        device = self._inference_device()
+        self._module.to(device)
+        n_threads = 1 if len(X) < _THREADED_INFERENCE_ROWS else None
+        outputs = []
+        with torch.no_grad(), torch_threads(n_threads):
+            for start in range(0, len(X), _INFERENCE_CHUNK):
+                chunk = torch.tensor(
+                    X[start : start + _INFERENCE_CHUNK], dtype=torch.float32, device=device
+                )
+                outputs.append(module(chunk).cpu())
+        return torch.cat(outputs).numpy()
+
+    def _network_output(self, X):
+        """Validate ``X`` and return the raw network outputs."""
+        check_is_fitted(self)
+        return self._run_module(self._validate_X(X))
+
+    # ------------------------------------------------------------------ persistence
+    def __getstate__(self):
+        state = super().__getstate__()
+        module = state.get("_module")
+        if module is not None and any(p.device.type != "cpu" for p in module.parameters()):
+            # Pickles must load on CPU-only machines; inference moves the net back to the GPU.
+            state["_module"] = copy.deepcopy(module).cpu()
+        state["_sknd_version"] = __version__
+        return state
+
+    def __setstate__(self, state):
+        version = state.pop("_sknd_version", None)
+        if version is not None and version != __version__:
+            warnings.warn(
+                f"Trying to unpickle {type(self).__name__} from sknd version {version} "
+                f"when using version {__version__}. This might lead to breaking code or "
+                "invalid results. Use at your own risk.",
+                UserWarning,
+                stacklevel=2,
+            )
+        super().__setstate__(state)
+
+
+# Docstring sections shared by the estimators (each estimator adds its own).
+PARAMETERS_DOC = """\
+    depth : int, default=2
+        Number of layers counted from input to output, at least 2: the first
+        layer, ``depth - 2`` hidden ``Linear + ReLU`` layers, the output layer.
+    architecture : {"nd", "attnd", "mlp"}, default="nd"
+        ``"nd"``: Normalized Difference layer first; ``"attnd"``: ND outputs
+        gated by ``sigmoid(W b + c)``; ``"mlp"``: the paper's baseline with a
+        ``Linear + ReLU`` first layer.
+    hidden_units : int, default=None
+        Width of the hidden layers (and of the MLP's first layer). ``None``
+        uses the number of band pairs as in the paper, clipped to [8, 256] so
+        that few bands still give a usable layer and many bands do not build
+        huge dense layers.
+    epsilon : float, default=1e-6
+        Positive stabilising constant of the ND denominator.
+    variant : {"reflectance", "signed", "softplus"}, default="reflectance"
+        ``"reflectance"`` requires non-negative inputs (and says so in its
+        tags); ``"signed"`` uses ``sqrt(b**2 + epsilon)`` in the denominator
+        and ``"softplus"`` applies softplus to the inputs, both for signed data.
+    pairs : "all" or array-like of shape (n_pairs, 2), default="all"
+        Band pairs of the ND layer: every pair ``i < j`` or explicit
+        ``(i, j)`` band indices.
+    lr : float, default=0.01
+        Adam learning rate.
+    weight_decay : float, default=1e-4
+        Adam weight decay (L2 penalty).
+    batch_size : int, default=32
+        Mini-batch size.
+    max_epochs : int, default=150
+        Maximum number of passes over the training data.
+    early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the training data (or use
+        ``X_val``/``y_val`` passed to ``fit``), stop after ``patience`` epochs
+        without improvement of the validation score and restore the weights of
+        the best epoch.
+    patience : int, default=25
+        Epochs without improvement before early stopping.
+    validation_fraction : float, default=0.2
+        Share of the training data held out for early stopping (stratified for
+        classification), as in the paper's 70/20/10 protocol.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where to train. ``"auto"`` picks a CUDA GPU when PyTorch sees one.
+    random_state : int, RandomState instance or None, default=None
+        Seeds weight initialisation, shuffling and the validation split. Fits
+        with the same integer give bit-identical models on the same machine;
+        the global torch random state is never touched.
+    verbose : int, default=0
+        Print a per-epoch log when positive.
+"""
+
+ATTRIBUTES_DOC = """\
+    n_features_in_ : int
+        Number of bands seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Band names, when ``X`` was a DataFrame with string column names.
+    pairs_ : ndarray of shape (n_pairs, 2)
+        Band index pairs ``(i, j)`` of the ND layer (empty for the MLP).
+    coef_a_, coef_c_ : ndarray of shape (n_pairs,)
+        Learned raw parameters; band ``i`` is weighted by ``softplus(a)`` and
+        band ``j`` by ``softplus(c)`` (empty for the MLP).
+    index_importances_ : ndarray of shape (n_pairs,)
+        Norm of each index's outgoing weights times its standard deviation on
+        the training data (empty for the MLP).
+    n_parameters_ : int
+        Number of trainable parameters of the network.
+    n_outputs_ : int
+        Number of output units.
+    history_ : pandas.DataFrame
+        One row per epoch: ``epoch``, ``train_loss``, ``valid_loss`` and
+        ``valid_score`` (NaN without a validation set).
+    loss_curve_ : list of float
+        Training loss per epoch.
+    validation_scores_ : list of float
+        Validation score per epoch.
+    best_validation_score_ : float or None
+        Validation score of the restored epoch.
+    best_epoch_ : int or None
+        1-based epoch whose weights were restored by early stopping.
+    n_iter_ : int
+        Number of epochs run.
+"""

@@ -1,0 +1,88 @@
+"""NDRegressor: regression with learnable normalized-difference indices."""
+
+from sklearn.base import RegressorMixin, _fit_context
+
+from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND
+from ._tasks import RegressionTask
+
+__all__ = ["NDRegressor"]
+
+
+class NDRegressor(RegressorMixin, BaseND):
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def _make_task(self, y):
+        return RegressionTask(y)
+
+    def _y_validation_kwargs(self):
+        return {"multi_output": True, "y_numeric": True}
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Train the network on band values ``X`` and targets ``y``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values, at least two bands.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Continuous targets; several columns train one output unit each.
+        X_val, y_val : array-like, default=None
+            Explicit validation set for early stopping, used instead of the
+            internal ``validation_fraction`` split.
+
+        Returns
+        -------
+        self : NDRegressor
+            The fitted estimator.
+        """
+        return self._fit(X, y, X_val, y_val)
+
+    def predict(self, X):
+        """Predicted targets.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Predictions, shaped like the ``y`` seen in ``fit``.
+        """
+        output = self._network_output(X)
+        return self._task.decode(output)
+
+
+NDRegressor.__doc__ = f"""Regressor whose first layer learns normalized-difference indices.
+
+    The network of :class:`NDClassifier` with one linear output per target,
+    trained with mean squared error on standardized targets (predictions are
+    returned on the original scale). Early stopping monitors the validation
+    loss.
+
+    Parameters
+    ----------
+{PARAMETERS_DOC}
+    Attributes
+    ----------
+{ATTRIBUTES_DOC}
+    See Also
+    --------
+    NDClassifier : The same network for class labels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknd import NDRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0.05, 0.5, size=(300, 3))
+    >>> y = (X[:, 2] - X[:, 1]) / (X[:, 2] + X[:, 1])  # an NDVI-like target
+    >>> reg = NDRegressor(max_epochs=60, random_state=0).fit(X, y)
+    >>> bool(reg.score(X, y) > 0.9)
+    True
+    """

@@ -1,0 +1,133 @@
+"""Learning tasks: how targets are encoded, trained on, scored and decoded.
+
+The estimators share one fitting routine; what differs between classification
+and regression (output units, loss, early-stopping monitor, decoding of the
+network output) lives here.
+"""
+
+import numpy as np
+import torch
+from sklearn.metrics import r2_score
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+
+__all__ = []
+
+
+class ClassificationTask:
+    """Binary (one logit, BCE) or multiclass (softmax, cross-entropy) classification."""
+
+    monitor = "valid_score"
+    lower_is_better = False
+    stratified = True
+
+    def __init__(self, y):
+        if np.ndim(y) != 1:
+            raise ValueError(
+                "Multi-output classification targets are not supported: pass y of shape "
+                "(n_samples,) (one label per sample), or fit one estimator per output."
+            )
+        check_classification_targets(y)
+        self.classes, self.encoded = np.unique(y, return_inverse=True)
+        if len(self.classes) < 2:
+            raise ValueError(
+                "The target has only one class: a classifier needs samples of at least "
+                f"2 classes in the data, but the data contains only one class: {self.classes[0]!r}."
+            )
+
+    @property
+    def binary(self):
+        return len(self.classes) == 2
+
+    @property
+    def n_outputs(self):
+        return 1 if self.binary else len(self.classes)
+
+    @property
+    def criterion(self):
+        return torch.nn.BCEWithLogitsLoss if self.binary else torch.nn.CrossEntropyLoss
+
+    def encode(self, y):
+        """Map labels to class positions; unseen labels raise ``ValueError``."""
+        positions = np.searchsorted(self.classes, y)
+        positions = np.clip(positions, 0, len(self.classes) - 1)
+        unseen = self.classes[positions] != y
+        if np.any(unseen):
+            raise ValueError(
+                f"y contains labels not seen in the training data: {np.unique(y[unseen])!r}."
+            )
+        return positions
+
+    def target_tensor(self, codes):
+        if self.binary:
+            return torch.as_tensor(codes, dtype=torch.float32).reshape(-1, 1)
+        return torch.as_tensor(codes, dtype=torch.int64)
+
+    def score(self, target, output):
+        """Accuracy of raw network outputs against target tensors."""
+        if self.binary:
+            predicted = (output > 0).to(target.dtype)
+        else:
+            predicted = output.argmax(1)
+        return (predicted == target).double().mean().item()
+
+    def proba(self, output):
+        """Class probabilities (float64) from raw outputs."""
+        if self.binary:
+            positive = 1.0 / (1.0 + np.exp(-output[:, 0].astype(np.float64)))
+            return np.column_stack([1.0 - positive, positive])
+        logits = output.astype(np.float64)
+        logits -= logits.max(axis=1, keepdims=True)
+        proba = np.exp(logits)
+        return proba / proba.sum(axis=1, keepdims=True)
+
+    def decode(self, output):
+        """Predicted labels from raw outputs."""
+        if self.binary:
+            return self.classes[(output[:, 0] > 0).astype(np.intp)]
+        return self.classes[output.argmax(1)]
+
+
+class RegressionTask:
+    """Least-squares regression on standardized targets (one output unit per target)."""
+
+    monitor = "valid_loss"
+    lower_is_better = True
+    stratified = False
+    criterion = torch.nn.MSELoss
+
+    def __init__(self, y):
+        y = np.asarray(y, dtype=np.float64)
+        self.ndim = y.ndim
+        y = y.reshape(len(y), -1)
+        # Targets are standardized so that the learning rate means the same on every scale;
+        # predictions are mapped back, the user never sees the standardized values.
+        self.mean = y.mean(axis=0)
+        scale = y.std(axis=0)
+        self.scale = np.where(scale > 0, scale, 1.0)
+        self.encoded = y
+
+    @property
+    def n_outputs(self):
+        return len(self.mean)
+
+    def encode(self, y):
+        return np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+
+    def target_tensor(self, y):
+        return torch.as_tensor((y - self.mean) / self.scale, dtype=torch.float32)
+
+    def score(self, target, output):
+        """R^2 (uniform average over targets) of raw outputs against target tensors."""
+        return r2_score(target.cpu().numpy(), output.cpu().numpy())
+
+    def decode(self, output):
+        """Predictions on the original target scale."""
+        prediction = output.astype(np.float64) * self.scale + self.mean
+        return prediction.ravel() if self.ndim == 1 else prediction
+
+
+def infer_task(y):
+    """Choose classification or regression from the target's type (for the transformer)."""
+    if type_of_target(y) in ("continuous", "continuous-multioutput"):
+        return RegressionTask(y)
+    return ClassificationTask(y)

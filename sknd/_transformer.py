@@ -1,0 +1,198 @@
+"""NDTransformer: learned normalized-difference indices as features."""
+
+from numbers import Integral
+
+import numpy as np
+import torch
+from sklearn.base import TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
+
+from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND, torch_threads
+from ._tasks import infer_task
+from .nn import normalized_difference
+
+__all__ = ["NDTransformer"]
+
+
+class NDTransformer(TransformerMixin, BaseND):
+    _parameter_constraints = {
+        **BaseND._parameter_constraints,
+        "n_indices": [Interval(Integral, 1, None, closed="left"), None],
+        "architecture": [StrOptions({"nd", "attnd"})],
+    }
+
+    def __init__(
+        self,
+        n_indices=None,
+        *,
+        depth=2,
+        architecture="nd",
+        hidden_units=None,
+        epsilon=1e-6,
+        variant="reflectance",
+        pairs="all",
+        lr=0.01,
+        weight_decay=1e-4,
+        batch_size=32,
+        max_epochs=150,
+        early_stopping=True,
+        patience=25,
+        validation_fraction=0.2,
+        device="cpu",
+        random_state=None,
+        verbose=0,
+    ):
+        super().__init__(
+            depth=depth,
+            architecture=architecture,
+            hidden_units=hidden_units,
+            epsilon=epsilon,
+            variant=variant,
+            pairs=pairs,
+            lr=lr,
+            weight_decay=weight_decay,
+            batch_size=batch_size,
+            max_epochs=max_epochs,
+            early_stopping=early_stopping,
+            patience=patience,
+            validation_fraction=validation_fraction,
+            device=device,
+            random_state=random_state,
+            verbose=verbose,
+        )
+        self.n_indices = n_indices
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True
+        tags.transformer_tags.preserves_dtype = ["float64", "float32"]
+        return tags
+
+    def _make_task(self, y):
+        return infer_task(y)
+
+    def _y_validation_kwargs(self):
+        return {"multi_output": True}
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Learn indices that predict ``y`` from band values ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values, at least two bands.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Class labels, or continuous targets (detected with
+            :func:`sklearn.utils.multiclass.type_of_target`): the indices are
+            learned by a classifier or a regressor network accordingly.
+        X_val, y_val : array-like, default=None
+            Explicit validation set for early stopping.
+
+        Returns
+        -------
+        self : NDTransformer
+            The fitted transformer.
+        """
+        self._fit(X, y, X_val, y_val)
+        n_pairs = len(self.pairs_)
+        if self.n_indices is not None and self.n_indices > n_pairs:
+            raise ValueError(
+                f"n_indices={self.n_indices} exceeds the {n_pairs} band pairs of the ND layer; "
+                f"use n_indices <= {n_pairs} or None to keep all."
+            )
+        order = np.argsort(-self.index_importances_, kind="stable")
+        self.selected_indices_ = order[: self.n_indices]
+        return self
+
+    def transform(self, X):
+        """Compute the learned indices.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values.
+
+        Returns
+        -------
+        indices : ndarray of shape (n_samples, n_indices)
+            Learned normalized differences in ``[-1, 1]``, most important first,
+            in the dtype of ``X`` (float32 or float64). With
+            ``architecture="attnd"`` these are the indices before gating.
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        selected = self.selected_indices_
+        x = torch.tensor(X)
+        with torch.no_grad(), torch_threads(1):
+            values = normalized_difference(
+                x,
+                torch.tensor(self.coef_a_[selected], dtype=x.dtype),
+                torch.tensor(self.coef_c_[selected], dtype=x.dtype),
+                torch.tensor(self.pairs_[selected]),
+                self.epsilon,
+                self.variant,
+            )
+        return values.numpy()
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the learned indices, ``nd_<band i>_<band j>``.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Band names; defaults to ``feature_names_in_`` or ``x0, x1, ...``.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            One name per column of :meth:`transform`.
+        """
+        check_is_fitted(self)
+        names = _check_feature_names_in(self, input_features)
+        return np.asarray(
+            [f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_[self.selected_indices_]],
+            dtype=object,
+        )
+
+
+NDTransformer.__doc__ = f"""Supervised transformer producing learned normalized-difference indices.
+
+    Fits the network of :class:`NDClassifier` (class labels) or
+    :class:`NDRegressor` (continuous targets) and transforms band values into
+    the learned indices, ready to feed any other model. ``n_indices`` keeps the
+    most important ones, ranked by ``index_importances_``: the norm of an
+    index's outgoing weights in the next layer times its standard deviation on
+    the training data (how far the index can move the network).
+
+    Parameters
+    ----------
+    n_indices : int, default=None
+        Number of indices to keep, most important first; ``None`` keeps all.
+{PARAMETERS_DOC.replace('{{"nd", "attnd", "mlp"}}', '{{"nd", "attnd"}}')}
+    Attributes
+    ----------
+    selected_indices_ : ndarray of shape (n_indices,)
+        Positions in ``pairs_`` of the indices returned by :meth:`transform`.
+{ATTRIBUTES_DOC}
+    See Also
+    --------
+    NDClassifier, NDRegressor
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sknd import NDTransformer
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
+    >>> y = (X[:, 3] > X[:, 2]).astype(int)
+    >>> model = make_pipeline(NDTransformer(n_indices=2, max_epochs=30, random_state=0),
+    ...                       LogisticRegression())
+    >>> model.fit(X, y).predict(X[:3]).shape
+    (3,)
+    >>> model[0].get_feature_names_out()
+    array(['nd_x2_x3', ...], dtype=object)
+    """

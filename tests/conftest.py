@@ -1,0 +1,15 @@
+"""Test-suite configuration.
+
+- One torch thread: tiny fits gain nothing from intra-op threads and slow down a lot when
+  the cores are shared.
+- ``SCIPY_ARRAY_API=1`` (set before scipy is imported) so that scikit-learn's
+  ``check_array_api_input`` runs instead of being skipped.
+"""
+
+import os
+
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+import torch  # noqa: E402
+
+torch.set_num_threads(1)

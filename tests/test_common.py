@@ -1,0 +1,24 @@
+"""scikit-learn's estimator checks over every public estimator and input variant."""
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sknd import NDClassifier, NDRegressor, NDTransformer
+
+# Small, fast settings kept in one place; the checks' datasets are tiny.
+FAST = dict(max_epochs=30, batch_size=16, lr=0.02, random_state=0)
+
+ESTIMATORS = [
+    NDClassifier(**FAST),
+    NDRegressor(**FAST),
+    NDTransformer(**FAST),
+    NDClassifier(variant="signed", **FAST),
+    NDClassifier(variant="softplus", **FAST),
+    NDClassifier(architecture="attnd", **FAST),
+    NDClassifier(architecture="mlp", **FAST),
+    NDClassifier(depth=3, **FAST),
+]
+
+
+@parametrize_with_checks(ESTIMATORS)
+def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
