@@ -42,6 +42,7 @@ class NDClassifier(ClassifierMixin, BaseND):
         """
         self._fit(X, y, X_val, y_val)
         self.classes_ = self._task.classes
+        self._set_indices()
         return self
 
     def predict_proba(self, X):
