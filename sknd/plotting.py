@@ -62,10 +62,31 @@ def _log2_ratios(estimator):
     return pairs, np.log2(_softplus(a) / _softplus(c))
 
 
-def _ratio_formatter():
-    from matplotlib.ticker import FuncFormatter
+# Ratios worth a tick on short scales; longer scales use powers of two. The
+# reciprocals are labelled "1/r".
+_NICE_RATIOS = (1.1, 1.25, 1.5, 2, 3, 4)
 
-    return FuncFormatter(lambda value, _: f"{2.0**value:.3g}")
+
+def _ratio_ticks(half_range, max_per_side=4):
+    """Tick positions (log2 k) at round ratios within +-half_range, and labels."""
+    if half_range > 2:
+        step = int(np.ceil(half_range / max_per_side))
+        ratios = [2.0**m for m in range(step, int(np.floor(half_range)) + 1, step)]
+    else:
+        ratios = [r for r in _NICE_RATIOS if np.log2(r) <= half_range + 1e-12]
+        ratios = ratios[-max_per_side:] or [float(f"{2.0**half_range:.3g}")]
+    positions = [-np.log2(r) for r in ratios[::-1]] + [0.0] + [np.log2(r) for r in ratios]
+    labels = [f"1/{r:g}" for r in ratios[::-1]] + ["1"] + [f"{r:g}" for r in ratios]
+    return positions, labels
+
+
+def _set_ratio_ticks(axis, half_range):
+    from matplotlib.ticker import FixedFormatter, FixedLocator
+
+    positions, labels = _ratio_ticks(half_range)
+    axis.set_major_locator(FixedLocator(positions))
+    axis.set_major_formatter(FixedFormatter(labels))
+    axis.set_minor_locator(FixedLocator([]))
 
 
 def plot_coefficient_matrix(estimator, ax=None, *, mirror=False, annotate=False,
@@ -147,7 +168,8 @@ def plot_coefficient_matrix(estimator, ax=None, *, mirror=False, annotate=False,
             ax.text(j, i, f"{2.0**value:.2g}", ha="center", va="center", fontsize="x-small",
                     color="white" if abs(value) > 0.6 * half_range else "black")
     if colorbar:
-        bar = ax.figure.colorbar(image, ax=ax, format=_ratio_formatter())
+        bar = ax.figure.colorbar(image, ax=ax)
+        _set_ratio_ticks(bar.ax.yaxis, half_range)
         bar.set_label("k (log scale; 1 = classic index)")
     return ax
 
@@ -211,7 +233,7 @@ def plot_top_asymmetric_pairs(estimator, k=15, ax=None):
     ax.axvline(0.0, color="black", linewidth=0.8)
     half_range = max(float(np.max(np.abs(values))), _MIN_LOG2_RANGE) * 1.1
     ax.set_xlim(-half_range, half_range)
-    ax.xaxis.set_major_formatter(_ratio_formatter())
+    _set_ratio_ticks(ax.xaxis, half_range)
     ax.set_xlabel("k = sp(a) / sp(c)  (log scale; > 1: first band upweighted)")
     ax.set_title(f"Top {len(order)} most asymmetric band pairs")
     return ax
