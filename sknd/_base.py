@@ -357,9 +357,8 @@ class BaseND(BaseEstimator):
         ignores, cannot drive the prediction; the product ranks indices by how
         much they can move the next layer's pre-activations.
         """
-        with torch.no_grad(), torch_threads(1):
-            first_block = self._run_module(X, self._module[0])
-            weight = self._module[1].weight.detach().cpu().double().numpy()
+        first_block = self._run_module(X, self._module[0])
+        weight = self._module[1].weight.detach().cpu().double().numpy()
         return np.linalg.norm(weight, axis=0) * first_block.astype(np.float64).std(axis=0)
 
     # ------------------------------------------------------------------ inference

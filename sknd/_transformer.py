@@ -205,5 +205,5 @@ NDTransformer.__doc__ = f"""Supervised transformer producing learned normalized-
     >>> model.fit(X, y).predict(X[:3]).shape
     (3,)
     >>> model[0].get_feature_names_out()
-    array(['nd_x2_x3', ...], dtype=object)
+    array(['nd_x...', 'nd_x...'], dtype=object)
     """
