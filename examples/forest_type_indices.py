@@ -12,33 +12,16 @@ Johnson, Tateishi & Xie (2012), Remote Sensing Letters 3(6), 491-499. The
 original split (198 training, 325 test rows) is used.
 """
 
-import os
-from pathlib import Path
-
-import numpy as np
-import pandas as pd
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier
-
-BANDS = [f"{band}_{date}" for date in ("sep10", "mar11", "may11")
-         for band in ("green", "red", "nir")]
+from sknd.datasets import load_forest_type
 
 
 def load(subset):
-    """Bands and class letters of the forest type ``subset`` ("train"/"test")."""
-    try:
-        from sknd.datasets import load_forest_type
-    except ImportError:
-        # sknd.datasets arrives with another branch; until then read the UCI CSV files
-        # (columns b1..b9 are the bands; class letters carry a trailing space).
-        folder = Path(os.environ.get("SKND_FOREST_TYPE_DIR", "/work/shared/data/forest_type"))
-        frame = pd.read_csv(folder / {"train": "training.csv", "test": "testing.csv"}[subset])
-        X = frame[[f"b{i}" for i in range(1, 10)]].astype(float)
-        X.columns = BANDS
-        return X, frame["class"].str.strip().to_numpy()
+    """Band values (columns such as ``nir_sep10``) and class letters of ``subset``."""
     bunch = load_forest_type(subset=subset, as_frame=True)
     return bunch.data, bunch.target_codes[bunch.target.to_numpy()]
 

@@ -19,9 +19,6 @@ Data: UCI Statlog (Landsat Satellite), A. Srinivasan, DOI 10.24432/C55887,
 CC BY 4.0; the original train/test split (4435/2000 pixels) is used.
 """
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 from sklearn.linear_model import LogisticRegression
@@ -29,20 +26,11 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier
-
-BANDS = ["green", "red", "nir1", "nir2"]  # Landsat MSS bands 1-4 (4-5 numbering)
+from sknd.datasets import load_satimage
 
 
 def load_centre_pixels(subset):
-    """Centre-pixel bands and labels of the satimage ``subset`` ("train"/"test")."""
-    try:
-        from sknd.datasets import load_satimage
-    except ImportError:
-        # sknd.datasets arrives with another branch; until then read the UCI files
-        # (space separated, 36 values + class; centre pixel = columns 16:20).
-        folder = Path(os.environ.get("SKND_SATIMAGE_DIR", "/work/shared/data/satimage"))
-        raw = np.loadtxt(folder / {"train": "sat.trn", "test": "sat.tst"}[subset])
-        return pd.DataFrame(raw[:, 16:20], columns=BANDS), raw[:, -1].astype(int)
+    """Centre-pixel bands (green, red, nir1, nir2) and labels of ``subset``."""
     X, y = load_satimage(subset=subset, center_pixel=True, return_X_y=True, as_frame=True)
     return X, y.to_numpy()
 
@@ -52,7 +40,9 @@ def main():
     X_test, y_test = load_centre_pixels("test")
     darker = X_test * 0.7
 
-    common = dict(sensor="landsat_mss", max_epochs=200, patience=30, random_state=0)
+    # The loader names the MSS bands green, red, nir1, nir2: the landsat_mss preset
+    # knows them as B1-B4 (Landsat 4-5 numbering), so known indices get named.
+    common = {"sensor": "landsat_mss", "max_epochs": 200, "patience": 30, "random_state": 0}
     models = {
         "logistic regression, raw bands": make_pipeline(
             StandardScaler(), LogisticRegression(max_iter=2000)

@@ -90,12 +90,13 @@ def main(output_dir="."):
     print()
     for row in top.head(3).itertuples():
         name = row.known_index or "no classic index"
-        line = f"{row.band_i}/{row.band_j} ({name}): {row.band_i} weighted {row.k:.2f} x {row.band_j}"
+        i, j = row.band_i, row.band_j
+        line = f"{i}/{j} ({name}): {i} weighted {row.k:.2f} x {j}"
         if row.known_index.startswith("-"):
             # A reversed pair is the classic index with the sign flipped and
             # the weighting inverted: N(B4, B8; k) = -N(B8, B4; 1/k).
             classic = row.known_index.split(",")[0][1:]
-            line += f", i.e. minus {classic} with {row.band_j} weighted {1 / row.k:.2f} x {row.band_i}"
+            line += f", i.e. minus {classic} with {j} weighted {1 / row.k:.2f} x {i}"
         print(line)
 
     print("\nEarth Engine expressions (image.expression(...)) of the top 3:")

@@ -16,9 +16,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.helper import predefined_split
 
 from . import __version__
+from ._training import EarlyStopping, Net, TensorBatches, TensorDataset, ValidationScore
 from .bands import band_pair_indices, resolve_bands
 from .inspection import export_formulas, index_table
-from ._training import EarlyStopping, Net, TensorBatches, TensorDataset, ValidationScore
 from .networks import ARCHITECTURES, build_network
 from .nn import VARIANTS, NormalizedDifference, resolve_pairs
 

@@ -7,14 +7,13 @@ import pandas as pd
 import pytest
 import torch
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from test_inspection import eval_gee, eval_numpy
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
 from sknd.inspection import band_identifiers
 from sknd.nn import normalized_difference
 
-from test_inspection import eval_gee, eval_numpy
-
-FAST = dict(max_epochs=8, batch_size=32, lr=0.05, random_state=0)
+FAST = {"max_epochs": 8, "batch_size": 32, "lr": 0.05, "random_state": 0}
 S2 = ["B2", "B3", "B4", "B8", "B11"]
 COLUMNS = ["band_i", "band_j", "a", "c", "k", "importance", "known_index"]
 
@@ -190,7 +189,7 @@ def test_band_identifiers_match_numpy_formulas():
     names = ["band 2", "band 3", "band 4", "band 8", "band 11"]
     clf = NDClassifier(bands=names, **FAST).fit(X.to_numpy(), y)
     env = dict(zip(band_identifiers(clf.band_names_), X.to_numpy().T))
-    assert all(np.all(np.abs(eval(f, {"np": np}, env)) <= 1)  # noqa: S307
+    assert all(np.all(np.abs(eval(f, {"np": np}, env)) <= 1)
                for f in clf.export_formulas())
 
 

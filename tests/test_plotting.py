@@ -7,12 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-matplotlib = pytest.importorskip("matplotlib")
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from sknd import plotting  # noqa: E402
-from sknd.plotting import (  # noqa: E402
+from sknd import plotting
+from sknd.plotting import (
     plot_coefficient_matrix,
     plot_noise_robustness,
     plot_top_asymmetric_pairs,
@@ -22,13 +18,23 @@ from sknd.plotting import (  # noqa: E402
 S2 = ["B2", "B3", "B4", "B5", "B6", "B7", "B8", "B8A", "B11", "B12"]
 
 
-@pytest.fixture(autouse=True)
-def close_figures():
-    yield
-    plt.close("all")
+@pytest.fixture
+def plt():
+    """pyplot on the non-interactive Agg backend; figures closed afterwards."""
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    yield pyplot
+    pyplot.close("all")
 
 
-def stand_in(n_bands=len(S2), seed=0, pairs=None):
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def stand_in(n_bands=None, seed=0, pairs=None):
+    n_bands = len(S2) if n_bands is None else n_bands
     rng = np.random.default_rng(seed)
     if pairs is None:
         pairs = [(i, j) for i in range(n_bands) for j in range(i + 1, n_bands)]
@@ -54,9 +60,8 @@ def stand_in(n_bands=len(S2), seed=0, pairs=None):
     )
 
 
-def test_coefficient_matrix_colours_follow_the_weighting():
+def test_coefficient_matrix_colours_follow_the_weighting(plt):
     model = stand_in(n_bands=3, pairs=[(0, 1), (0, 2), (1, 2)])
-    sp = lambda v: np.log1p(np.exp(v))  # noqa: E731
     model.coef_a_ = np.array([1.0, 0.0, -2.0])
     model.coef_c_ = np.array([0.0, 0.0, 0.0])
     fig, ax = plt.subplots()
@@ -65,7 +70,7 @@ def test_coefficient_matrix_colours_follow_the_weighting():
     data = image.get_array()
     assert data.shape == (3, 3)
     assert data.mask[1, 0] and data.mask[0, 0]  # lower triangle and diagonal blank
-    np.testing.assert_allclose(data[0, 1], np.log2(sp(1.0) / sp(0.0)))
+    np.testing.assert_allclose(data[0, 1], np.log2(softplus(1.0) / softplus(0.0)))
     red = image.cmap(image.norm(data[0, 1]))
     blue = image.cmap(image.norm(data[1, 2]))
     assert red[0] > red[2] and blue[2] > blue[0]  # red: band i upweighted
@@ -74,7 +79,7 @@ def test_coefficient_matrix_colours_follow_the_weighting():
     fig.canvas.draw()
 
 
-def test_coefficient_matrix_mirror_and_new_figure():
+def test_coefficient_matrix_mirror_and_new_figure(plt):
     model = stand_in()
     ax = plot_coefficient_matrix(model, mirror=True, colorbar=False)
     data = ax.get_images()[0].get_array()
@@ -83,7 +88,7 @@ def test_coefficient_matrix_mirror_and_new_figure():
     ax.figure.canvas.draw()
 
 
-def test_top_asymmetric_pairs():
+def test_top_asymmetric_pairs(plt):
     model = stand_in()
     ax = plot_top_asymmetric_pairs(model, k=15)
     labels = [t.get_text() for t in ax.get_yticklabels()]
@@ -95,14 +100,14 @@ def test_top_asymmetric_pairs():
     ax.figure.canvas.draw()
 
 
-def test_top_asymmetric_pairs_names_known_indices():
+def test_top_asymmetric_pairs_names_known_indices(plt):
     model = stand_in(n_bands=len(S2))
     ax = plot_top_asymmetric_pairs(model, k=len(model.pairs_))
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert "B8 : B4  (NDVI)" in labels or "B4 : B8  (-NDVI)" in labels
 
 
-def test_training_curves():
+def test_training_curves(plt):
     model = stand_in()
     fig, ax = plt.subplots()
     assert plot_training_curves(model, ax=ax) is ax
@@ -117,7 +122,7 @@ def test_training_curves():
     fig.canvas.draw()
 
 
-def test_noise_robustness():
+def test_noise_robustness(plt):
     rows = [
         {"noise": noise, "accuracy": acc - slope * noise + 0.001 * fold, "model": name}
         for name, acc, slope in [("ND", 0.96, 0.02), ("MLP", 0.97, 0.3)]
@@ -138,7 +143,7 @@ def test_noise_robustness():
         plot_noise_robustness([(0.0, 0.9)])
 
 
-def test_models_without_nd_layer_or_history():
+def test_models_without_nd_layer_or_history(plt):
     model = stand_in(pairs=np.empty((0, 2)))
     with pytest.raises(ValueError, match="no normalized-difference layer"):
         plot_coefficient_matrix(model)
@@ -150,7 +155,7 @@ def test_models_without_nd_layer_or_history():
         plot_training_curves(SimpleNamespace())
 
 
-def test_missing_matplotlib_names_the_extra(monkeypatch):
+def test_missing_matplotlib_names_the_extra(plt, monkeypatch):
     monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
     with pytest.raises(ImportError, match=r"sknd\[plot\]"):
         plot_coefficient_matrix(stand_in())
