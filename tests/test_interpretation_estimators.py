@@ -6,7 +6,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from sklearn.utils.estimator_checks import parametrize_with_checks
 from test_inspection import eval_gee, eval_numpy
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
@@ -191,11 +190,3 @@ def test_band_identifiers_match_numpy_formulas():
     env = dict(zip(band_identifiers(clf.band_names_), X.to_numpy().T))
     assert all(np.all(np.abs(eval(f, {"np": np}, env)) <= 1)
                for f in clf.export_formulas())
-
-
-# The new parameters must keep scikit-learn compatibility (test_common.py runs the
-# defaults): run the estimator checks once with raw-band passthrough on.
-@parametrize_with_checks([NDClassifier(passthrough=True, max_epochs=10, batch_size=16,
-                                       lr=0.02, random_state=0)])
-def test_sklearn_compatible_with_passthrough(estimator, check):
-    check(estimator)
