@@ -35,6 +35,8 @@ from ._validation import (
     reject_images,
     warn_about_training_values,
 )
+from .bands import band_pair_indices, resolve_bands
+from .inspection import export_formulas, index_table
 from .networks import ARCHITECTURES, build_network
 from .nn import VARIANTS, NormalizedDifference, resolve_pairs
 
@@ -131,6 +133,9 @@ class BaseND(BaseEstimator):
         "device": [StrOptions({"cpu", "cuda", "auto"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "bands": ["array-like", None],
+        "sensor": [str, None],
+        "passthrough": ["boolean"],
     }
 
     def __init__(
@@ -151,6 +156,9 @@ class BaseND(BaseEstimator):
         device="cpu",
         random_state=None,
         verbose=0,
+        bands=None,
+        sensor=None,
+        passthrough=False,
     ):
         self.depth = depth
         self.architecture = architecture
@@ -168,6 +176,9 @@ class BaseND(BaseEstimator):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.bands = bands
+        self.sensor = sensor
+        self.passthrough = passthrough
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -286,7 +297,16 @@ class BaseND(BaseEstimator):
     def _fit(self, X, y, X_val=None, y_val=None):
         X, y = self._validate_X_y(X, y, reset=True)
         n_features = X.shape[1]
-        pairs = resolve_pairs(n_features, self.pairs)
+        # Band names (DataFrame columns or bands=) are frozen at fit time; they
+        # label indices_, export_formulas and get_feature_names_out.
+        self._bands = resolve_bands(
+            self.bands,
+            n_features=n_features,
+            feature_names=getattr(self, "feature_names_in_", None),
+            sensor=self.sensor,
+        )
+        self.band_names_ = np.asarray([band.name for band in self._bands], dtype=object)
+        pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self._bands))
         task = self._make_task(y)
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         device = _resolve_device(self.device)
@@ -329,6 +349,7 @@ class BaseND(BaseEstimator):
                 pairs=pairs,
                 epsilon=self.epsilon,
                 variant=self.variant,
+                passthrough=self._passthrough_scaling(X_train),
             )
             net = Net(
                 module=module,
@@ -352,6 +373,16 @@ class BaseND(BaseEstimator):
 
         self._set_fitted_state(net, task, pairs, X_train)
         return self
+
+    def _passthrough_scaling(self, X_train):
+        """``(mean, scale)`` of the training bands for the raw passthrough, or None."""
+        if not self.passthrough:
+            return None
+        X_train = np.asarray(X_train, dtype=np.float64)
+        scale = X_train.std(axis=0)
+        # Constant bands would divide by zero; leave them centred but unscaled.
+        scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
+        return X_train.mean(axis=0), scale
 
     def _set_fitted_state(self, net, task, pairs, X_train):
         """Expose the trained network's results as numpy/pandas attributes."""
@@ -383,6 +414,18 @@ class BaseND(BaseEstimator):
         self.n_parameters_ = int(sum(p.numel() for p in module.parameters() if p.requires_grad))
 
         layer = self._nd_layer()
+        importances = (
+            self._index_importances(X_train)
+            if layer is not None or self.passthrough
+            else np.empty(0)
+        )
+        if self.passthrough:
+            # The passthrough block appends the raw bands after the first block's outputs.
+            n_features = X_train.shape[1]
+            self.passthrough_importances_ = importances[-n_features:]
+            importances = importances[:-n_features]
+        else:
+            self.passthrough_importances_ = np.empty(0)
         if layer is None:
             self.pairs_ = np.empty((0, 2), dtype=np.int64)
             self.coef_a_ = np.empty(0)
@@ -392,7 +435,7 @@ class BaseND(BaseEstimator):
             self.pairs_ = pairs
             self.coef_a_ = layer.a.detach().cpu().double().numpy()
             self.coef_c_ = layer.c.detach().cpu().double().numpy()
-            self.index_importances_ = self._index_importances(X_train)
+            self.index_importances_ = importances
 
     def _nd_layer(self):
         """The trained ND layer, or None for the MLP baseline."""
@@ -408,9 +451,8 @@ class BaseND(BaseEstimator):
         ignores, cannot drive the prediction; the product ranks indices by how
         much they can move the next layer's pre-activations.
         """
-        with torch.no_grad(), torch_threads(1):
-            first_block = self._run_module(X, self._module[0])
-            weight = self._module[1].weight.detach().cpu().double().numpy()
+        first_block = self._run_module(X, self._module[0])
+        weight = self._module[1].weight.detach().cpu().double().numpy()
         return np.linalg.norm(weight, axis=0) * first_block.astype(np.float64).std(axis=0)
 
     # ------------------------------------------------------------------ inference
@@ -432,6 +474,41 @@ class BaseND(BaseEstimator):
                 )
                 outputs.append(module(chunk).cpu())
         return torch.cat(outputs).numpy()
+
+    def export_formulas(self, format="numpy", top=None, precision=None):
+        """Write each learned index as a formula over the band names.
+
+        Parameters
+        ----------
+        format : {"numpy", "gee", "latex", "text"}, default="numpy"
+            ``"numpy"``: a Python expression over band arrays (names made
+            identifiers by :func:`sknd.inspection.band_identifiers`);
+            ``"gee"``: an Earth Engine ``ee.Image.expression`` string reading
+            bands with ``b('name')``; ``"latex"``; ``"text"``.
+        top : int, default=None
+            Only the ``top`` most important indices, most important first. By
+            default all, in the order of the rows of ``indices_``.
+        precision : int, default=None
+            Significant digits of the weights; by default exact for ``"numpy"``
+            and ``"gee"`` (the formulas reproduce the model), 4 for ``"latex"``
+            and ``"text"``.
+
+        Returns
+        -------
+        formulas : list of str
+            One formula per index, e.g.
+            ``"(1.73*B8 - 0.58*B4) / (1.73*B8 + 0.58*B4 + 1e-06)"``.
+
+        See Also
+        --------
+        sknd.inspection.export_formulas : The same as a function, with details.
+        """
+        check_is_fitted(self)
+        return export_formulas(self, format=format, top=top, precision=precision)
+
+    def _set_indices(self):
+        """Build ``indices_``; called last in ``fit``, once the outputs are known."""
+        self.indices_ = index_table(self)
 
     def _network_output(self, X):
         """Validate ``X`` and return the raw network outputs (always finite)."""
@@ -496,7 +573,10 @@ PARAMETERS_DOC = """\
         and ``"softplus"`` applies softplus to the inputs, both for signed data.
     pairs : "all" or array-like of shape (n_pairs, 2), default="all"
         Band pairs of the ND layer: every pair ``i < j`` or explicit
-        ``(i, j)`` band indices.
+        ``(i, j)`` pairs of band indices or band names, e.g.
+        ``[("B8", "B4"), ("B8", "B11")]`` (names as in ``bands`` or the
+        DataFrame columns; under a ``sensor`` also its spellings and common
+        names such as ``("nir", "red")``).
     lr : float, default=0.01
         Adam learning rate.
     weight_decay : float, default=1e-4
@@ -523,6 +603,22 @@ PARAMETERS_DOC = """\
         the global torch random state is never touched.
     verbose : int, default=0
         Print a per-epoch log when positive.
+    bands : array-like of str, default=None
+        Band names, one per column of ``X``. By default the DataFrame column
+        names seen in ``fit``, else ``x0, x1, ...``; ``bands`` wins over column
+        names. They label ``indices_``, ``export_formulas`` and the feature
+        names, and may be used in ``pairs``.
+    sensor : str, default=None
+        Sensor preset of :mod:`sknd.bands` (``"sentinel2"``, ``"landsat8"``,
+        ``"landsat_mss"``, ``"landsat_mss_1_3"``, ``"modis"``) mapping the band
+        names to common names, so that ``indices_`` can name the classic index
+        each pair forms. Band names the sensor lacks raise a ``ValueError``.
+    passthrough : bool, default=False
+        Also feed the raw bands, standardized with the mean and standard
+        deviation of the training data (stored in the network), to the dense
+        layers beside the ND outputs. Normalized differences discard overall
+        brightness, which some tasks need; the raw branch brings it back but
+        is not illumination-invariant, while the ND branch stays so.
 """
 
 ATTRIBUTES_DOC = """\
@@ -555,6 +651,21 @@ ATTRIBUTES_DOC = """\
         1-based epoch whose weights were restored by early stopping.
     n_iter_ : int
         Number of epochs run.
+    band_names_ : ndarray of shape (n_features_in_,)
+        Band names used for ``indices_``, ``export_formulas`` and feature
+        names (see ``bands``).
+    indices_ : pandas.DataFrame
+        One row per learned index, in the order of ``pairs_`` (for
+        ``NDTransformer``: of the columns of ``transform``), see
+        :func:`sknd.inspection.index_table`:
+        ``band_i``, ``band_j``, raw parameters ``a`` and ``c``, the weighting
+        ``k = softplus(a) / softplus(c)`` of ``band_i`` relative to ``band_j``,
+        ``importance`` (``index_importances_``) and ``known_index``, the
+        classic index the pair forms (``"-NDVI"`` for a reversed pair, ``""``
+        if none). Empty for the MLP.
+    passthrough_importances_ : ndarray of shape (n_features_in_,) or (0,)
+        With ``passthrough=True``, the importance of each standardized raw
+        band, measured like ``index_importances_``; empty otherwise.
 """
 
 NOTES_DOC = """\

@@ -40,7 +40,9 @@ class NDRegressor(RegressorMixin, BaseND):
         self : NDRegressor
             The fitted estimator.
         """
-        return self._fit(X, y, X_val, y_val)
+        self._fit(X, y, X_val, y_val)
+        self._set_indices()
+        return self
 
     def predict(self, X):
         """Predicted targets.

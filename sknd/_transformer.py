@@ -49,6 +49,9 @@ class NDTransformer(TransformerMixin, BaseND):
         device="cpu",
         random_state=None,
         verbose=0,
+        bands=None,
+        sensor=None,
+        passthrough=False,
     ):
         super().__init__(
             depth=depth,
@@ -67,6 +70,9 @@ class NDTransformer(TransformerMixin, BaseND):
             device=device,
             random_state=random_state,
             verbose=verbose,
+            bands=bands,
+            sensor=sensor,
+            passthrough=passthrough,
         )
         self.n_indices = n_indices
 
@@ -114,6 +120,7 @@ class NDTransformer(TransformerMixin, BaseND):
             )
         order = np.argsort(-self.index_importances_, kind="stable")
         self.selected_indices_ = order[: self.n_indices]
+        self._set_indices()
         return self
 
     def transform(self, X):
@@ -152,7 +159,8 @@ class NDTransformer(TransformerMixin, BaseND):
         Parameters
         ----------
         input_features : array-like of str or None, default=None
-            Band names; defaults to ``feature_names_in_`` or ``x0, x1, ...``.
+            Band names; defaults to ``band_names_`` (the ``bands`` parameter,
+            else ``feature_names_in_``, else ``x0, x1, ...``).
 
         Returns
         -------
@@ -160,7 +168,10 @@ class NDTransformer(TransformerMixin, BaseND):
             One name per column of :meth:`transform`.
         """
         check_is_fitted(self)
-        names = _check_feature_names_in(self, input_features)
+        if input_features is None:
+            names = self.band_names_
+        else:
+            names = _check_feature_names_in(self, input_features)
         return np.asarray(
             [f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_[self.selected_indices_]],
             dtype=object,
@@ -207,5 +218,5 @@ NDTransformer.__doc__ = f"""Supervised transformer producing learned normalized-
     >>> model.fit(X, y).predict(X[:3]).shape
     (3,)
     >>> model[0].get_feature_names_out()
-    array(['nd_x2_x3', ...], dtype=object)
+    array(['nd_x...', 'nd_x...'], dtype=object)
     """
