@@ -443,6 +443,22 @@ def test_extreme_scales_give_finite_models(architecture, variant, scale):
     _check_finite_fit(model, X * scale)
 
 
+@pytest.mark.parametrize("scale", [1e-30, 1.0, 65535.0, 1e15])
+@pytest.mark.parametrize("kind", KINDS)
+def test_raw_band_passthrough_at_extreme_scales(kind, scale):
+    """The standardized raw bands beside the indices stay finite at every scale."""
+    X, y = make_data(kind)
+    X[:, 0] = X[0, 0]  # a constant band: standardized with scale 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the tiny-scale warning
+        model = make(kind, passthrough=True).fit(X * scale, y)
+    _check_finite_fit(model, X * scale)
+    bad = X * scale
+    bad[2, 3] = np.nan
+    method = "transform" if kind == "transformer" else "predict"
+    assert_value_error(lambda: getattr(model, method)(bad), ["NaN", "1 value"])
+
+
 @pytest.mark.parametrize("variant", ["reflectance", "signed"])
 def test_tiny_band_values_warn_that_epsilon_dominates(variant):
     X, y = make_data("classifier")
