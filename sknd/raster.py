@@ -10,9 +10,9 @@ grid:
   integer ``band_dim``) is processed in chunks of ``chunk_pixels`` pixels, so
   that the estimator's intermediates stay small whatever the image size;
 - an :class:`xarray.DataArray` with a band dimension in any position keeps its
-  other dimensions and their coordinates; bands are matched to the
-  estimator's ``feature_names_in_`` by name when the band coordinate holds
-  strings;
+  other dimensions and their coordinates; bands are matched by name to the
+  estimator's ``feature_names_in_`` (or an sknd estimator's ``bands=``) when
+  the band coordinate holds strings;
 - a dask-backed DataArray (or a bare dask array) is processed lazily, block by
   block, through :func:`xarray.apply_ufunc` with ``dask="parallelized"``: the
   result is a lazy DataArray, computed by whatever dask scheduler is active
@@ -65,7 +65,8 @@ _COMMON_PARAMETERS = """\
         Name of the band dimension of a DataArray. For numpy and dask arrays
         an int gives the band axis; a string means the last axis. When the
         band coordinate holds strings and the estimator has
-        ``feature_names_in_``, bands are selected and reordered by name.
+        ``feature_names_in_`` (or is an sknd estimator fitted with
+        ``bands=``), bands are selected and reordered by name.
     nodata : scalar or None, default=None
         Value marking missing data in the input, in addition to NaN. A pixel
         is no-data when any of its bands is NaN or equals ``nodata``.
@@ -445,9 +446,18 @@ def _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opt
     return result
 
 
+def _band_names(estimator):
+    """The band names an estimator was fitted on, or None when it has none."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None and getattr(estimator, "bands", None) is not None:
+        # sknd estimators fitted on arrays with explicit bands=[...] names.
+        names = getattr(estimator, "band_names_", None)
+    return names
+
+
 def _match_bands(estimator, image, band_dim):
     """Select and order bands by name when both the image and the estimator name them."""
-    names = getattr(estimator, "feature_names_in_", None)
+    names = _band_names(estimator)
     if names is None or band_dim not in image.coords:
         return image
     labels = image.coords[band_dim].values.tolist()
@@ -831,6 +841,27 @@ class _LinearStep(_Step):
         return out
 
 
+class _PassthroughStep(_Step):
+    """The first block's outputs followed by the standardized raw bands."""
+
+    def __init__(self, first, mean, scale):
+        self.first = first
+        self.weights = (mean, scale)
+        self.width = max(step.width for step in first) + len(mean)
+
+    def __call__(self, X, inputs, workspace):
+        values = X
+        for step in self.first:
+            values = step(values, inputs, workspace)
+        n_first = values.shape[1]
+        out = workspace.get((id(self), "y"), (len(X), n_first + X.shape[1]), X.dtype)
+        out[:, :n_first] = values
+        mean, scale = self._cast(X.dtype)
+        raw = np.subtract(X, mean, out=out[:, n_first:])
+        raw /= scale
+        return out
+
+
 class _ReLUStep:
     width = 0
 
@@ -852,7 +883,7 @@ def _compile_module(module, n_features):
     """Numpy steps equivalent to an sknd network, or None for an unknown layer."""
     from torch import nn
 
-    from .networks import AttentionND
+    from .networks import AttentionND, RawPassthrough
     from .nn import NormalizedDifference
 
     def nd_step(layer):
@@ -883,6 +914,12 @@ def _compile_module(module, n_features):
             return [_LinearStep(_to_numpy(layer.weight), _to_numpy(layer.bias))]
         if type(layer) is nn.ReLU:
             return [_ReLUStep()]
+        if type(layer) is RawPassthrough:
+            first = compile_layer(layer.first)
+            if first is None:
+                return None
+            mean, scale = _to_numpy(layer.mean).ravel(), _to_numpy(layer.scale).ravel()
+            return [_PassthroughStep(first, mean, scale)]
         return None
 
     if not isinstance(module, nn.Sequential):

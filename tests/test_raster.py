@@ -464,6 +464,29 @@ def test_fast_path_equals_classifier_methods(params, target):
             np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"passthrough": True},
+        {"passthrough": True, "architecture": "attnd", "depth": 3},
+        {"passthrough": True, "architecture": "mlp", "variant": "signed"},
+    ],
+    ids=["nd", "attnd-depth3", "mlp"],
+)
+def test_fast_path_with_raw_passthrough(params):
+    clf = _sknd_fit(NDClassifier(**params, **FAST))
+    reg = _sknd_fit(NDRegressor(**params, **FAST), "multi-output")
+    pixels = _pixels()
+    for estimator, method in [(clf, "predict_proba"), (clf, "predict"), (reg, "predict")]:
+        fast = raster._FastNetwork.from_estimator(estimator, method)
+        assert fast is not None
+        expected = getattr(estimator, method)(pixels)
+        if method == "predict" and estimator is clf:
+            np.testing.assert_array_equal(fast(pixels), expected)
+        else:
+            np.testing.assert_allclose(fast(pixels), expected, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize("target", ["regression", "multi-output"])
 @pytest.mark.parametrize("params", [{}, {"architecture": "attnd", "depth": 3}])
 def test_fast_path_equals_regressor_predict(params, target):
@@ -561,6 +584,22 @@ def test_sknd_image_matches_flattened_pixels(n_jobs):
     assert indices.dtype == np.float32 and indices.shape == (20, 30, 4)
     np.testing.assert_allclose(indices[valid], transformer.transform(image[valid]), atol=1e-6)
     assert np.isnan(indices[~valid]).all()
+
+
+def test_sknd_bands_parameter_names_the_bands():
+    # Fitted on an array with bands=[...]: no feature_names_in_, but named bands.
+    X, y = _training_data(n_samples=120)
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    assert not hasattr(clf, "feature_names_in_")
+    image = _dataarray()
+    expected = raster.predict_proba(clf, image)
+    shuffled = image.sel(band=["nir", "blue", "red", "green"])
+    xr.testing.assert_allclose(raster.predict_proba(clf, shuffled), expected)
+    with pytest.raises(ValueError, match=r"\['nir'\] are missing"):
+        raster.predict(clf, _dataarray(bands=["blue", "green", "red", "swir"]))
+    # Without bands=, the automatic names x0, x1, ... do not constrain the image.
+    unnamed = NDClassifier(**FAST).fit(X, y)
+    raster.predict(unnamed, _dataarray(bands=["blue", "green", "red", "swir"]))
 
 
 def test_sknd_dataarray_by_band_name_lazy():
