@@ -310,3 +310,5 @@ def test_poor_score_tag_is_true():
     assert NDClassifier().__sklearn_tags__().classifier_tags.poor_score
     assert NDClassifier(architecture="mlp", random_state=0).fit(X, y).score(X, y) > 0.83
     assert not NDClassifier(architecture="mlp").__sklearn_tags__().classifier_tags.poor_score
+    assert NDClassifier(passthrough=True, random_state=0).fit(X, y).score(X, y) > 0.83
+    assert not NDClassifier(passthrough=True).__sklearn_tags__().classifier_tags.poor_score
