@@ -21,13 +21,11 @@ X_test, y_test = load_forest_type(subset="test", return_X_y=True, as_frame=True)
 
 nd = NDClassifier(depth=2, random_state=0).fit(X_train, y_train)
 logreg = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(X_train, y_train)
-print(
-    f"ND network (depth 2, {nd.n_parameters_} parameters): test accuracy {nd.score(X_test, y_test):.3f}"
-)
-print(
-    f"Logistic regression on the bands:             test accuracy "
-    f"{logreg.score(X_test, y_test):.3f}"
-)
+for label, model in (
+    (f"ND network, depth 2 ({nd.n_parameters_} parameters)", nd),
+    ("logistic regression on the bands", logreg),
+):
+    print(f"{label:>40}: test accuracy {model.score(X_test, y_test):.3f}")
 
 # The most relevant learned indices, with their band weights softplus(a), softplus(c).
 names = nd.feature_names_in_
