@@ -225,79 +225,20 @@ def plot_training_curves(histories, depth, fold=0):
     return fig
 
 
-def _weights(estimator):
-    names = getattr(estimator, "feature_names_in_", None)
-    if names is None:
-        names = [f"b{i}" for i in range(estimator.n_features_in_)]
-    # softplus(a) / softplus(c) = exp(log softplus(a) - log softplus(c)); log space keeps
-    # tiny weights from overflowing the ratio.
-    log_ratio = np.log(np.logaddexp(0, estimator.coef_a_)) - np.log(
-        np.logaddexp(0, estimator.coef_c_)
-    )
-    return np.asarray(names, dtype=object), np.asarray(estimator.pairs_), log_ratio / np.log(2)
-
-
-def _plot_top_asymmetric_pairs(estimator, k=15, ax=None):
-    """Fallback: the k pairs whose learned weights differ most, as signed log2 ratios."""
-    _fig, ax = _axes(ax)
-    names, pairs, log2_ratio = _weights(estimator)
-    top = np.argsort(-np.abs(log2_ratio), kind="stable")[:k][::-1]
-    colors = np.where(log2_ratio[top] > 0, "tab:red", "tab:blue")
-    labels = [f"{names[i]} / {names[j]}" for i, j in pairs[top]]
-    ax.barh(np.arange(len(top)), log2_ratio[top], color=colors)
-    ax.set_yticks(np.arange(len(top)), labels, fontsize="small")
-    ax.axvline(0, color="black", linewidth=0.8)
-    ax.margins(x=0.15)  # room for the ratio labels at the bar ends
-    for y, value in enumerate(log2_ratio[top]):
-        ax.annotate(
-            f"{2.0**value:.2f}",
-            (value, y),
-            fontsize="x-small",
-            va="center",
-            ha="left" if value > 0 else "right",
-        )
-    ax.set_xlabel("log2 sp(a) / sp(c)  (red: first band upweighted)")
-    ax.set_title(f"Top {len(top)} most asymmetric pairs")
-    return ax
-
-
-def _plot_coefficient_matrix(estimator, ax=None):
-    """Fallback: antisymmetric matrix of log2 weight ratios of row band over column band."""
-    _fig, ax = _axes(ax, figsize=(6, 5))
-    names, pairs, log2_ratio = _weights(estimator)
-    n = len(names)
-    matrix = np.full((n, n), np.nan)
-    matrix[pairs[:, 0], pairs[:, 1]] = log2_ratio
-    matrix[pairs[:, 1], pairs[:, 0]] = -log2_ratio
-    limit = max(np.nanmax(np.abs(matrix)) if len(log2_ratio) else 1.0, 1e-3)
-    image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
-    fontsize = "small" if n <= 12 else "xx-small"
-    ax.set_xticks(np.arange(n), names, rotation=90, fontsize=fontsize)
-    ax.set_yticks(np.arange(n), names, fontsize=fontsize)
-    ax.figure.colorbar(image, ax=ax, label="log2 weight ratio, row band / column band")
-    ax.set_title("Learned coefficient ratio matrix")
-    return ax
-
-
 def plot_coefficients(estimator, k=15):
     """Top-k asymmetric pairs (left) and the full ratio matrix (right) of an ND model.
 
-    Uses ``sknd.plotting.plot_top_asymmetric_pairs`` and
-    ``sknd.plotting.plot_coefficient_matrix`` when the installed sknd has them, and small
-    built-in versions otherwise.
+    Both panels are drawn by :mod:`sknd.plotting` (``plot_top_asymmetric_pairs`` and
+    ``plot_coefficient_matrix``), so the report looks like the user guide's figures.
     """
+    from ..plotting import plot_coefficient_matrix, plot_top_asymmetric_pairs
+
     plt = _pyplot()
-    try:
-        from .. import plotting
-    except ImportError:
-        plotting = None
-    top = getattr(plotting, "plot_top_asymmetric_pairs", None) or _plot_top_asymmetric_pairs
-    matrix = getattr(plotting, "plot_coefficient_matrix", None) or _plot_coefficient_matrix
     fig, (left, right) = plt.subplots(
         1, 2, figsize=(13, 5.5), layout="constrained", width_ratios=[1, 1.15]
     )
-    top(estimator, k=k, ax=left)
-    matrix(estimator, ax=right)
+    plot_top_asymmetric_pairs(estimator, k=k, ax=left)
+    plot_coefficient_matrix(estimator, ax=right)
     return fig
 
 
