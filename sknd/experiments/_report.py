@@ -90,7 +90,7 @@ def _table_peers(results):
             [
                 MODEL_LABELS[m],
                 _pm(acc.loc[m, "mean"], acc.loc[m, "std"]),
-                f"{params.loc[m, 'n_parameters']:.0f}",
+                f"{params.loc[m, 'n_parameters']:,.0f}",
                 _eff(params.loc[m, "efficiency"]),
                 f"{drops.loc[m, 'drop']:.2f}",
                 note,
