@@ -296,3 +296,17 @@ def test_quick_report_and_figures(quick_run):
     coefficients = pd.read_csv(quick_run / "coefficients.csv")
     assert set(coefficients["model"]) == {"nd", "attnd"}
     assert len(coefficients.query("model == 'nd' and depth == 2 and fold == 0")) == 36
+
+
+def test_cli_usage_errors(tmp_path, capsys):
+    csv = tmp_path / "samples.csv"
+    pd.DataFrame({"red": [1.0, 2.0], "nir": [3.0, 4.0], "crop": ["a", "b"]}).to_csv(
+        csv, index=False
+    )
+    with pytest.raises(SystemExit) as exc:
+        main(["--dataset", str(csv), "--target", "cover"])
+    assert exc.value.code == 2
+    assert "no column 'cover'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--dataset", str(tmp_path / "missing.csv")])
+    assert "existing CSV file" in capsys.readouterr().err

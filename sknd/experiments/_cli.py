@@ -118,7 +118,8 @@ def build_parser():
         "--hidden-units",
         type=int,
         default=None,
-        help="units per hidden layer (default: the number of band pairs)",
+        help="units per hidden layer (default: NDClassifier's, the number of band pairs "
+        "clipped to 8..256)",
     )
     parser.add_argument(
         "--noise-levels",
@@ -167,14 +168,19 @@ def main(argv=None):
         Arguments without the program name; None means ``sys.argv[1:]``.
     """
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = _resolve(build_parser().parse_args(argv))
-    data = load_experiment_data(
-        args.dataset,
-        target=args.target,
-        bands=args.bands,
-        max_samples=args.max_samples,
-        random_state=args.seed,
-    )
+    parser = build_parser()
+    args = _resolve(parser.parse_args(argv))
+    try:
+        data = load_experiment_data(
+            args.dataset,
+            target=args.target,
+            bands=args.bands,
+            max_samples=args.max_samples,
+            random_state=args.seed,
+        )
+    except (ValueError, OSError) as exc:
+        # A wrong path or column is a usage error: say so without a traceback.
+        parser.error(str(exc))
     output = args.output or Path("results") / data.name
     estimator_params = {
         key: value
