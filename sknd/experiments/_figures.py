@@ -234,8 +234,10 @@ def plot_coefficients(estimator, k=15):
     from ..plotting import plot_coefficient_matrix, plot_top_asymmetric_pairs
 
     plt = _pyplot()
+    # Room for one readable tick label per band in the matrix (36 for satimage).
+    height = max(5.5, 0.22 * estimator.n_features_in_)
     fig, (left, right) = plt.subplots(
-        1, 2, figsize=(13, 5.5), layout="constrained", width_ratios=[1, 1.15]
+        1, 2, figsize=(5 + height * 1.45, height), layout="constrained", width_ratios=[1, 1.15]
     )
     plot_top_asymmetric_pairs(estimator, k=k, ax=left)
     plot_coefficient_matrix(estimator, ax=right)
