@@ -149,3 +149,285 @@ def test_matmul_and_gather_agree_on_many_pairs():
             layer.a.copy_(torch.linspace(-2, 2, layer.n_pairs))
             layer.c.copy_(torch.linspace(1, -1, layer.n_pairs))
     torch.testing.assert_close(gather(x), matmul(x), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------- fused training step
+from sknd._fused import FlatAdam, FusedTrainer  # noqa: E402
+from sknd._training import TensorBatches, TensorDataset  # noqa: E402
+from sknd.networks import build_network  # noqa: E402
+
+
+def _task_data(task, n_samples, n_features, seed):
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.rand(n_samples, n_features, generator=generator) + 0.05
+    if task == "binary":
+        y = (X[:, 0] > X[:, 1]).float().reshape(-1, 1)
+        return X, y, torch.nn.BCEWithLogitsLoss(), 1
+    if task == "multiclass":
+        y = torch.randint(0, 3, (n_samples,), generator=generator)
+        return X, y, torch.nn.CrossEntropyLoss(), 3
+    y = torch.randn(n_samples, 2, generator=generator)
+    return X, y, torch.nn.MSELoss(), 2
+
+
+FUSED_CASES = [
+    ("nd", "reflectance", "binary", 2, "auto"),
+    ("nd", "reflectance", "binary", 2, "matmul"),
+    ("nd", "reflectance", "binary", 4, "gather"),
+    ("nd", "signed", "multiclass", 3, "gather"),
+    ("nd", "signed", "regression", 2, "matmul"),
+    ("nd", "softplus", "regression", 3, "gather"),
+    ("nd", "softplus", "binary", 2, "matmul"),
+    ("attnd", "reflectance", "binary", 3, "auto"),
+    ("attnd", "signed", "multiclass", 2, "gather"),
+    ("attnd", "softplus", "regression", 2, "matmul"),
+    ("mlp", "reflectance", "binary", 2, "auto"),
+    ("mlp", "reflectance", "multiclass", 4, "auto"),
+    ("mlp", "reflectance", "regression", 3, "auto"),
+]
+
+
+def _set_method(module, method):
+    for sub in module.modules():
+        if isinstance(sub, NormalizedDifference):
+            sub.method = method
+
+
+@pytest.mark.parametrize("architecture, variant, task, depth, method", FUSED_CASES)
+@pytest.mark.parametrize("batch_size", [8, 300])
+def test_fused_gradients_and_loss_match_autograd(
+    architecture, variant, task, depth, method, batch_size
+):
+    torch.manual_seed(0)
+    X, y, criterion, n_outputs = _task_data(task, 40, 5, seed=1)
+    if variant != "reflectance":
+        X = X - 0.5
+    module = build_network(architecture, 5, n_outputs, depth=depth, hidden_units=7, variant=variant)
+    _set_method(module, method)
+    with torch.no_grad():  # leave the all-zero initialisation of a and c
+        for name, p in module.named_parameters():
+            if name.endswith(".a") or name.endswith(".c") or name in ("0.a", "0.c"):
+                p.normal_(0, 0.5)
+    optimizer = FlatAdam(module.parameters(), lr=0.01)
+    trainer = FusedTrainer.build(module, criterion, optimizer, batch_size)
+    assert trainer is not None
+    xb, yb = X[:13], y[:13]  # a batch shorter than batch_size
+
+    optimizer.zero_grad()
+    loss = criterion(module(xb), yb)
+    loss.backward()
+    expected = [p.grad.clone() for p in module.parameters()]
+
+    optimizer.zero_grad()
+    prepared, aux, terms = trainer._prepare(TensorDataset(X, y))
+    with torch.no_grad():
+        trainer.forward_backward(prepared[:13], aux[:13], terms[:13])
+    for p, grad in zip(module.parameters(), expected):
+        torch.testing.assert_close(p.grad, grad, rtol=1e-4, atol=1e-6)
+    total = trainer.loss.epoch_total(terms[:13]) / 13
+    torch.testing.assert_close(total, loss.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_fused_trainer_declines_what_it_does_not_implement():
+    module = build_network("nd", 4, 1)
+    optimizer = FlatAdam(module.parameters())
+    assert FusedTrainer.build(module, torch.nn.L1Loss(), optimizer, 32) is None
+    assert FusedTrainer.build(module, torch.nn.BCEWithLogitsLoss(reduction="sum"), optimizer, 32) is None
+    weighted = torch.nn.BCEWithLogitsLoss(pos_weight=torch.tensor([2.0]))
+    assert FusedTrainer.build(module, weighted, optimizer, 32) is None
+    plain = build_network("nd", 4, 1)
+    assert FusedTrainer.build(plain, torch.nn.BCEWithLogitsLoss(),
+                              torch.optim.Adam(plain.parameters()), 32) is None
+    dropout = torch.nn.Sequential(build_network("nd", 4, 1), torch.nn.Dropout())
+    assert FusedTrainer.build(dropout, torch.nn.BCEWithLogitsLoss(),
+                              FlatAdam(dropout.parameters()), 32) is None
+
+
+def test_fused_epoch_draws_the_shuffles_of_tensor_batches():
+    X, y, criterion, _ = _task_data("binary", 50, 4, seed=3)
+    dataset = TensorDataset(X, y)
+    module = build_network("nd", 4, 1)
+    optimizer = FlatAdam(module.parameters(), lr=0.0)
+    trainer = FusedTrainer.build(module, criterion, optimizer, 16)
+    seen = []
+    original = trainer.forward_backward
+
+    def spy(x, aux, terms):
+        seen.append(x.clone())
+        original(x, aux, terms)
+
+    trainer.forward_backward = spy
+    trainer.run_epoch(TensorBatches(dataset, 16, True, torch.Generator().manual_seed(5)))
+    batches = [xb for xb, _ in TensorBatches(dataset, 16, True, torch.Generator().manual_seed(5))]
+    assert [len(b) for b in seen] == [16, 16, 16, 2]
+    for ours, theirs in zip(seen, batches):
+        assert torch.equal(ours, theirs)
+
+
+# ---------------------------------------------------------------------- FlatAdam
+def test_flat_adam_matches_torch_adam():
+    torch.manual_seed(0)
+    ours = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    theirs = copy_module(ours)
+    opt_ours = FlatAdam(ours.parameters(), lr=0.05, weight_decay=1e-3)
+    opt_theirs = torch.optim.Adam(theirs.parameters(), lr=0.05, weight_decay=1e-3)
+    for step in range(20):
+        x = torch.randn(8, 4, generator=torch.Generator().manual_seed(step))
+        for module, opt in ((ours, opt_ours), (theirs, opt_theirs)):
+            opt.zero_grad()
+            module(x).pow(2).mean().backward()
+            opt.step()
+    for p, q in zip(ours.parameters(), theirs.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def copy_module(module):
+    import copy
+
+    return copy.deepcopy(module)
+
+
+def test_flat_adam_shares_one_buffer_until_released():
+    import pickle
+
+    module = torch.nn.Sequential(torch.nn.Linear(50, 40), torch.nn.Linear(40, 1))
+    optimizer = FlatAdam(module.parameters(), lr=0.1)
+    module(torch.ones(2, 50)).sum().backward()
+    optimizer.step()
+    storages = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    assert len(storages) == 1
+    grads = [p.grad for p in module.parameters()]
+    optimizer.zero_grad()
+    assert all(p.grad is g for p, g in zip(module.parameters(), grads))
+    assert all(float(g.abs().sum()) == 0 for g in grads)
+    # autograd accumulates into the views; a replaced gradient is copied back into them
+    module(torch.ones(2, 50)).sum().backward()
+    module[1].bias.grad = torch.full((1,), 3.0)
+    before = module[1].bias.detach().clone()
+    optimizer.step()
+    assert module[1].bias.grad is grads[3] and float(grads[3]) == 3.0
+    assert module[1].bias.item() != before.item()
+
+    optimizer.release()
+    storages = {p.untyped_storage().data_ptr() for p in module.parameters()}
+    assert len(storages) == len(grads)
+    size = len(pickle.dumps(module[1]))
+    assert size < 4 * 40 * 50  # not the whole shared buffer
+    state = optimizer.state_dict()
+    optimizer.load_state_dict(state)
+    optimizer.step()  # packs again from the loaded state
+    assert len({p.untyped_storage().data_ptr() for p in module.parameters()}) == 1
+
+
+# ---------------------------------------------------------------------- estimators
+from sknd import NDClassifier, NDRegressor  # noqa: E402
+
+
+def _binary_data(n_samples=120, n_features=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.05, 0.5, size=(n_samples, n_features))
+    y = (X[:, 1] > X[:, 2]).astype(int)
+    return X, y
+
+
+@pytest.mark.parametrize(
+    "estimator",
+    [
+        NDClassifier(max_epochs=4, batch_size=16, random_state=0),
+        NDClassifier(architecture="attnd", variant="softplus", depth=3, max_epochs=4,
+                     batch_size=16, random_state=0),
+        NDRegressor(max_epochs=4, batch_size=16, random_state=0, early_stopping=False),
+    ],
+)
+def test_fused_and_autograd_fits_agree(estimator, monkeypatch):
+    X, y = _binary_data()
+    if isinstance(estimator, NDRegressor):
+        y = X[:, 1] / (X[:, 2] + X[:, 1])
+    fused = clone_fit(estimator, X, y)
+    monkeypatch.setattr(FusedTrainer, "build", classmethod(lambda cls, *args: None))
+    plain = clone_fit(estimator, X, y)
+    np.testing.assert_allclose(fused.loss_curve_, plain.loss_curve_, rtol=1e-4)
+    np.testing.assert_allclose(fused.coef_a_, plain.coef_a_, rtol=1e-3, atol=1e-5)
+    out_fused = fused.predict_proba(X) if hasattr(fused, "predict_proba") else fused.predict(X)
+    out_plain = plain.predict_proba(X) if hasattr(plain, "predict_proba") else plain.predict(X)
+    np.testing.assert_allclose(out_fused, out_plain, rtol=1e-3, atol=1e-5)
+
+
+def clone_fit(estimator, X, y):
+    from sklearn.base import clone
+
+    return clone(estimator).fit(X, y)
+
+
+def test_fit_uses_the_fused_trainer_and_keeps_epoch_history():
+    X, y = _binary_data()
+    model = NDClassifier(max_epochs=3, batch_size=16, random_state=0).fit(X, y)
+    assert list(model.history_.columns) == ["epoch", "train_loss", "valid_loss", "valid_score"]
+    assert model.history_.notna().all().all()
+    calls = []
+    original = FusedTrainer.run_epoch
+
+    def spy(self, iterator):
+        calls.append(iterator.batch_size)
+        return original(self, iterator)
+
+    try:
+        FusedTrainer.run_epoch = spy
+        NDClassifier(max_epochs=3, batch_size=16, random_state=0).fit(X, y)
+    finally:
+        FusedTrainer.run_epoch = original
+    assert calls == [16, 16, 16]
+
+
+def test_callbacks_asking_for_training_batches_get_them():
+    from skorch.callbacks import Callback
+
+    from sknd._fused import FlatAdam as Adam
+    from sknd._training import Net
+
+    class CountBatches(Callback):
+        def initialize(self):
+            self.training, self.validation = 0, 0
+            return self
+
+        def on_batch_end(self, net, training=False, **kwargs):
+            if training:
+                self.training += 1
+            else:
+                self.validation += 1
+
+    X, y, _, _ = _task_data("binary", 40, 4, seed=0)
+    counter = CountBatches()
+    net = Net(
+        module=build_network("nd", 4, 1),
+        criterion=torch.nn.BCEWithLogitsLoss,
+        optimizer=Adam,
+        max_epochs=2,
+        batch_size=16,
+        train_split=None,
+        iterator_train=TensorBatches,
+        callbacks=[counter],
+        verbose=0,
+    )
+    net.fit(TensorDataset(X, y), None)
+    assert counter.training == 2 * 3
+    assert getattr(net, "fused_trainer_", None) is None
+    assert list(net.history[:, "train_batch_count"]) == [3, 3]
+    assert all(isinstance(v, float) for v in net.history[:, "train_loss"])
+
+
+def test_same_seed_same_model_and_global_rng_untouched():
+    X, y = _binary_data()
+    state = torch.random.get_rng_state()
+    first = NDClassifier(max_epochs=5, random_state=3).fit(X, y)
+    second = NDClassifier(max_epochs=5, random_state=3).fit(X, y)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    np.testing.assert_array_equal(first.predict_proba(X), second.predict_proba(X))
+    np.testing.assert_array_equal(first.coef_a_, second.coef_a_)
+
+
+def test_fitted_module_owns_its_parameters():
+    X, y = _binary_data()
+    model = NDClassifier(max_epochs=2, depth=3, random_state=0).fit(X, y)
+    storages = [p.untyped_storage().data_ptr() for p in model._module.parameters()]
+    assert len(set(storages)) == len(storages)
