@@ -16,6 +16,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.helper import predefined_split
 
 from . import __version__
+from ._fused import FlatAdam
 from ._training import EarlyStopping, Net, TensorBatches, TensorDataset, ValidationScore
 from .networks import ARCHITECTURES, build_network
 from .nn import VARIANTS, NormalizedDifference, resolve_pairs
@@ -239,7 +240,7 @@ class BaseND(BaseEstimator):
             net = Net(
                 module=module,
                 criterion=task.criterion,
-                optimizer=torch.optim.Adam,
+                optimizer=FlatAdam,
                 lr=self.lr,
                 optimizer__weight_decay=self.weight_decay,
                 max_epochs=self.max_epochs,
