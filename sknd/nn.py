@@ -163,6 +163,8 @@ class _PairPlan:
             self.gather_index = torch.cat([i, j])
             self.half_epsilon = torch.cat([ones, ones]) * (epsilon / 2)
             self.gather_sign = torch.cat([ones, -ones])
+        # Tensor.split goes through Python; split_with_sizes is one call (per-step overhead).
+        self.gather_sizes = [n_pairs] * (4 if signed else 2)
         self._selection = None  # matmul layout, built on first use (see matmul_selection)
 
     def matmul_selection(self):
@@ -235,7 +237,7 @@ def _gather_forward(u, wk, plan, keep_gathered):
     else:
         t = gathered.mul_(wk).add_(plan.half_epsilon)
         gathered = None
-    parts = t.split(p, 1)
+    parts = t.split_with_sizes(plan.gather_sizes, 1)
     numerator = parts[0] - parts[1]
     denominator = parts[2] + parts[3] if plan.signed else parts[0] + parts[1]
     return numerator.div_(denominator), denominator, gathered
@@ -272,7 +274,7 @@ def _gather_backward(grad, out, denominator, gathered, wk, plan, need_input, h=N
         hv[:, 0] = gd.unsqueeze(1)
         hv[:, 1] = gdn.unsqueeze(1)
     else:
-        h1, h2 = h.split(p, 1)
+        h1, h2 = h.split_with_sizes(plan.gather_sizes, 1)
         torch.sub(gd, gdn, out=h1)
         torch.add(gd, gdn, out=h2)
     grad_u = None
