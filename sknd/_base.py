@@ -19,7 +19,9 @@ from . import __version__
 from ._fused import FlatAdam
 from ._training import EarlyStopping, Net, TensorBatches, TensorDataset, ValidationScore
 from .networks import ARCHITECTURES, build_network
-from .nn import VARIANTS, NormalizedDifference, resolve_pairs
+from ._screening import n_pairs_to_keep, screen_pairs
+from ._tasks import ClassificationTask
+from .nn import VARIANTS, NormalizedDifference, all_pairs, resolve_pairs
 
 __all__ = []
 
@@ -73,7 +75,11 @@ class BaseND(BaseEstimator):
         "hidden_units": [Interval(Integral, 1, None, closed="left"), None],
         "epsilon": [Interval(Real, 0, None, closed="neither")],
         "variant": [StrOptions(set(VARIANTS))],
-        "pairs": [StrOptions({"all"}), "array-like"],
+        "pairs": [
+            StrOptions({"all", "auto"}),
+            Interval(Integral, 1, None, closed="left"),
+            "array-like",
+        ],
         "lr": [Interval(Real, 0, None, closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -194,13 +200,29 @@ class BaseND(BaseEstimator):
     def _fit(self, X, y, X_val=None, y_val=None):
         X, y = self._validate_X_y(X, y, reset=True)
         n_features = X.shape[1]
-        pairs = resolve_pairs(n_features, self.pairs)
+        screening = (isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)) or (
+            isinstance(self.pairs, str) and self.pairs == "auto"
+        )
+        pairs = all_pairs(n_features) if screening else resolve_pairs(n_features, self.pairs)
         task = self._make_task(y)
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         device = _resolve_device(self.device)
         X_train, c_train, X_valid, c_valid = self._validation_split(
             X, task.encoded, task, X_val, y_val, seed
         )
+        n_keep = n_pairs_to_keep(self.pairs, len(pairs)) if screening else None
+        if n_keep is not None:
+            # Scored on the training part only: the validation data stays unseen until
+            # early stopping looks at it.
+            pairs = screen_pairs(
+                X_train,
+                c_train,
+                pairs,
+                n_keep,
+                classification=isinstance(task, ClassificationTask),
+                variant=self.variant,
+                epsilon=self.epsilon,
+            )
         hidden_units = self.hidden_units
         if hidden_units is None:
             hidden_units = int(
@@ -388,9 +410,15 @@ PARAMETERS_DOC = """\
         ``"reflectance"`` requires non-negative inputs (and says so in its
         tags); ``"signed"`` uses ``sqrt(b**2 + epsilon)`` in the denominator
         and ``"softplus"`` applies softplus to the inputs, both for signed data.
-    pairs : "all" or array-like of shape (n_pairs, 2), default="all"
-        Band pairs of the ND layer: every pair ``i < j`` or explicit
-        ``(i, j)`` band indices.
+    pairs : "all", "auto", int or array-like of shape (n_pairs, 2), default="all"
+        Band pairs of the ND layer: every pair ``i < j``, explicit ``(i, j)``
+        band indices, or pairs screened before training. An integer ``m``
+        keeps the ``m`` pairs whose classic index ``(b_i - b_j) / (b_i + b_j)``
+        best explains the target on the training data (squared correlation for
+        regression, correlation ratio for classification), in their
+        ``i < j`` order; ``"auto"`` keeps all pairs up to 1,024 (46 bands) and
+        the best 1,024 above. Screening makes hyperspectral data (hundreds of
+        bands, tens of thousands of pairs) cheaper to fit.
     lr : float, default=0.01
         Adam learning rate.
     weight_decay : float, default=1e-4
