@@ -34,6 +34,20 @@ MAX_DEFAULT_HIDDEN_UNITS = 256
 
 # Rows per forward pass at inference: bounds the (rows x pairs) intermediates.
 _INFERENCE_CHUNK = 65_536
+# ... and so does this many float32 elements per (rows x width) intermediate (64 MiB): with
+# 250 bands (31,125 pairs, 124,500 gathered columns for "signed") that is 134 rows a pass.
+_CHUNK_ELEMENTS = 1 << 24
+
+
+def _chunk_rows(module):
+    """Rows per forward pass of ``module`` (validation and inference)."""
+    width = 1
+    for layer in module.modules():
+        if isinstance(layer, NormalizedDifference):
+            width = max(width, 4 * layer.n_pairs)
+        elif isinstance(layer, torch.nn.Linear):
+            width = max(width, layer.out_features)
+    return int(min(_INFERENCE_CHUNK, max(1, _CHUNK_ELEMENTS // width)))
 # Below this many rows intra-op threads cost more than they give (PERF_NOTES).
 _THREADED_INFERENCE_ROWS = 65_536
 
@@ -272,7 +286,7 @@ class BaseND(BaseEstimator):
                 iterator_train__shuffle=True,
                 iterator_train__generator=torch.Generator().manual_seed(seed),
                 iterator_valid=TensorBatches,
-                iterator_valid__batch_size=_INFERENCE_CHUNK,
+                iterator_valid__batch_size=_chunk_rows(module),
                 callbacks=callbacks,
                 device=device,
                 verbose=self.verbose,
@@ -355,9 +369,10 @@ class BaseND(BaseEstimator):
         n_threads = 1 if len(X) < _THREADED_INFERENCE_ROWS else None
         outputs = []
         with torch.no_grad(), torch_threads(n_threads):
-            for start in range(0, len(X), _INFERENCE_CHUNK):
+            rows = _chunk_rows(self._module)
+            for start in range(0, len(X), rows):
                 chunk = torch.tensor(
-                    X[start : start + _INFERENCE_CHUNK], dtype=torch.float32, device=device
+                    X[start : start + rows], dtype=torch.float32, device=device
                 )
                 outputs.append(module(chunk).cpu())
         return torch.cat(outputs).numpy()
