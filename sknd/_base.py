@@ -2,6 +2,7 @@
 
 import contextlib
 import copy
+import threading
 import warnings
 from numbers import Integral, Real
 
@@ -48,21 +49,46 @@ def _chunk_rows(module):
         elif isinstance(layer, torch.nn.Linear):
             width = max(width, layer.out_features)
     return int(min(_INFERENCE_CHUNK, max(1, _CHUNK_ELEMENTS // width)))
-# Below this many rows intra-op threads cost more than they give (PERF_NOTES).
-_THREADED_INFERENCE_ROWS = 65_536
+# Thread policy: fits and predictions run in ONE torch intra-op thread. sknd's layers are
+# small: intra-op threads save little even on idle cores, and on shared cores (other
+# processes busy) they made a tiny fit and a 250-band fit about 9x slower
+# (benchmarks/bench_threads.py, RESULTS.md). One thread also makes results independent of
+# the core count. Parallelism belongs outside: GridSearchCV / cross_val_score n_jobs (loky
+# worker processes, which joblib starts with one thread each when n_jobs = cores), dask or
+# joblib over image chunks.
+#
+# torch.set_num_threads is process-wide: fits or predictions running concurrently in
+# threads (joblib's threading backend, dask's threaded scheduler) share one setting, so the
+# value in force before the first of them is restored when the last one leaves.
+_threads_lock = threading.Lock()
+_threads_users = 0
+_threads_saved = None
 
 
 @contextlib.contextmanager
 def torch_threads(n_threads):
-    """Run the block with ``n_threads`` torch intra-op threads (``None``: unchanged)."""
-    previous = torch.get_num_threads()
-    if n_threads is not None and n_threads != previous:
-        torch.set_num_threads(n_threads)
+    """Run the block with ``n_threads`` torch intra-op threads (``None``: unchanged).
+
+    Safe when entered from several threads at once: the thread count in force
+    before the first entry is restored when the last one exits.
+    """
+    global _threads_users, _threads_saved
+    if n_threads is None:
+        yield
+        return
+    with _threads_lock:
+        if _threads_users == 0:
+            _threads_saved = torch.get_num_threads()
+        _threads_users += 1
+        if torch.get_num_threads() != n_threads:
+            torch.set_num_threads(n_threads)
     try:
         yield
     finally:
-        if torch.get_num_threads() != previous:
-            torch.set_num_threads(previous)
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0 and torch.get_num_threads() != _threads_saved:
+                torch.set_num_threads(_threads_saved)
 
 
 def _resolve_device(device):
@@ -366,9 +392,8 @@ class BaseND(BaseEstimator):
         module = self._module if module is None else module
         device = self._inference_device()
         self._module.to(device)
-        n_threads = 1 if len(X) < _THREADED_INFERENCE_ROWS else None
         outputs = []
-        with torch.no_grad(), torch_threads(n_threads):
+        with torch.no_grad(), torch_threads(1):
             rows = _chunk_rows(self._module)
             for start in range(0, len(X), rows):
                 chunk = torch.tensor(
