@@ -146,7 +146,7 @@ def main():
     )
     with threadpool_limits(1):
         for name, make in configs.items():  # warm-up (imports, allocator)
-            make().fit(X[:200], y[:200])
+            make().fit(X[:300], y[:300])
         for _ in range(repeats):
             for name, make in configs.items():
                 model = make()

@@ -113,12 +113,13 @@ def resolve_pairs(n_features, pairs="all"):
 #: Methods of :func:`normalized_difference`, see there.
 METHODS = ("auto", "gather", "matmul")
 
-#: ``method="auto"`` computes the layer as one matrix product up to this many layer inputs
+#: ``method="auto"`` computes the layer as matrix products up to this many layer inputs
 #: (bands, or twice the bands for ``variant="signed"``) and by gathering band columns above.
-#: The product costs ``O(n_inputs)`` operations per output against ``O(1)`` for gathering,
-#: but runs as one GEMM instead of several memory-bound passes; the crossover was measured
-#: with benchmarks/bench_layer.py (see benchmarks/RESULTS.md).
-MATMUL_MAX_INPUTS = 24
+#: The products cost ``O(n_inputs)`` operations per output against ``O(1)`` for gathering,
+#: but run as GEMMs instead of several memory-bound passes: with benchmarks/bench_layer.py
+#: (forward+backward, 1 thread) matmul took 0.3-0.5x the time of gather from 8 to 48 bands
+#: at batch 4096 and about the same up to 32 bands at batch 32 (1.4x at 48).
+MATMUL_MAX_INPUTS = 32
 
 
 class _PairPlan:
