@@ -2,12 +2,14 @@
 
 import contextlib
 import copy
+import functools
 import threading
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.model_selection import train_test_split
@@ -18,7 +20,25 @@ from skorch.helper import predefined_split
 
 from . import __version__
 from ._fused import FlatAdam
-from ._training import EarlyStopping, Net, TensorBatches, TensorDataset, ValidationScore
+from ._training import (
+    EarlyStopping,
+    FiniteTraining,
+    Net,
+    TensorBatches,
+    TensorDataset,
+    ValidationScore,
+)
+from ._validation import (
+    check_band_values,
+    check_min_bands,
+    densify,
+    locate,
+    non_numeric_error,
+    reject_images,
+    warn_about_training_values,
+)
+from .bands import band_pair_indices, resolve_bands
+from .inspection import export_formulas, index_table
 from .networks import ARCHITECTURES, build_network
 from ._screening import n_pairs_to_keep, screen_pairs
 from ._tasks import ClassificationTask
@@ -32,6 +52,11 @@ __all__ = []
 #: Set ``hidden_units`` explicitly to go outside these bounds.
 MIN_DEFAULT_HIDDEN_UNITS = 8
 MAX_DEFAULT_HIDDEN_UNITS = 256
+
+#: Range of ``epsilon``. Below about 5e-20 its square underflows float32 and all-zero
+#: rows get infinite gradients (below 1e-45 it is 0 and they get 0 / 0); far above
+#: any band value it flattens every index to 0.
+EPSILON_RANGE = (1e-15, 1e15)
 
 # Rows per forward pass at inference: bounds the (rows x pairs) intermediates.
 _INFERENCE_CHUNK = 65_536
@@ -102,6 +127,31 @@ def _resolve_device(device):
     return device
 
 
+def restore_on_failure(fit):
+    """Make ``fit`` all or nothing: if it raises, the estimator is left as it was.
+
+    scikit-learn sets fitted attributes at the end of ``fit``, but
+    ``validate_data`` already sets ``n_features_in_`` at the start: an
+    interrupted first fit (KeyboardInterrupt, divergence, invalid data) would
+    leave an estimator that ``check_is_fitted`` accepts, and an interrupted
+    refit one whose ``n_features_in_`` disagrees with its network. Restoring the
+    attributes leaves an unfitted estimator unfitted and keeps the previous
+    model of a fitted one, intact and consistent.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        before = dict(vars(self))
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(before)
+            raise
+
+    return wrapper
+
+
 class BaseND(BaseEstimator):
     """Parameters, validation, training and inference shared by all sknd estimators.
 
@@ -113,7 +163,7 @@ class BaseND(BaseEstimator):
         "depth": [Interval(Integral, 2, None, closed="left")],
         "architecture": [StrOptions(set(ARCHITECTURES))],
         "hidden_units": [Interval(Integral, 1, None, closed="left"), None],
-        "epsilon": [Interval(Real, 0, None, closed="neither")],
+        "epsilon": [Interval(Real, *EPSILON_RANGE, closed="both")],
         "variant": [StrOptions(set(VARIANTS))],
         "pairs": [
             StrOptions({"all", "auto"}),
@@ -130,6 +180,9 @@ class BaseND(BaseEstimator):
         "device": [StrOptions({"cpu", "cuda", "auto"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
+        "bands": ["array-like", None],
+        "sensor": [str, None],
+        "passthrough": ["boolean"],
     }
 
     def __init__(
@@ -150,6 +203,9 @@ class BaseND(BaseEstimator):
         device="cpu",
         random_state=None,
         verbose=0,
+        bands=None,
+        sensor=None,
+        passthrough=False,
     ):
         self.depth = depth
         self.architecture = architecture
@@ -167,40 +223,83 @@ class BaseND(BaseEstimator):
         self.device = device
         self.random_state = random_state
         self.verbose = verbose
+        self.bands = bands
+        self.sensor = sensor
+        self.passthrough = passthrough
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = self.variant == "reflectance"
+        # Sparse input is made dense (up to MAX_SPARSE_DENSIFY_SIZE values).
+        tags.input_tags.sparse = True
         return tags
 
     # ------------------------------------------------------------------ validation
-    def _check_non_negative(self, X):
-        if self.variant == "reflectance" and np.any(X < 0):
-            raise ValueError(
-                f"Negative values in data passed to {type(self).__name__}: "
-                "variant='reflectance' expects non-negative band values (reflectance, "
-                "radiance or digital numbers). For signed inputs such as standardized "
-                "features, use variant='signed' or variant='softplus'."
-            )
+    def _validate_bands(self, X, y=None, *, reset, name="X"):
+        """``validate_data`` plus the checks band values need (see :mod:`sknd._validation`).
+
+        Returns ``X``, or ``(X, y)`` when ``y`` is given. Sparse ``X`` is made
+        dense; NaN, infinite, overflowing and (for reflectance) negative values
+        raise a ``ValueError`` that says where they are and what to do.
+        """
+        estimator_name = type(self).__name__
+        reject_images(X, name, estimator_name)
+        source_dtype = getattr(X, "dtype", None)
+        columns = getattr(X, "columns", None)  # to name bad columns as the user knows them
+        kwargs = dict(
+            reset=reset,
+            dtype=[np.float64, np.float32],
+            accept_sparse=True,
+            # Checked below, with the positions of the bad values and the fix.
+            ensure_all_finite=False,
+        )
+        try:
+            if y is None:
+                X = validate_data(self, X, **kwargs)
+            else:
+                X, y = validate_data(self, X, y, **kwargs, **self._y_validation_kwargs())
+        except (ValueError, TypeError) as exc:
+            error = non_numeric_error(X, name, exc)
+            if error is not None:
+                raise error from exc
+            raise
+        if sp.issparse(X):
+            X = densify(X, name, estimator_name)
+        if reset:
+            check_min_bands(X, estimator_name)
+        if columns is None:
+            columns = getattr(self, "feature_names_in_", None)
+        check_band_values(
+            X,
+            name=name,
+            estimator_name=estimator_name,
+            feature_names=columns,
+            non_negative=self.variant == "reflectance",
+            source_dtype=source_dtype,
+        )
+        return X if y is None else (X, y)
 
     def _validate_X(self, X):
         """Validate ``X`` at prediction time against what ``fit`` saw."""
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
-        self._check_non_negative(X)
-        return X
+        return self._validate_bands(X, reset=False)
 
-    def _validate_X_y(self, X, y, reset):
+    def _validate_X_y(self, X, y, reset, name="X"):
         """Validate training (``reset=True``) or validation data with its target."""
-        X, y = validate_data(
-            self,
-            X,
-            y,
-            reset=reset,
-            dtype=[np.float64, np.float32],
-            ensure_min_features=2,
-            **self._y_validation_kwargs(),
-        )
-        self._check_non_negative(X)
+        if y is None:
+            estimator_name = type(self).__name__
+            raise ValueError(
+                f"This {estimator_name} estimator requires y to be passed, but the target y is "
+                f"None. {estimator_name} is supervised: it learns the indices that best predict "
+                "y, so pass the target (class labels or continuous values) as fit(X, y)."
+            )
+        X, y = self._validate_bands(X, y, reset=reset, name=name)
+        if reset:
+            warn_about_training_values(
+                X,
+                epsilon=self.epsilon,
+                variant=self.variant,
+                nd_layer=self.architecture != "mlp",
+            )
         return X, y
 
     def _validation_split(self, X, codes, task, X_val, y_val, seed):
@@ -208,7 +307,12 @@ class BaseND(BaseEstimator):
         if (X_val is None) != (y_val is None):
             raise ValueError("Pass both X_val and y_val, or neither.")
         if X_val is not None:
-            X_val, y_val = self._validate_X_y(X_val, y_val, reset=False)
+            try:
+                X_val, y_val = self._validate_X_y(X_val, y_val, reset=False, name="X_val")
+            except ValueError as exc:
+                if "X_val" in str(exc):
+                    raise
+                raise ValueError(f"Invalid validation data X_val, y_val: {exc}") from exc
             return X, codes, X_val, task.encode(y_val)
         if not self.early_stopping:
             return X, codes, None, None
@@ -240,10 +344,22 @@ class BaseND(BaseEstimator):
     def _fit(self, X, y, X_val=None, y_val=None):
         X, y = self._validate_X_y(X, y, reset=True)
         n_features = X.shape[1]
+        # Band names (DataFrame columns or bands=) are frozen at fit time; they
+        # label indices_, export_formulas and get_feature_names_out.
+        self._bands = resolve_bands(
+            self.bands,
+            n_features=n_features,
+            feature_names=getattr(self, "feature_names_in_", None),
+            sensor=self.sensor,
+        )
+        self.band_names_ = np.asarray([band.name for band in self._bands], dtype=object)
         screening = (isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)) or (
             isinstance(self.pairs, str) and self.pairs == "auto"
         )
-        pairs = all_pairs(n_features) if screening else resolve_pairs(n_features, self.pairs)
+        if screening:
+            pairs = all_pairs(n_features)
+        else:
+            pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self._bands))
         task = self._make_task(y)
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         device = _resolve_device(self.device)
@@ -273,7 +389,8 @@ class BaseND(BaseEstimator):
             torch.tensor(X_train, dtype=torch.float32, device=device),
             task.target_tensor(c_train).to(device),
         )
-        callbacks = []
+        # First, so that a non-finite epoch stops fit before any other callback uses it.
+        callbacks = [("finite_training", FiniteTraining())]
         train_split = None
         if X_valid is not None:
             valid_data = TensorDataset(
@@ -298,6 +415,7 @@ class BaseND(BaseEstimator):
                 pairs=pairs,
                 epsilon=self.epsilon,
                 variant=self.variant,
+                passthrough=self._passthrough_scaling(X_train),
             )
             net = Net(
                 module=module,
@@ -321,6 +439,16 @@ class BaseND(BaseEstimator):
 
         self._set_fitted_state(net, task, pairs, X_train)
         return self
+
+    def _passthrough_scaling(self, X_train):
+        """``(mean, scale)`` of the training bands for the raw passthrough, or None."""
+        if not self.passthrough:
+            return None
+        X_train = np.asarray(X_train, dtype=np.float64)
+        scale = X_train.std(axis=0)
+        # Constant bands would divide by zero; leave them centred but unscaled.
+        scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
+        return X_train.mean(axis=0), scale
 
     def _set_fitted_state(self, net, task, pairs, X_train):
         """Expose the trained network's results as numpy/pandas attributes."""
@@ -352,6 +480,18 @@ class BaseND(BaseEstimator):
         self.n_parameters_ = int(sum(p.numel() for p in module.parameters() if p.requires_grad))
 
         layer = self._nd_layer()
+        importances = (
+            self._index_importances(X_train)
+            if layer is not None or self.passthrough
+            else np.empty(0)
+        )
+        if self.passthrough:
+            # The passthrough block appends the raw bands after the first block's outputs.
+            n_features = X_train.shape[1]
+            self.passthrough_importances_ = importances[-n_features:]
+            importances = importances[:-n_features]
+        else:
+            self.passthrough_importances_ = np.empty(0)
         if layer is None:
             self.pairs_ = np.empty((0, 2), dtype=np.int64)
             self.coef_a_ = np.empty(0)
@@ -361,7 +501,7 @@ class BaseND(BaseEstimator):
             self.pairs_ = pairs
             self.coef_a_ = layer.a.detach().cpu().double().numpy()
             self.coef_c_ = layer.c.detach().cpu().double().numpy()
-            self.index_importances_ = self._index_importances(X_train)
+            self.index_importances_ = importances
 
     def _nd_layer(self):
         """The trained ND layer, or None for the MLP baseline."""
@@ -377,9 +517,8 @@ class BaseND(BaseEstimator):
         ignores, cannot drive the prediction; the product ranks indices by how
         much they can move the next layer's pre-activations.
         """
-        with torch.no_grad(), torch_threads(1):
-            first_block = self._run_module(X, self._module[0])
-            weight = self._module[1].weight.detach().cpu().double().numpy()
+        first_block = self._run_module(X, self._module[0])
+        weight = self._module[1].weight.detach().cpu().double().numpy()
         return np.linalg.norm(weight, axis=0) * first_block.astype(np.float64).std(axis=0)
 
     # ------------------------------------------------------------------ inference
@@ -402,14 +541,61 @@ class BaseND(BaseEstimator):
                 outputs.append(module(chunk).cpu())
         return torch.cat(outputs).numpy()
 
-    def _network_output(self, X):
-        """Validate ``X`` and return the raw network outputs."""
+    def export_formulas(self, format="numpy", top=None, precision=None):
+        """Write each learned index as a formula over the band names.
+
+        Parameters
+        ----------
+        format : {"numpy", "gee", "latex", "text"}, default="numpy"
+            ``"numpy"``: a Python expression over band arrays (names made
+            identifiers by :func:`sknd.inspection.band_identifiers`);
+            ``"gee"``: an Earth Engine ``ee.Image.expression`` string reading
+            bands with ``b('name')``; ``"latex"``; ``"text"``.
+        top : int, default=None
+            Only the ``top`` most important indices, most important first. By
+            default all, in the order of the rows of ``indices_``.
+        precision : int, default=None
+            Significant digits of the weights; by default exact for ``"numpy"``
+            and ``"gee"`` (the formulas reproduce the model), 4 for ``"latex"``
+            and ``"text"``.
+
+        Returns
+        -------
+        formulas : list of str
+            One formula per index, e.g.
+            ``"(1.73*B8 - 0.58*B4) / (1.73*B8 + 0.58*B4 + 1e-06)"``.
+
+        See Also
+        --------
+        sknd.inspection.export_formulas : The same as a function, with details.
+        """
         check_is_fitted(self)
-        return self._run_module(self._validate_X(X))
+        return export_formulas(self, format=format, top=top, precision=precision)
+
+    def _set_indices(self):
+        """Build ``indices_``; called last in ``fit``, once the outputs are known."""
+        self.indices_ = index_table(self)
+
+    def _network_output(self, X):
+        """Validate ``X`` and return the raw network outputs (always finite)."""
+        check_is_fitted(self)
+        output = self._run_module(self._validate_X(X))
+        finite = np.isfinite(output)
+        if not finite.all():
+            # Validated inputs and finite weights cannot get here; never hand out NaN.
+            raise ValueError(
+                f"{type(self).__name__} computed non-finite outputs for "
+                f"{locate(~finite)} of the network output: these inputs are outside what the "
+                "model can evaluate in float32. Check them for extreme values, and please "
+                "report the case to the sknd developers."
+            )
+        return output
 
     # ------------------------------------------------------------------ persistence
     def __getstate__(self):
-        state = super().__getstate__()
+        # A copy: object.__getstate__ returns the instance's own __dict__, which the
+        # changes below must not touch (the live model stays on its GPU).
+        state = dict(super().__getstate__())
         module = state.get("_module")
         if module is not None and any(p.device.type != "cpu" for p in module.parameters()):
             # Pickles must load on CPU-only machines; inference moves the net back to the GPU.
@@ -445,20 +631,24 @@ PARAMETERS_DOC = """\
         that few bands still give a usable layer and many bands do not build
         huge dense layers.
     epsilon : float, default=1e-6
-        Positive stabilising constant of the ND denominator.
+        Positive stabilising constant of the ND denominator, in
+        ``[1e-15, 1e15]`` (smaller values vanish in float32).
     variant : {"reflectance", "signed", "softplus"}, default="reflectance"
         ``"reflectance"`` requires non-negative inputs (and says so in its
         tags); ``"signed"`` uses ``sqrt(b**2 + epsilon)`` in the denominator
         and ``"softplus"`` applies softplus to the inputs, both for signed data.
     pairs : "all", "auto", int or array-like of shape (n_pairs, 2), default="all"
         Band pairs of the ND layer: every pair ``i < j``, explicit ``(i, j)``
-        band indices, or pairs screened before training. An integer ``m``
-        keeps the ``m`` pairs whose classic index ``(b_i - b_j) / (b_i + b_j)``
-        best explains the target on the training data (squared correlation for
-        regression, correlation ratio for classification), in their
-        ``i < j`` order; ``"auto"`` keeps all pairs up to 1,024 (46 bands) and
-        the best 1,024 above. Screening makes hyperspectral data (hundreds of
-        bands, tens of thousands of pairs) cheaper to fit.
+        pairs of band indices or band names, e.g. ``[("B8", "B4"), ("B8", "B11")]``
+        (names as in ``bands`` or the DataFrame columns; under a ``sensor`` also
+        its spellings and common names such as ``("nir", "red")``), or pairs
+        screened before training. An integer ``m`` keeps the ``m`` pairs whose
+        classic index ``(b_i - b_j) / (b_i + b_j)`` best explains the target on
+        the training data (squared correlation for regression, correlation
+        ratio for classification), in their ``i < j`` order; ``"auto"`` keeps
+        all pairs up to 1,024 (46 bands) and the best 1,024 above. Screening
+        makes hyperspectral data (hundreds of bands, tens of thousands of
+        pairs) cheaper to fit.
     lr : float, default=0.01
         Adam learning rate.
     weight_decay : float, default=1e-4
@@ -485,6 +675,22 @@ PARAMETERS_DOC = """\
         the global torch random state is never touched.
     verbose : int, default=0
         Print a per-epoch log when positive.
+    bands : array-like of str, default=None
+        Band names, one per column of ``X``. By default the DataFrame column
+        names seen in ``fit``, else ``x0, x1, ...``; ``bands`` wins over column
+        names. They label ``indices_``, ``export_formulas`` and the feature
+        names, and may be used in ``pairs``.
+    sensor : str, default=None
+        Sensor preset of :mod:`sknd.bands` (``"sentinel2"``, ``"landsat8"``,
+        ``"landsat_mss"``, ``"landsat_mss_1_3"``, ``"modis"``) mapping the band
+        names to common names, so that ``indices_`` can name the classic index
+        each pair forms. Band names the sensor lacks raise a ``ValueError``.
+    passthrough : bool, default=False
+        Also feed the raw bands, standardized with the mean and standard
+        deviation of the training data (stored in the network), to the dense
+        layers beside the ND outputs. Normalized differences discard overall
+        brightness, which some tasks need; the raw branch brings it back but
+        is not illumination-invariant, while the ND branch stays so.
 """
 
 ATTRIBUTES_DOC = """\
@@ -517,4 +723,40 @@ ATTRIBUTES_DOC = """\
         1-based epoch whose weights were restored by early stopping.
     n_iter_ : int
         Number of epochs run.
+    band_names_ : ndarray of shape (n_features_in_,)
+        Band names used for ``indices_``, ``export_formulas`` and feature
+        names (see ``bands``).
+    indices_ : pandas.DataFrame
+        One row per learned index, in the order of ``pairs_`` (for
+        ``NDTransformer``: of the columns of ``transform``), see
+        :func:`sknd.inspection.index_table`:
+        ``band_i``, ``band_j``, raw parameters ``a`` and ``c``, the weighting
+        ``k = softplus(a) / softplus(c)`` of ``band_i`` relative to ``band_j``,
+        ``importance`` (``index_importances_``) and ``known_index``, the
+        classic index the pair forms (``"-NDVI"`` for a reversed pair, ``""``
+        if none). Empty for the MLP.
+    passthrough_importances_ : ndarray of shape (n_features_in_,) or (0,)
+        With ``passthrough=True``, the importance of each standardized raw
+        band, measured like ``index_importances_``; empty otherwise.
+"""
+
+NOTES_DOC = """\
+    ``X`` holds one row per sample (pixel) and one column per band: a numpy
+    array, a DataFrame or a sparse matrix (made dense, up to 50 million
+    values). float32 and float64 are used as given; float16, integer (e.g.
+    digital numbers) and boolean bands are converted to float64. The network
+    computes in float32 whatever the input; half-precision training is not
+    supported. Band values must be finite and within ``[-1e15, 1e15]``, and
+    non-negative for ``variant="reflectance"``: NaN, infinite, fill and
+    negative values raise a ``ValueError`` that says where they are and how to
+    fix them. Training rows whose bands are all 0 (a common no-data value)
+    raise a ``UserWarning``.
+
+    ``fit`` is all or nothing: if it raises (invalid data, a ``KeyboardInterrupt``,
+    or a training divergence, reported with its epoch), the estimator is left
+    as it was before the call: unfitted, or with its previous model.
+
+    Pickles hold a CPU copy of the network and the sknd version (loading
+    under another version warns): a model trained with ``device="cuda"``
+    loads and predicts on a machine without a GPU.
 """

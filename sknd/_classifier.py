@@ -2,7 +2,7 @@
 
 from sklearn.base import ClassifierMixin, _fit_context
 
-from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND
+from ._base import ATTRIBUTES_DOC, NOTES_DOC, PARAMETERS_DOC, BaseND, restore_on_failure
 from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]
@@ -14,14 +14,16 @@ class NDClassifier(ClassifierMixin, BaseND):
         # Normalized differences keep only band ratios. On scikit-learn's reference problem
         # (3 Gaussian blobs in 2 features, shifted to be non-negative) no function of the
         # ratio b0/b1 reaches the 0.83 accuracy that defines a "reasonable" score: the best
-        # is 0.80 (tests/test_estimators.py::test_poor_score_tag_is_true).
-        tags.classifier_tags.poor_score = self.architecture != "mlp"
+        # is 0.80 (tests/test_estimators.py::test_poor_score_tag_is_true). The MLP and the
+        # raw-band passthrough see the bands themselves and pass.
+        tags.classifier_tags.poor_score = self.architecture != "mlp" and not self.passthrough
         return tags
 
     def _make_task(self, y):
         return ClassificationTask(y)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
     def fit(self, X, y, X_val=None, y_val=None):
         """Train the network on band values ``X`` and labels ``y``.
 
@@ -42,6 +44,7 @@ class NDClassifier(ClassifierMixin, BaseND):
         """
         self._fit(X, y, X_val, y_val)
         self.classes_ = self._task.classes
+        self._set_indices()
         return self
 
     def predict_proba(self, X):
@@ -98,6 +101,9 @@ NDClassifier.__doc__ = f"""Classifier whose first layer learns normalized-differ
     NDRegressor : The same network for continuous targets.
     NDTransformer : The learned indices as features for other models.
 
+    Notes
+    -----
+{NOTES_DOC}
     Examples
     --------
     >>> import numpy as np

@@ -2,7 +2,7 @@
 
 from sklearn.base import RegressorMixin, _fit_context
 
-from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND
+from ._base import ATTRIBUTES_DOC, NOTES_DOC, PARAMETERS_DOC, BaseND, restore_on_failure
 from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]
@@ -21,6 +21,7 @@ class NDRegressor(RegressorMixin, BaseND):
         return {"multi_output": True, "y_numeric": True}
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @restore_on_failure
     def fit(self, X, y, X_val=None, y_val=None):
         """Train the network on band values ``X`` and targets ``y``.
 
@@ -39,7 +40,9 @@ class NDRegressor(RegressorMixin, BaseND):
         self : NDRegressor
             The fitted estimator.
         """
-        return self._fit(X, y, X_val, y_val)
+        self._fit(X, y, X_val, y_val)
+        self._set_indices()
+        return self
 
     def predict(self, X):
         """Predicted targets.
@@ -75,6 +78,9 @@ NDRegressor.__doc__ = f"""Regressor whose first layer learns normalized-differen
     --------
     NDClassifier : The same network for class labels.
 
+    Notes
+    -----
+{NOTES_DOC}
     Examples
     --------
     >>> import numpy as np

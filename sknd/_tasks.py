@@ -7,6 +7,7 @@ network output) lives here.
 
 import numpy as np
 import torch
+from scipy.special import expit, softmax
 from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
@@ -71,14 +72,11 @@ class ClassificationTask:
         return (predicted == target).double().mean().item()
 
     def proba(self, output):
-        """Class probabilities (float64) from raw outputs."""
+        """Class probabilities (float64) from raw outputs, without overflow for any logit."""
         if self.binary:
-            positive = 1.0 / (1.0 + np.exp(-output[:, 0].astype(np.float64)))
+            positive = expit(output[:, 0].astype(np.float64))
             return np.column_stack([1.0 - positive, positive])
-        logits = output.astype(np.float64)
-        logits -= logits.max(axis=1, keepdims=True)
-        proba = np.exp(logits)
-        return proba / proba.sum(axis=1, keepdims=True)
+        return softmax(output.astype(np.float64), axis=1)
 
     def decode(self, output):
         """Predicted labels from raw outputs."""
@@ -95,15 +93,32 @@ class RegressionTask:
     stratified = False
     criterion = torch.nn.MSELoss
 
+    #: Largest target magnitude: standardizing and decoding stay within float64.
+    max_abs_target = 1e300
+
     def __init__(self, y):
         y = np.asarray(y, dtype=np.float64)
         self.ndim = y.ndim
         y = y.reshape(len(y), -1)
+        peak = np.max(np.abs(y), axis=0)
+        if np.any(peak > self.max_abs_target):
+            raise ValueError(
+                f"The regression target y has values too large to standardize in float64 (up "
+                f"to {peak.max():.4g}, above {self.max_abs_target:g}): rescale y, e.g. by a "
+                "power of ten, and scale the predictions back."
+            )
         # Targets are standardized so that the learning rate means the same on every scale;
-        # predictions are mapped back, the user never sees the standardized values.
-        self.mean = y.mean(axis=0)
-        scale = y.std(axis=0)
+        # predictions are mapped back, the user never sees the standardized values. The
+        # statistics are computed on y / 2**k, 2**k near max |y|: scaling by a power of two
+        # is exact, so the results are those of y itself, but squares neither overflow
+        # (|y| ~ 1e200) nor underflow (|y| ~ 1e-300) into a wrong standard deviation.
+        unit = np.ldexp(1.0, np.frexp(np.where(peak > 0, peak, 1.0))[1])
+        z = y / unit
+        self.mean = z.mean(axis=0) * unit
+        scale = z.std(axis=0) * unit
         self.scale = np.where(scale > 0, scale, 1.0)
+        # A constant target is predicted as that constant, whatever the network outputs.
+        self.decode_scale = np.where(scale > 0, scale, 0.0)
         self.encoded = y
 
     @property
@@ -122,7 +137,7 @@ class RegressionTask:
 
     def decode(self, output):
         """Predictions on the original target scale."""
-        prediction = output.astype(np.float64) * self.scale + self.mean
+        prediction = output.astype(np.float64) * self.decode_scale + self.mean
         return prediction.ravel() if self.ndim == 1 else prediction
 
 

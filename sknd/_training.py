@@ -274,3 +274,33 @@ class Net(NeuralNet):
         if isinstance(self.optimizer_, FlatAdam):
             self.optimizer_.release()
         return self
+
+
+class FiniteTraining(Callback):
+    """Stop ``fit`` with a ``ValueError`` naming the epoch once training stops being finite.
+
+    A NaN or infinite loss, or a non-finite weight, poisons every later step and
+    would be restored or returned as the fitted model, which then predicts NaN.
+    Checked once per epoch, after skorch has recorded the epoch's losses: weights
+    written non-finite by the last step of the last epoch are caught as well.
+    """
+
+    def on_epoch_end(self, net, **kwargs):
+        epoch = len(net.history)
+        row = net.history[-1]
+        for key in ("train_loss", "valid_loss"):
+            value = row.get(key)
+            # False for NaN and for +-inf.
+            if value is not None and not abs(value) < float("inf"):
+                self._fail(net, epoch, f"the {key.replace('_', ' ')} is {value}")
+        for name, parameter in net.module_.named_parameters():
+            if not torch.isfinite(parameter).all():
+                self._fail(net, epoch, f"the weights {name!r} are no longer finite")
+
+    @staticmethod
+    def _fail(net, epoch, what):
+        raise ValueError(
+            f"Training diverged at epoch {epoch}: {what}. A model that predicts NaN is not "
+            f"returned. Lower the learning rate (lr={net.lr:g}), raise weight_decay, or rescale "
+            "X (all bands by one common factor) and, for regression, y."
+        )

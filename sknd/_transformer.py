@@ -8,7 +8,14 @@ from sklearn.base import TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
-from ._base import ATTRIBUTES_DOC, PARAMETERS_DOC, BaseND, torch_threads
+from ._base import (
+    ATTRIBUTES_DOC,
+    NOTES_DOC,
+    PARAMETERS_DOC,
+    BaseND,
+    restore_on_failure,
+    torch_threads,
+)
 from ._tasks import infer_task
 from .nn import normalized_difference
 
@@ -42,6 +49,9 @@ class NDTransformer(TransformerMixin, BaseND):
         device="cpu",
         random_state=None,
         verbose=0,
+        bands=None,
+        sensor=None,
+        passthrough=False,
     ):
         super().__init__(
             depth=depth,
@@ -60,6 +70,9 @@ class NDTransformer(TransformerMixin, BaseND):
             device=device,
             random_state=random_state,
             verbose=verbose,
+            bands=bands,
+            sensor=sensor,
+            passthrough=passthrough,
         )
         self.n_indices = n_indices
 
@@ -76,7 +89,8 @@ class NDTransformer(TransformerMixin, BaseND):
         return {"multi_output": True}
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_val=None, y_val=None):
+    @restore_on_failure
+    def fit(self, X, y=None, X_val=None, y_val=None):
         """Learn indices that predict ``y`` from band values ``X``.
 
         Parameters
@@ -87,6 +101,8 @@ class NDTransformer(TransformerMixin, BaseND):
             Class labels, or continuous targets (detected with
             :func:`sklearn.utils.multiclass.type_of_target`): the indices are
             learned by a classifier or a regressor network accordingly.
+            Required: ``None`` (what ``fit_transform(X)`` passes without a
+            target) raises a ``ValueError``.
         X_val, y_val : array-like, default=None
             Explicit validation set for early stopping.
 
@@ -104,6 +120,7 @@ class NDTransformer(TransformerMixin, BaseND):
             )
         order = np.argsort(-self.index_importances_, kind="stable")
         self.selected_indices_ = order[: self.n_indices]
+        self._set_indices()
         return self
 
     def transform(self, X):
@@ -142,7 +159,8 @@ class NDTransformer(TransformerMixin, BaseND):
         Parameters
         ----------
         input_features : array-like of str or None, default=None
-            Band names; defaults to ``feature_names_in_`` or ``x0, x1, ...``.
+            Band names; defaults to ``band_names_`` (the ``bands`` parameter,
+            else ``feature_names_in_``, else ``x0, x1, ...``).
 
         Returns
         -------
@@ -150,7 +168,10 @@ class NDTransformer(TransformerMixin, BaseND):
             One name per column of :meth:`transform`.
         """
         check_is_fitted(self)
-        names = _check_feature_names_in(self, input_features)
+        if input_features is None:
+            names = self.band_names_
+        else:
+            names = _check_feature_names_in(self, input_features)
         return np.asarray(
             [f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_[self.selected_indices_]],
             dtype=object,
@@ -180,6 +201,9 @@ NDTransformer.__doc__ = f"""Supervised transformer producing learned normalized-
     --------
     NDClassifier, NDRegressor
 
+    Notes
+    -----
+{NOTES_DOC}
     Examples
     --------
     >>> import numpy as np
@@ -194,5 +218,5 @@ NDTransformer.__doc__ = f"""Supervised transformer producing learned normalized-
     >>> model.fit(X, y).predict(X[:3]).shape
     (3,)
     >>> model[0].get_feature_names_out()
-    array(['nd_x2_x3', ...], dtype=object)
+    array(['nd_x...', 'nd_x...'], dtype=object)
     """

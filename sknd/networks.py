@@ -10,7 +10,7 @@ from torch import nn
 
 from .nn import NormalizedDifference, resolve_pairs
 
-__all__ = ["ARCHITECTURES", "AttentionND", "build_network"]
+__all__ = ["ARCHITECTURES", "AttentionND", "RawPassthrough", "build_network"]
 
 #: Architectures understood by :func:`build_network`.
 ARCHITECTURES = ("nd", "attnd", "mlp")
@@ -41,6 +41,46 @@ class AttentionND(nn.Module):
         return self.nd(x) * torch.sigmoid(self.gate(x))
 
 
+class RawPassthrough(nn.Module):
+    """The first block's outputs followed by the standardized raw bands.
+
+    Normalized differences discard overall brightness; this block hands it back
+    to the dense layers as ``(x - mean) / scale``. The standardization
+    constants are buffers of the module, so they travel with the trained
+    network (device moves, pickles) and inference applies them unchanged.
+
+    Parameters
+    ----------
+    first : torch.nn.Module
+        The first block (ND layer, AttND block or the MLP's first layer).
+    mean, scale : array-like of shape (n_features,)
+        Standardization constants, computed from the training data.
+
+    Examples
+    --------
+    >>> from sknd.nn import NormalizedDifference
+    >>> block = RawPassthrough(NormalizedDifference(4), mean=[0.2] * 4, scale=[0.1] * 4)
+    >>> block(torch.rand(2, 4)).shape
+    torch.Size([2, 10])
+    """
+
+    def __init__(self, first, mean, scale):
+        super().__init__()
+        self.first = first
+        self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32).reshape(1, -1))
+        self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32).reshape(1, -1))
+
+    @property
+    def nd(self):
+        """The wrapped ND layer, or None for the MLP's first block."""
+        if isinstance(self.first, NormalizedDifference):
+            return self.first
+        return getattr(self.first, "nd", None)
+
+    def forward(self, x):
+        return torch.cat([self.first(x), (x - self.mean) / self.scale], dim=1)
+
+
 def build_network(
     architecture,
     n_features,
@@ -50,6 +90,7 @@ def build_network(
     pairs="all",
     epsilon=1e-6,
     variant="reflectance",
+    passthrough=None,
 ):
     """Build the paper's ND, AttND or MLP network.
 
@@ -72,6 +113,10 @@ def build_network(
     pairs, epsilon, variant
         As for :class:`~sknd.nn.NormalizedDifference`; ``pairs`` also sets the
         default width of the MLP.
+    passthrough : tuple of (array-like, array-like), default=None
+        ``(mean, scale)`` of the input bands: wrap the first block in
+        :class:`RawPassthrough` so that the standardized raw bands reach the
+        next layer beside the first block's outputs. ``None``: no passthrough.
 
     Returns
     -------
@@ -99,6 +144,9 @@ def build_network(
     else:
         first = nn.Sequential(nn.Linear(n_features, hidden_units), nn.ReLU())
         width = hidden_units
+    if passthrough is not None:
+        first = RawPassthrough(first, *passthrough)
+        width += n_features
     layers = [first]
     for _ in range(depth - 2):
         layers += [nn.Linear(width, hidden_units), nn.ReLU()]

@@ -16,6 +16,7 @@ ESTIMATORS = [
     NDClassifier(architecture="attnd", **FAST),
     NDClassifier(architecture="mlp", **FAST),
     NDClassifier(depth=3, **FAST),
+    NDClassifier(passthrough=True, **FAST),
 ]
 
 

@@ -1,0 +1,211 @@
+"""Checks of band values that name the problem and the fix.
+
+Satellite and field data are messy: NaN fill values, no-data zeros, digital numbers
+up to 65535, negative surface reflectance after atmospheric correction, netCDF fill
+values near 1e37. scikit-learn's ``validate_data`` handles shapes, dtypes and feature
+names; this module adds what band values need, with messages that say where the bad
+values are and what to do about them. The standard phrases ("Input X contains NaN",
+"Negative values in data passed to", "Found array with 1 feature(s)") are kept so that
+scikit-learn's estimator checks still recognise them.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+__all__ = []
+
+#: Largest band magnitude the estimators accept. The network computes in float32,
+#: whose squares (the "signed" variant's ``sqrt(b**2 + epsilon)``, the weight gradients
+#: of a linear layer) overflow above about 1.8e19; 1e15 leaves room for the learned
+#: weights. Reflectance, radiance and 16- or 32-bit digital numbers are far below;
+#: larger values are almost always fill values (netCDF's default is 9.96921e36).
+MAX_ABS_BAND_VALUE = 1e15
+
+#: Sparse input is made dense up to this many values (``n_samples * n_features``,
+#: 400 MB as float64). Band values are dense data; sparse matrices only reach the
+#: estimators from upstream steps such as a ``ColumnTransformer``.
+MAX_SPARSE_DENSIFY_SIZE = 50_000_000
+
+_SHOWN = 5  # row and column positions listed in a message
+
+
+class NonNumericInputError(ValueError, TypeError):
+    """``X`` holds entries that are not numbers (strings, objects).
+
+    A ``ValueError`` like every other input error of sknd, and a ``TypeError``
+    like the numpy conversion error it replaces (what scikit-learn's checks
+    expect for, e.g., a dict in an object array).
+    """
+
+
+def _plural(n, noun):
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _listing(items):
+    shown = ", ".join(str(item) for item in items[:_SHOWN])
+    return shown + (", ..." if len(items) > _SHOWN else "")
+
+
+def locate(mask, feature_names=None):
+    """Describe where ``mask`` (n_samples, n_features) is True, for an error message.
+
+    Examples
+    --------
+    >>> locate(np.array([[False, True], [False, True]]), ["red", "nir"])
+    "2 values in 2 rows (rows 0, 1; columns 'nir')"
+    """
+    rows = np.flatnonzero(mask.any(axis=1))
+    columns = np.flatnonzero(mask.any(axis=0))
+    if feature_names is not None:
+        columns = [repr(str(feature_names[j])) for j in columns]
+    return (
+        f"{_plural(int(mask.sum()), 'value')} in {_plural(len(rows), 'row')} "
+        f"(rows {_listing(rows)}; columns {_listing(list(columns))})"
+    )
+
+
+def reject_images(X, name, estimator_name):
+    """Turn a 3-D image or cube passed as ``X`` into an error saying how to reshape it."""
+    ndim = getattr(X, "ndim", None)
+    if ndim is not None and ndim > 2:
+        raise ValueError(
+            f"Found array with dim {ndim}, while dim <= 2 is required by {estimator_name}. "
+            f"{name} of shape {tuple(X.shape)} looks like an image or a data cube: pass one row "
+            f"per pixel and one column per band, e.g. {name}.reshape(-1, {name}.shape[-1]) for "
+            "an array of shape (rows, cols, bands) (move the band axis last first)."
+        )
+
+
+def non_numeric_error(X, name, error):
+    """A clear error if ``X`` cannot be converted to floats, else None.
+
+    Called when ``validate_data`` failed with ``error``: if the conversion of
+    ``X`` itself is what fails, say which columns are at fault.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. ComplexWarning: not our concern here
+            np.asarray(X, dtype=np.float64)
+    except (ValueError, TypeError):
+        pass
+    else:
+        return None
+    if isinstance(X, pd.DataFrame):
+        columns = [
+            str(column)
+            for column, dtype in X.dtypes.items()
+            if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
+        ]
+        where = f"column(s) {columns} are not numeric"
+    else:
+        where = "some entries are not numbers"
+    return NonNumericInputError(
+        f"{name} must hold numeric band values, but {where} ({error}). Drop the columns that "
+        "are not bands (labels, identifiers, dates, ...) or convert them to numbers first."
+    )
+
+
+def densify(X, name, estimator_name):
+    """Return sparse ``X`` as a dense array, up to :data:`MAX_SPARSE_DENSIFY_SIZE` values."""
+    size = X.shape[0] * X.shape[1]
+    if size > MAX_SPARSE_DENSIFY_SIZE:
+        raise ValueError(
+            f"Sparse {name} of shape {X.shape} has {size:,} values when dense, more than the "
+            f"{MAX_SPARSE_DENSIFY_SIZE:,} that {estimator_name} densifies automatically "
+            "(normalized differences need every band value). Convert it with "
+            f"{name}.toarray() if memory allows, or pass it in chunks of rows."
+        )
+    return X.toarray()
+
+
+def check_min_bands(X, estimator_name):
+    """A normalized difference needs a pair of bands."""
+    if X.shape[1] < 2:
+        raise ValueError(
+            f"Found array with {X.shape[1]} feature(s) (shape={X.shape}) while a minimum of 2 "
+            f"is required by {estimator_name}. A normalized difference needs a pair of bands: "
+            "pass at least two band columns."
+        )
+
+
+def check_band_values(X, *, name, estimator_name, feature_names, non_negative, source_dtype):
+    """Reject NaN, infinite, overflowing and (for reflectance) negative band values.
+
+    One ``min`` and one ``max`` (which propagate NaN) decide whether all is
+    well, without temporaries; masks are built only to describe a failure.
+    """
+    if X.size == 0:
+        return
+    low, high = X.min(), X.max()
+    if np.isnan(low) or np.isnan(high):
+        raise ValueError(
+            f"Input {name} contains NaN: {locate(np.isnan(X), feature_names)}. "
+            f"{estimator_name} cannot use missing values: impute them (e.g. "
+            "sklearn.impute.SimpleImputer in a pipeline) or drop those rows. NaN often marks "
+            "no-data pixels (clouds, gaps, fill values), which are best masked out."
+        )
+    if np.isinf(low) or np.isinf(high):
+        float16 = ""
+        if source_dtype == np.float16:
+            float16 = (
+                " float16 holds values up to 65504 only, so 16-bit digital numbers overflow "
+                "it: convert the data to float32 instead."
+            )
+        raise ValueError(
+            f"Input {name} contains infinity or a value too large for {X.dtype!r}: "
+            f"{locate(np.isinf(X), feature_names)}.{float16} Infinite values usually come "
+            "from saturated pixels, divisions by zero or overflowing conversions: replace "
+            "them (e.g. with NaN, then impute) or drop those rows."
+        )
+    peak = max(-float(low), float(high))
+    if peak > MAX_ABS_BAND_VALUE:
+        raise ValueError(
+            f"Input {name} contains values too large for {estimator_name}: "
+            f"{locate(np.abs(X) > MAX_ABS_BAND_VALUE, feature_names)}, up to {peak:.4g} in "
+            f"magnitude, beyond the {MAX_ABS_BAND_VALUE:.0e} the network can compute with in "
+            "float32. Values this large are usually fill values marking no-data (e.g. "
+            "9.96921e+36 in netCDF files): mask those rows. Otherwise rescale all bands by one "
+            "common factor (e.g. divide by 1e4), which leaves normalized differences unchanged "
+            "up to epsilon."
+        )
+    if non_negative and low < 0:
+        raise ValueError(
+            f"Negative values in data passed to {estimator_name}: "
+            f"{locate(X < 0, feature_names)} of {name}, down to {low:.4g}. "
+            "variant='reflectance' expects non-negative band values (reflectance, radiance "
+            "or digital numbers). Small negative surface reflectances (atmospheric "
+            "over-correction) can be clipped with np.clip(X, 0, None); large negative values "
+            "such as -9999 are usually no-data fill values: mask those rows. For signed inputs "
+            "such as standardized features, use variant='signed' or variant='softplus'."
+        )
+
+
+def warn_about_training_values(X, *, epsilon, variant, nd_layer):
+    """Warn about training data that would silently give a useless model."""
+    zero_rows = int(np.count_nonzero(~np.any(X, axis=1)))
+    if zero_rows:
+        warnings.warn(
+            f"{zero_rows} of {len(X)} training rows have every band equal to 0, a common "
+            "no-data value. If they are no-data pixels, drop them before fit (e.g. "
+            "X[np.any(X != 0, axis=1)]): the model would learn them as real spectra.",
+            UserWarning,
+            stacklevel=4,
+        )
+    if not nd_layer or variant == "softplus":
+        return
+    # The denominator adds epsilon to the bands ("signed": sqrt(epsilon) to each band's
+    # magnitude); bands far below that give indices near 0 whatever the weights.
+    floor = epsilon if variant == "reflectance" else np.sqrt(epsilon)
+    peak = float(np.max(np.abs(X), initial=0.0))
+    if peak < 10 * floor:
+        warnings.warn(
+            f"All band values are at most {peak:.3g}, not much above the {floor:.3g} that "
+            f"epsilon={epsilon:g} adds to the denominator of the normalized differences: the "
+            "indices are dominated by epsilon and stay close to 0. Rescale X (multiply all "
+            "bands by one common factor) or use a smaller epsilon.",
+            UserWarning,
+            stacklevel=4,
+        )

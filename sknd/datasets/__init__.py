@@ -1,0 +1,11 @@
+"""Small real multispectral datasets, shipped with the package.
+
+The loaders follow :mod:`sklearn.datasets`: they return a :class:`~sklearn.utils.Bunch` (or
+``(X, y)`` with ``return_X_y=True``; DataFrames with ``as_frame=True``) whose
+``feature_names`` are named after the spectral bands, so that learned indices get readable
+names.
+"""
+
+from ._loaders import load_forest_type, load_satimage
+
+__all__ = ["load_forest_type", "load_satimage"]

@@ -1,0 +1,1082 @@
+"""Apply fitted estimators to raster images: numpy arrays, xarray and dask.
+
+A fitted estimator works on a table of pixels ``(n_pixels, n_bands)``; an
+image is a grid of pixels with a band axis. :func:`predict`,
+:func:`predict_proba` and :func:`transform` feed an image through any fitted
+scikit-learn estimator (sknd or not) and give the result back on the image's
+grid:
+
+- a numpy array ``(..., bands)`` (bands last, or on the axis given by an
+  integer ``band_dim``) is processed in chunks of ``chunk_pixels`` pixels, so
+  that the estimator's intermediates stay small whatever the image size;
+- an :class:`xarray.DataArray` with a band dimension in any position keeps its
+  other dimensions and their coordinates; bands are matched by name to the
+  estimator's ``feature_names_in_`` (or an sknd estimator's ``bands=``) when
+  the band coordinate holds strings;
+- a dask-backed DataArray (or a bare dask array) is processed lazily, block by
+  block, through :func:`xarray.apply_ufunc` with ``dask="parallelized"``: the
+  result is a lazy DataArray, computed by whatever dask scheduler is active
+  (threads, processes or a ``dask.distributed`` cluster).
+
+Pixels with a NaN (or the ``nodata`` value) in any band are no-data: they are
+never shown to the estimator and come out as ``fill_value`` (NaN by default).
+
+Fitted sknd estimators are evaluated by a private numpy re-implementation of
+their network (:class:`_FastNetwork`), which is several times faster than the
+torch forward pass on large pixel tables; any other estimator is called
+through its public methods.
+"""
+
+import contextlib
+import functools
+import os
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from numbers import Integral
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["DEFAULT_CHUNK_PIXELS", "predict", "predict_proba", "transform"]
+
+#: Pixels handed to the estimator per call. Large enough that per-call overhead
+#: is negligible, small enough that a call's intermediates (pixels x indices)
+#: stay in the tens of megabytes.
+DEFAULT_CHUNK_PIXELS = 65_536
+
+# Name of the new dimension while xarray builds the result: the user's name may
+# equal the band dimension, which apply_ufunc would confuse with the input's.
+_TMP_OUTPUT_DIM = "__sknd_output__"
+
+
+# --------------------------------------------------------------------- public API
+_COMMON_PARAMETERS = """\
+    estimator : fitted estimator
+        Any fitted scikit-learn compatible estimator that takes a table of
+        pixels ``(n_pixels, n_bands)``; fitted sknd estimators take a fast
+        path that gives the same values as their methods.
+    image : ndarray, dask array or xarray.DataArray
+        The image. numpy and dask arrays have their bands on the last axis
+        (or on axis ``band_dim`` when it is an int); a DataArray has them
+        along dimension ``band_dim``, in any position. Any number of other
+        dimensions (``y, x``, ``time, y, x``, ...) is allowed.
+    band_dim : str or int, default="band"
+        Name of the band dimension of a DataArray. For numpy and dask arrays
+        an int gives the band axis; a string means the last axis. When the
+        band coordinate holds strings and the estimator has
+        ``feature_names_in_`` (or is an sknd estimator fitted with
+        ``bands=``), bands are selected and reordered by name.
+    nodata : scalar or None, default=None
+        Value marking missing data in the input, in addition to NaN. A pixel
+        is no-data when any of its bands is NaN or equals ``nodata``.
+    chunk_pixels : int, default=DEFAULT_CHUNK_PIXELS
+        Maximum number of pixels passed to the estimator at once. Bounds the
+        memory of each call; dask blocks larger than this are split too.
+    n_jobs : int or None, default=None
+        Threads processing the chunks of an in-memory image (``None``: 1,
+        ``-1``: all cores). Threads help when the estimator releases the GIL
+        (numpy- or torch-heavy code such as sknd's fast path). Ignored for
+        dask-backed images, whose parallelism is the dask scheduler's.
+"""
+
+_RETURN_NOTES = """\
+    For a numpy array the result is a numpy array, for a bare dask array a
+    lazy dask array, for a DataArray a DataArray (lazy when the input was)
+    that keeps the other dimensions, their coordinates and the non-band
+    coordinates; the band coordinate and attributes are dropped. A new output
+    dimension takes the position of the band dimension. A dask-backed band
+    dimension is rechunked to a single chunk (every pixel needs all its
+    bands); chunk the spatial dimensions as you wish.
+"""
+
+
+def predict(
+    estimator,
+    image,
+    *,
+    band_dim="band",
+    output_dim="output",
+    nodata=None,
+    fill_value=None,
+    chunk_pixels=DEFAULT_CHUNK_PIXELS,
+    n_jobs=None,
+):
+    return _apply(
+        "predict",
+        estimator,
+        image,
+        band_dim=band_dim,
+        output_dim=output_dim,
+        nodata=nodata,
+        fill_value=fill_value,
+        chunk_pixels=chunk_pixels,
+        n_jobs=n_jobs,
+    )
+
+
+predict.__doc__ = f"""Predict every pixel of an image with ``estimator.predict``.
+
+    Parameters
+    ----------
+{_COMMON_PARAMETERS}    output_dim : str, default="output"
+        Name of the output dimension, used only by multi-output estimators
+        (e.g. a regressor fitted on several targets).
+    fill_value : scalar or None, default=None
+        Prediction written to no-data pixels. ``None`` means NaN: float
+        predictions keep their dtype, integer or boolean labels are promoted
+        to float64 (as :meth:`xarray.DataArray.where` does) and other labels
+        (strings) become an object array holding NaN. Give a value of
+        the labels' kind (e.g. ``-1`` for integer classes, ``"nodata"`` for
+        string classes) to keep the dtype of ``classes_``; the output dtype is
+        the one numpy's type promotion gives for labels and ``fill_value``.
+
+    Returns
+    -------
+    prediction : ndarray, dask array or xarray.DataArray
+        The image without its band axis, e.g. ``(H, W)`` for ``(H, W,
+        bands)``; multi-output estimators add an ``output_dim`` axis in place
+        of the band axis. The dtype is that of the estimator's predictions
+        (``classes_`` for a classifier), see ``fill_value``.
+
+    Notes
+    -----
+{_RETURN_NOTES}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sknd import raster
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(100, 3))
+    >>> clf = LogisticRegression().fit(X, X[:, 0] > X[:, 1])
+    >>> image = rng.uniform(0, 1, size=(4, 5, 3))
+    >>> image[0, 0, 2] = np.nan                     # a no-data pixel
+    >>> labels = raster.predict(clf, image, fill_value=False)
+    >>> labels.shape, labels.dtype
+    ((4, 5), dtype('bool'))
+    >>> raster.predict(clf, image).dtype            # NaN needs floats
+    dtype('float64')
+    """
+
+
+def predict_proba(
+    estimator,
+    image,
+    *,
+    band_dim="band",
+    output_dim="class",
+    nodata=None,
+    fill_value=None,
+    chunk_pixels=DEFAULT_CHUNK_PIXELS,
+    n_jobs=None,
+):
+    return _apply(
+        "predict_proba",
+        estimator,
+        image,
+        band_dim=band_dim,
+        output_dim=output_dim,
+        nodata=nodata,
+        fill_value=fill_value,
+        chunk_pixels=chunk_pixels,
+        n_jobs=n_jobs,
+    )
+
+
+predict_proba.__doc__ = f"""Class probabilities of every pixel with ``estimator.predict_proba``.
+
+    Parameters
+    ----------
+{_COMMON_PARAMETERS}    output_dim : str, default="class"
+        Name of the class dimension; its coordinate is ``estimator.classes_``.
+    fill_value : float or None, default=None
+        Probability written to no-data pixels; ``None`` means NaN.
+
+    Returns
+    -------
+    proba : ndarray, dask array or xarray.DataArray
+        The image with a class axis of length ``n_classes`` in place of the
+        band axis, e.g. ``(H, W, n_classes)`` for ``(H, W, bands)`` and
+        ``(class, y, x)`` for a DataArray ``(band, y, x)``.
+
+    Notes
+    -----
+{_RETURN_NOTES}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sknd import raster
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(100, 3))
+    >>> clf = LogisticRegression().fit(X, np.where(X[:, 0] > X[:, 1], "bright", "dark"))
+    >>> image = xr.DataArray(
+    ...     rng.uniform(0, 1, size=(3, 4, 5)),
+    ...     dims=("band", "y", "x"),
+    ...     coords={{"y": np.arange(4), "x": np.arange(5)}},
+    ... )
+    >>> proba = raster.predict_proba(clf, image)
+    >>> proba.dims, proba["class"].values.tolist()
+    (('class', 'y', 'x'), ['bright', 'dark'])
+    """
+
+
+def transform(
+    estimator,
+    image,
+    *,
+    band_dim="band",
+    output_dim="index",
+    nodata=None,
+    fill_value=None,
+    chunk_pixels=DEFAULT_CHUNK_PIXELS,
+    n_jobs=None,
+):
+    return _apply(
+        "transform",
+        estimator,
+        image,
+        band_dim=band_dim,
+        output_dim=output_dim,
+        nodata=nodata,
+        fill_value=fill_value,
+        chunk_pixels=chunk_pixels,
+        n_jobs=n_jobs,
+    )
+
+
+transform.__doc__ = f"""Transform every pixel of an image with ``estimator.transform``.
+
+    Typically used with :class:`sknd.NDTransformer` to turn a scene into maps
+    of its learned indices.
+
+    Parameters
+    ----------
+{_COMMON_PARAMETERS}    output_dim : str, default="index"
+        Name of the output dimension; its coordinate is
+        ``estimator.get_feature_names_out()`` when the estimator has it.
+    fill_value : float or None, default=None
+        Value written to no-data pixels; ``None`` means NaN.
+
+    Returns
+    -------
+    features : ndarray, dask array or xarray.DataArray
+        The image with an axis of ``n_features_out`` in place of the band
+        axis.
+
+    Notes
+    -----
+{_RETURN_NOTES}
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.decomposition import PCA
+    >>> from sknd import raster
+    >>> rng = np.random.default_rng(0)
+    >>> pca = PCA(n_components=2).fit(rng.uniform(0, 1, size=(50, 4)))
+    >>> raster.transform(pca, rng.uniform(0, 1, size=(6, 7, 4))).shape
+    (6, 7, 2)
+    """
+
+
+# ------------------------------------------------------------------ dispatching
+def _apply(
+    method, estimator, image, *, band_dim, output_dim, nodata, fill_value, chunk_pixels, n_jobs
+):
+    check_is_fitted(estimator)
+    if not hasattr(estimator, method):
+        raise AttributeError(f"{type(estimator).__name__} has no method {method!r}.")
+    if not isinstance(chunk_pixels, Integral) or isinstance(chunk_pixels, bool) or chunk_pixels < 1:
+        raise ValueError(f"chunk_pixels must be a positive integer, got {chunk_pixels!r}.")
+    if not isinstance(output_dim, str):
+        raise TypeError(f"output_dim must be a string, got {output_dim!r}.")
+    n_jobs = _n_jobs(n_jobs)
+    options = {
+        "nodata": nodata,
+        "fill_value": fill_value,
+        "chunk_pixels": int(chunk_pixels),
+    }
+    if _is_dataarray(image):
+        if not isinstance(band_dim, str):
+            raise TypeError(f"band_dim must be a dimension name for a DataArray, got {band_dim!r}.")
+        return _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options)
+    if _is_dask_array(image):
+        return _apply_dask_array(method, estimator, image, band_dim, options)
+    return _apply_ndarray(method, estimator, np.asarray(image), band_dim, n_jobs, options)
+
+
+def _is_dataarray(image):
+    # Look xarray and dask up without importing them: numpy users need neither.
+    xr = sys.modules.get("xarray")
+    return xr is not None and isinstance(image, xr.DataArray)
+
+
+def _is_dask_array(image):
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(image, da.Array)
+
+
+def _band_axis(ndim, band_dim):
+    if ndim < 1:
+        raise ValueError("image must have at least one (band) axis.")
+    if isinstance(band_dim, str):
+        return ndim - 1
+    if not isinstance(band_dim, Integral) or isinstance(band_dim, bool):
+        raise TypeError(f"band_dim must be a str or an int axis, got {band_dim!r}.")
+    if not -ndim <= band_dim < ndim:
+        raise ValueError(f"band_dim={band_dim} is out of range for an image with {ndim} axes.")
+    return int(band_dim) % ndim
+
+
+def _n_jobs(n_jobs):
+    if n_jobs is None:
+        return 1
+    if not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}.")
+    if n_jobs < 0:
+        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+    return int(n_jobs)
+
+
+def _check_n_bands(estimator, n_bands, where):
+    expected = getattr(estimator, "n_features_in_", None)
+    if expected is not None and n_bands != expected:
+        raise ValueError(
+            f"The image has {n_bands} bands {where}, but {type(estimator).__name__} was "
+            f"fitted on {expected} features."
+        )
+
+
+def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options):
+    axis = _band_axis(image.ndim, band_dim)
+    n_bands = image.shape[axis]
+    _check_n_bands(estimator, n_bands, f"on axis {axis}")
+    func, spec = _prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
+    pixels = np.moveaxis(image, axis, -1)  # a view: chunks are copied one at a time
+    if spec.n_outputs is None:
+        out = np.empty(pixels.shape[:-1], dtype=spec.dtype)
+        out_view = out
+    else:
+        shape = list(image.shape)
+        shape[axis] = spec.n_outputs
+        out = np.empty(shape, dtype=spec.dtype)
+        out_view = np.moveaxis(out, axis, -1)
+    _apply_pixels(
+        pixels,
+        func,
+        spec,
+        out=out_view,
+        chunk_pixels=options["chunk_pixels"],
+        nodata=options["nodata"],
+        n_jobs=n_jobs,
+    )
+    return out
+
+
+def _apply_dask_array(method, estimator, image, band_dim, options):
+    import xarray as xr
+
+    axis = _band_axis(image.ndim, band_dim)
+    dims = [f"dim_{i}" for i in range(image.ndim)]
+    dims[axis] = "band"
+    result = _apply_dataarray(
+        method, estimator, xr.DataArray(image, dims=dims), "band", "output", 1, options
+    )
+    return result.data
+
+
+def _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options):
+    import xarray as xr
+
+    if band_dim not in image.dims:
+        raise ValueError(
+            f"The image has no dimension {band_dim!r} (its dimensions are {image.dims}); "
+            "pass the name of its band dimension as band_dim."
+        )
+    if output_dim != band_dim and output_dim in image.dims:
+        raise ValueError(
+            f"output_dim={output_dim!r} is already a dimension of the image {image.dims}; "
+            "choose another name."
+        )
+    image = _match_bands(estimator, image, band_dim)
+    n_bands = image.sizes[band_dim]
+    _check_n_bands(estimator, n_bands, f"along dimension {band_dim!r}")
+    func, spec = _prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
+
+    lazy = image.chunks is not None
+    if lazy:
+        # apply_ufunc needs each pixel's bands in one block. Rechunk the data only:
+        # DataArray.chunk would also turn numpy coordinates (e.g. 2-D lat/lon) into dask.
+        axis = image.get_axis_num(band_dim)
+        image = image.copy(deep=False, data=image.data.rechunk({axis: -1}))
+    block_kwargs = {
+        "func": func,
+        "spec": spec,
+        "chunk_pixels": options["chunk_pixels"],
+        "nodata": options["nodata"],
+        "n_jobs": 1 if lazy else n_jobs,
+        "single_threaded_blas": lazy,
+    }
+    output_core_dims = [[]] if spec.n_outputs is None else [[_TMP_OUTPUT_DIM]]
+    gufunc_kwargs = {}
+    if spec.n_outputs is not None:
+        gufunc_kwargs["output_sizes"] = {_TMP_OUTPUT_DIM: spec.n_outputs}
+    result = xr.apply_ufunc(
+        _apply_block,
+        image,
+        kwargs=block_kwargs,
+        input_core_dims=[[band_dim]],
+        output_core_dims=output_core_dims,
+        dask="parallelized",
+        output_dtypes=[spec.dtype],
+        dask_gufunc_kwargs=gufunc_kwargs,
+        keep_attrs=False,
+    )
+    if spec.n_outputs is None:
+        order = [dim for dim in image.dims if dim != band_dim]
+    else:
+        order = [_TMP_OUTPUT_DIM if dim == band_dim else dim for dim in image.dims]
+    result = result.transpose(*order)
+    if spec.n_outputs is not None:
+        result = result.rename({_TMP_OUTPUT_DIM: output_dim})
+        result = result.assign_coords({output_dim: spec.output_labels})
+    result.name = method
+    return result
+
+
+def _band_names(estimator):
+    """The band names an estimator was fitted on, or None when it has none."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None and getattr(estimator, "bands", None) is not None:
+        # sknd estimators fitted on arrays with explicit bands=[...] names.
+        names = getattr(estimator, "band_names_", None)
+    return names
+
+
+def _match_bands(estimator, image, band_dim):
+    """Select and order bands by name when both the image and the estimator name them."""
+    names = _band_names(estimator)
+    if names is None or band_dim not in image.coords:
+        return image
+    labels = image.coords[band_dim].values.tolist()
+    if not all(isinstance(label, str) for label in labels):
+        return image
+    available = set(labels)
+    missing = [name for name in names if name not in available]
+    if missing:
+        raise ValueError(
+            f"{type(estimator).__name__} was fitted on bands {list(names)}, but band(s) "
+            f"{missing} are missing from the {band_dim!r} coordinate of the image, which "
+            f"holds {labels}."
+        )
+    duplicated = sorted({name for name in names if labels.count(name) > 1})
+    if duplicated:
+        raise ValueError(
+            f"Band(s) {duplicated} appear more than once in the {band_dim!r} coordinate "
+            "of the image; cannot tell which one the estimator should use."
+        )
+    if labels == list(names):
+        return image
+    return image.sel({band_dim: list(names)})
+
+
+# ---------------------------------------------------------------- output layout
+class _OutputSpec:
+    """What a method returns per pixel: dtype, optional output axis and its labels."""
+
+    def __init__(self, dtype, fill, n_outputs=None, output_labels=None):
+        self.dtype = np.dtype(dtype)
+        self.fill = fill
+        self.n_outputs = n_outputs
+        self.output_labels = output_labels
+
+    @property
+    def tail(self):
+        return () if self.n_outputs is None else (self.n_outputs,)
+
+
+def _prepare(method, estimator, n_bands, dtype, fill_value):
+    """Pick the pixel function and learn its output layout from a two-pixel probe.
+
+    The probe runs eagerly (also for lazy images): dask needs the output dtype
+    and size before any block is computed.
+    """
+    func = _pixel_function(estimator, method)
+    probe_dtype = dtype if dtype.kind in "iuf" else np.float64
+    probe = np.asarray(func(np.ones((2, n_bands), dtype=probe_dtype)))
+    if probe.ndim not in (1, 2) or probe.shape[0] != 2:
+        raise ValueError(
+            f"{type(estimator).__name__}.{method} returned an array of shape {probe.shape} for "
+            "2 pixels; expected (2,) or (2, n_outputs)."
+        )
+    n_outputs = probe.shape[1] if probe.ndim == 2 else None
+    if method == "predict":
+        out_dtype, fill = _label_fill(probe.dtype, fill_value)
+    else:
+        out_dtype = probe.dtype if probe.dtype.kind == "f" else np.dtype(np.float64)
+        fill = np.nan if fill_value is None else fill_value
+    labels = None
+    if n_outputs is not None:
+        labels = _output_labels(method, estimator, n_outputs)
+    return func, _OutputSpec(out_dtype, fill, n_outputs, labels)
+
+
+def _label_fill(dtype, fill_value):
+    """Output dtype and fill of ``predict`` (see the ``fill_value`` docs)."""
+    if fill_value is None:
+        if dtype.kind == "f":
+            return dtype, np.nan
+        if dtype.kind in "iub":
+            return np.dtype(np.float64), np.nan
+        # Object arrays holding NaN (not None): xarray turns None into NaN anyway.
+        return np.dtype(object), np.nan
+    try:
+        out_dtype = np.result_type(dtype, np.asarray(fill_value).dtype)
+    except TypeError:  # e.g. string labels with a numeric fill
+        out_dtype = np.dtype(object)
+    return out_dtype, fill_value
+
+
+def _output_labels(method, estimator, n_outputs):
+    labels = None
+    if method == "predict_proba":
+        labels = getattr(estimator, "classes_", None)
+    elif method == "transform" and hasattr(estimator, "get_feature_names_out"):
+        try:
+            labels = estimator.get_feature_names_out()
+        except (AttributeError, TypeError, ValueError):
+            labels = None
+    if labels is None or np.ndim(labels) != 1 or len(labels) != n_outputs:
+        return np.arange(n_outputs)
+    return np.asarray(labels)
+
+
+# -------------------------------------------------------------- pixel functions
+class _NamedColumns:
+    """Call an estimator method with a DataFrame carrying its ``feature_names_in_``.
+
+    Estimators fitted on a DataFrame warn on every call with a bare array;
+    naming the columns also lets pipelines select columns by name.
+    """
+
+    def __init__(self, method, names):
+        self.method = method
+        self.names = names
+
+    def __call__(self, X):
+        import pandas as pd
+
+        return self.method(pd.DataFrame(X, columns=self.names, copy=False))
+
+
+def _pixel_function(estimator, method):
+    """A picklable callable mapping a pixel table (n, n_bands) to the method's output."""
+    fast = _FastNetwork.from_estimator(estimator, method)
+    if fast is not None:
+        return fast
+    bound = getattr(estimator, method)
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None:
+        return bound
+    return _NamedColumns(bound, list(names))
+
+
+# ---------------------------------------------------------- sknd fast inference
+# Above this many bands the ND layer gathers band columns instead of multiplying
+# by the (n_bands, n_pairs) weight matrices: the GEMM costs O(n_bands * n_pairs)
+# per pixel against O(n_pairs), but runs at the BLAS peak while numpy's column
+# gathers are slow; measured per pixel with all pairs, the GEMM form was still
+# 1.8x faster at 128 bands (and 3.6x at 16). Beyond, its weights grow as n_bands^3.
+_GEMM_MAX_BANDS = 128
+# Rows per pass through the network: intermediates of a few MB stay in cache.
+_MAX_BLOCK_ROWS = 8192
+_MIN_BLOCK_ROWS = 256
+_BLOCK_BYTES = 4 * 2**20
+
+
+class _Workspace(threading.local):
+    """Per-thread scratch arrays reused across calls.
+
+    Fresh multi-megabyte arrays cost a page fault per 4 kB page on every call;
+    on the virtual machines this was measured on, that made the GEMMs of a
+    block 3-4x slower than writing into a reused buffer.
+    """
+
+    def __init__(self):
+        self.buffers = {}
+
+    def get(self, key, shape, dtype):
+        size = int(np.prod(shape))
+        buffer = self.buffers.get(key)
+        if buffer is None or buffer.size < size or buffer.dtype != dtype:
+            buffer = np.empty(max(size, 1), dtype=dtype)
+            self.buffers[key] = buffer
+        return buffer[:size].reshape(shape)
+
+
+class _FastNetwork:
+    """Numpy evaluation of a fitted sknd estimator on pixel tables (private hook).
+
+    ``sknd`` estimators predict through their torch network, written for
+    training: it gathers the two bands of every pair and runs several small
+    kernels per pair. Applied to millions of pixels, the same function is
+    cheaper as dense linear algebra. For the ``n_pairs`` pairs ``(i, j)`` with
+    band weights ``wa = softplus(a)``, ``wc = softplus(c)``::
+
+        numerator   = X @ Wn,  Wn[i, p] = +wa[p],  Wn[j, p] = -wc[p]
+        denominator = B @ Wd,  Wd[i, p] = +wa[p],  Wd[j, p] = +wc[p]
+        N = numerator / (denominator + epsilon)
+
+    with ``B = X`` (``"reflectance"``), ``sqrt(X**2 + epsilon)`` (``"signed"``)
+    and ``X = B = softplus(X)`` (``"softplus"``): two GEMMs with an inner
+    dimension of ``n_bands``, then the dense layers as GEMMs and the
+    estimator's own decoding of the network output (labels, probabilities,
+    rescaled regression targets). Rows go through the network in blocks of a
+    few thousand, in per-thread buffers. Networks run in float32 like the
+    torch forward pass; ``transform`` runs in the input's float dtype like
+    :meth:`sknd.NDTransformer.transform`.
+
+    The hook reads the estimator's private network (``_module``, ``_task``)
+    and only engages when it recognises every layer; anything else (another
+    estimator, an unknown layer) falls back to the public methods. Tests
+    check that both give the same values.
+    """
+
+    # Chunks run in parallel threads: BLAS must stay single-threaded inside them.
+    single_threaded_blas = True
+
+    def __init__(self, steps, finish, dtype, non_negative, estimator_name):
+        self.steps = steps
+        self.finish = finish
+        self.dtype = dtype
+        self.non_negative = non_negative
+        self.estimator_name = estimator_name
+        width = max([step.width for step in steps] + [1])
+        self.block_rows = int(
+            np.clip(_BLOCK_BYTES // (4 * width), _MIN_BLOCK_ROWS, _MAX_BLOCK_ROWS)
+        )
+        self._workspace = _Workspace()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_workspace"]  # thread-local scratch: rebuilt where unpickled
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._workspace = _Workspace()
+
+    @classmethod
+    def from_estimator(cls, estimator, method):
+        """The fast evaluator of ``estimator.<method>``, or None if there is none."""
+        if not type(estimator).__module__.startswith("sknd."):
+            return None
+        from ._base import BaseND
+
+        if not isinstance(estimator, BaseND):
+            return None
+        variant = estimator.variant
+        non_negative = variant == "reflectance"
+        name = type(estimator).__name__
+        if method == "transform":
+            selected = getattr(estimator, "selected_indices_", None)
+            if selected is None:
+                return None
+            step = _nd_step(
+                estimator.pairs_[selected],
+                estimator.coef_a_[selected],
+                estimator.coef_c_[selected],
+                estimator.n_features_in_,
+                estimator.epsilon,
+                variant,
+            )
+            return cls([step], None, None, non_negative, name)
+        task = getattr(estimator, "_task", None)
+        finish = {"predict": "decode", "predict_proba": "proba"}.get(method)
+        if task is None or finish is None or not hasattr(task, finish):
+            return None
+        steps = _compile_module(getattr(estimator, "_module", None), estimator.n_features_in_)
+        if steps is None:
+            return None
+        return cls(steps, getattr(task, finish), np.dtype(np.float32), non_negative, name)
+
+    def __call__(self, X, finite=False):
+        """Outputs for the pixel table ``X``; ``finite=True`` when the caller checked it."""
+        X = np.asarray(X)
+        dtype = self.dtype
+        if dtype is None:  # transform keeps float32/float64 as the estimator does
+            dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        X = np.ascontiguousarray(X, dtype=dtype)
+        self._check(X, finite)
+        workspace = self._workspace
+        result = None
+        for start in range(0, max(len(X), 1), self.block_rows):
+            block = X[start : start + self.block_rows]
+            values = block
+            for step in self.steps:
+                values = step(values, block, workspace)
+            if self.finish is not None:
+                values = self.finish(values)
+            if result is None:  # dtype and width are known after the first block
+                result = np.empty((len(X),) + values.shape[1:], dtype=values.dtype)
+            result[start : start + len(block)] = values
+        return result
+
+    def _check(self, X, finite):
+        """Reject what the estimator's own validation rejects (NaN rows are masked before)."""
+        screened = finite or np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)).all()
+        if not screened and np.isinf(X).any():
+            raise ValueError(f"Input contains infinity, which {self.estimator_name} cannot use.")
+        if self.non_negative and len(X) and X.min() < 0:
+            raise ValueError(
+                f"Negative values in data passed to {self.estimator_name}: variant='reflectance' "
+                "expects non-negative band values. If a negative value marks no-data, pass it "
+                "as nodata=..."
+            )
+
+
+class _Step:
+    """A network layer with float64 weights, cast on first use to the data's dtype."""
+
+    def _cast(self, dtype):
+        cache = self.__dict__.setdefault("_weights_by_dtype", {})
+        if dtype not in cache:  # a race only computes the same arrays twice
+            cache[dtype] = tuple(w.astype(dtype) for w in self.weights)
+        return cache[dtype]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_weights_by_dtype", None)  # ship the float64 weights only
+        return state
+
+
+class _NDStep(_Step):
+    """ND outputs of all pairs (see :class:`_FastNetwork`); GEMM or gather form."""
+
+    def __init__(self, pairs, wa, wc, n_features, epsilon, variant):
+        self.pairs = pairs
+        self.width = len(pairs)
+        self.epsilon = epsilon
+        self.variant = variant
+        self.gemm = n_features <= _GEMM_MAX_BANDS
+        if self.gemm:
+            columns = np.arange(len(pairs))
+            first = np.zeros((n_features, len(pairs)))
+            second = np.zeros((n_features, len(pairs)))
+            first[pairs[:, 0], columns] = wa
+            first[pairs[:, 1], columns] = -wc
+            second[pairs[:, 0], columns] = wa
+            second[pairs[:, 1], columns] = wc
+        else:
+            first, second = wa, wc
+        self.weights = (first, second)
+
+    def __call__(self, X, inputs, workspace):
+        n = len(X)
+        key = id(self)
+        dtype = X.dtype
+        eps = dtype.type(self.epsilon)
+        if self.variant == "softplus":
+            # torch's softplus (threshold 20) equals log(1 + exp(x)) to float precision.
+            X = np.logaddexp(dtype.type(0), X, out=workspace.get((key, "x"), X.shape, dtype))
+        B = X
+        if self.variant == "signed":
+            B = np.multiply(X, X, out=workspace.get((key, "b"), X.shape, dtype))
+            B += eps
+            np.sqrt(B, out=B)
+        first, second = self._cast(dtype)
+        numerator = workspace.get((key, "n"), (n, self.width), dtype)
+        denominator = workspace.get((key, "d"), (n, self.width), dtype)
+        if self.gemm:
+            np.matmul(X, first, out=numerator)
+            np.matmul(B, second, out=denominator)
+        else:
+            i, j = self.pairs[:, 0], self.pairs[:, 1]
+            scratch = workspace.get((key, "s"), (n, self.width), dtype)
+            np.take(X, i, axis=1, out=numerator)
+            numerator *= first
+            np.take(X, j, axis=1, out=scratch)
+            scratch *= second
+            numerator -= scratch
+            np.take(B, i, axis=1, out=denominator)
+            denominator *= first
+            np.take(B, j, axis=1, out=scratch)
+            scratch *= second
+            denominator += scratch
+        denominator += eps
+        numerator /= denominator
+        return numerator
+
+
+class _AttentionStep:
+    """AttND: ND outputs times ``sigmoid(gate(x))``, the gate reading the raw bands."""
+
+    def __init__(self, nd, weight, bias):
+        self.nd = nd
+        self.gate = _LinearStep(weight, bias)
+        self.width = nd.width
+
+    def __call__(self, X, inputs, workspace):
+        from scipy.special import expit
+
+        values = self.nd(X, inputs, workspace)
+        gate = self.gate(inputs, inputs, workspace)
+        values *= expit(gate, out=gate)
+        return values
+
+
+class _LinearStep(_Step):
+    def __init__(self, weight, bias):
+        self.width = len(weight)
+        self.weights = (weight.T, bias)
+
+    def __call__(self, X, inputs, workspace):
+        weight_t, bias = self._cast(X.dtype)
+        out = np.matmul(
+            X, weight_t, out=workspace.get((id(self), "y"), (len(X), self.width), X.dtype)
+        )
+        out += bias
+        return out
+
+
+class _PassthroughStep(_Step):
+    """The first block's outputs followed by the standardized raw bands."""
+
+    def __init__(self, first, mean, scale):
+        self.first = first
+        self.weights = (mean, scale)
+        self.width = max(step.width for step in first) + len(mean)
+
+    def __call__(self, X, inputs, workspace):
+        values = X
+        for step in self.first:
+            values = step(values, inputs, workspace)
+        n_first = values.shape[1]
+        out = workspace.get((id(self), "y"), (len(X), n_first + X.shape[1]), X.dtype)
+        out[:, :n_first] = values
+        mean, scale = self._cast(X.dtype)
+        raw = np.subtract(X, mean, out=out[:, n_first:])
+        raw /= scale
+        return out
+
+
+class _ReLUStep:
+    width = 0
+
+    def __call__(self, X, inputs, workspace):
+        return np.maximum(X, 0, out=X)
+
+
+def _to_numpy(tensor):
+    return tensor.detach().cpu().double().numpy()
+
+
+def _nd_step(pairs, a, c, n_features, epsilon, variant):
+    softplus = np.logaddexp(0.0, np.asarray(a, dtype=np.float64))
+    softplus_c = np.logaddexp(0.0, np.asarray(c, dtype=np.float64))
+    return _NDStep(np.asarray(pairs), softplus, softplus_c, n_features, float(epsilon), variant)
+
+
+def _compile_module(module, n_features):
+    """Numpy steps equivalent to an sknd network, or None for an unknown layer."""
+    from torch import nn
+
+    from .networks import AttentionND, RawPassthrough
+    from .nn import NormalizedDifference
+
+    def nd_step(layer):
+        return _nd_step(
+            layer.pairs.cpu().numpy(),
+            _to_numpy(layer.a),
+            _to_numpy(layer.c),
+            n_features,
+            layer.epsilon,
+            layer.variant,
+        )
+
+    def compile_layer(layer):
+        if isinstance(layer, nn.Sequential):
+            steps = []
+            for child in layer:
+                compiled = compile_layer(child)
+                if compiled is None:
+                    return None
+                steps += compiled
+            return steps
+        if type(layer) is NormalizedDifference:
+            return [nd_step(layer)]
+        if type(layer) is AttentionND:
+            gate = layer.gate
+            return [_AttentionStep(nd_step(layer.nd), _to_numpy(gate.weight), _to_numpy(gate.bias))]
+        if type(layer) is nn.Linear and layer.bias is not None:
+            return [_LinearStep(_to_numpy(layer.weight), _to_numpy(layer.bias))]
+        if type(layer) is nn.ReLU:
+            return [_ReLUStep()]
+        if type(layer) is RawPassthrough:
+            first = compile_layer(layer.first)
+            if first is None:
+                return None
+            mean, scale = _to_numpy(layer.mean).ravel(), _to_numpy(layer.scale).ravel()
+            return [_PassthroughStep(first, mean, scale)]
+        return None
+
+    if not isinstance(module, nn.Sequential):
+        return None
+    return compile_layer(module)
+
+
+# ------------------------------------------------------------------- processing
+def _apply_block(block, *, func, spec, chunk_pixels, nodata, n_jobs, single_threaded_blas):
+    """Apply ``func`` to an array ``(..., n_bands)``; the dask and xarray entry point."""
+    out = np.empty(block.shape[:-1] + spec.tail, dtype=spec.dtype)
+    if out.size == 0:  # dask's meta inference probes with empty arrays
+        return out
+    context = _single_threaded_blas() if single_threaded_blas else contextlib.nullcontext()
+    with context:
+        _apply_pixels(
+            block, func, spec, out=out, chunk_pixels=chunk_pixels, nodata=nodata, n_jobs=n_jobs
+        )
+    return out
+
+
+def _apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1):
+    """Fill ``out`` (pixels.shape[:-1] + spec.tail) chunk by chunk."""
+    n_bands = pixels.shape[-1]
+    tail = spec.tail
+
+    def run(index):
+        block = pixels[index]
+        block_shape = block.shape[:-1]
+        # reshape copies only when the chunk is not contiguous, e.g. a band-first image.
+        table = block.reshape(-1, n_bands)
+        values = _predict_pixels(func, table, spec, nodata)
+        out[index] = values.reshape(block_shape + tail)
+
+    indices = list(_chunk_indices(pixels.shape[:-1], chunk_pixels))
+    single_threaded = n_jobs > 1 or getattr(func, "single_threaded_blas", False)
+    with _single_threaded_blas() if single_threaded else contextlib.nullcontext():
+        if n_jobs == 1 or len(indices) == 1:
+            for index in indices:
+                run(index)
+        else:
+            with ThreadPoolExecutor(min(n_jobs, len(indices))) as pool:
+                # list() re-raises the first exception of a chunk in the caller.
+                list(pool.map(run, indices))
+    return out
+
+
+def _chunk_indices(shape, chunk_pixels):
+    """Index tuples cutting an array of ``shape`` into pieces of at most ``chunk_pixels``.
+
+    Pieces are slices along one axis times whole trailing axes, so each piece
+    of a C-ordered array is contiguous, and views of other layouts are copied
+    one piece at a time.
+
+    >>> list(_chunk_indices((2, 3, 4), 8))
+    [(0, slice(0, 2, None)), (0, slice(2, 3, None)), (1, slice(0, 2, None)), (1, slice(2, 3, None))]
+    >>> list(_chunk_indices((2, 3), 100))
+    [()]
+    """
+    inner = 1
+    for axis in range(len(shape) - 1, -1, -1):
+        if inner * shape[axis] > chunk_pixels:
+            break
+        inner *= shape[axis]
+    else:
+        yield ()
+        return
+    step = max(1, chunk_pixels // inner)
+    for outer in np.ndindex(*shape[:axis]):
+        for start in range(0, shape[axis], step):
+            yield outer + (slice(start, min(start + step, shape[axis])),)
+
+
+def _predict_pixels(func, X, spec, nodata):
+    """``func`` on the valid rows of the pixel table ``X``; no-data rows get ``spec.fill``."""
+    n_pixels = len(X)
+    invalid, finite = _invalid_pixels(X, nodata)
+    if invalid is None or not invalid.any():
+        return _call(func, X, spec, finite)
+    result = np.full((n_pixels,) + spec.tail, spec.fill, dtype=spec.dtype)
+    valid = ~invalid
+    if valid.any():
+        result[valid] = _call(func, X[valid], spec, finite)
+    return result
+
+
+def _call(func, X, spec, finite=False):
+    # The fast path skips its own finiteness screening when ours already proved it.
+    if finite and isinstance(func, _FastNetwork):
+        values = func(X, finite=True)
+    else:
+        values = np.asarray(func(X))
+    expected = (len(X),) + spec.tail
+    if values.shape != expected:
+        raise ValueError(
+            f"The estimator returned shape {values.shape} for {len(X)} pixels, expected {expected}."
+        )
+    return values.astype(spec.dtype, copy=False)
+
+
+def _invalid_pixels(X, nodata):
+    """Rows holding NaN or ``nodata`` in any band, and whether all other rows are finite.
+
+    Returns ``(invalid, finite)``: a boolean mask (None when no row can be invalid)
+    and True when every row outside the mask is known to hold finite values only.
+    """
+    invalid = None
+    finite = X.dtype.kind in "iub"
+    if X.dtype.kind == "f":
+        # A row sum is NaN/inf iff a band is NaN/inf (or it overflows): one fast
+        # matrix-vector product screens the table, the exact test runs on suspects only.
+        suspect = ~np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype))
+        finite = True
+        if suspect.any():
+            rows = np.flatnonzero(suspect)
+            invalid = np.zeros(len(X), dtype=bool)
+            invalid[rows] = np.isnan(X[rows]).any(axis=1)
+            # Suspects without NaN hold an infinity (or overflow): not no-data.
+            finite = bool(invalid[rows].all())
+    if nodata is not None and not (isinstance(nodata, float) and np.isnan(nodata)):
+        # Column by column: .any(axis=1) over a handful of bands is several times slower.
+        equal = X[:, 0] == nodata
+        for band in range(1, X.shape[1]):
+            equal |= X[:, band] == nodata
+        invalid = equal if invalid is None else invalid | equal
+    return invalid, finite
+
+
+# ------------------------------------------------------------------ BLAS threads
+_BLAS_LOCK = threading.Lock()
+_blas_state = {"users": 0, "limiter": None}
+
+
+@functools.cache
+def _threadpool_controller():
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
+
+
+@contextlib.contextmanager
+def _single_threaded_blas():
+    """Run BLAS single-threaded while any chunk worker of this process is running.
+
+    Chunks are processed in parallel by threads (ours or dask's); a multi-threaded
+    BLAS inside each of them would oversubscribe the cores. The BLAS setting is
+    process-wide, so concurrent workers share one limit, lifted by the last to leave.
+    """
+    with _BLAS_LOCK:
+        if _blas_state["users"] == 0:
+            _blas_state["limiter"] = _threadpool_controller().limit(limits=1, user_api="blas")
+        _blas_state["users"] += 1
+    try:
+        yield
+    finally:
+        with _BLAS_LOCK:
+            _blas_state["users"] -= 1
+            if _blas_state["users"] == 0:
+                _blas_state["limiter"].restore_original_limits()
+                _blas_state["limiter"] = None

@@ -1,0 +1,364 @@
+"""Tests of the index table and the formula export, on stand-in fitted models.
+
+The stand-in carries exactly the fitted attributes of the estimator contract
+(pairs_, coef_a_, coef_c_, index_importances_, epsilon, variant, band names);
+tests against the real estimators live in test_interpretation_estimators.py.
+"""
+
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.exceptions import NotFittedError
+
+from sknd.inspection import band_identifiers, export_formulas, get_bands, index_table
+
+S2 = ["B2", "B3", "B4", "B5", "B8", "B8A", "B11", "B12"]
+
+
+def stand_in(n_bands=4, variant="reflectance", bands=None, sensor=None, seed=0,
+             pairs=None, feature_names=None, epsilon=1e-6, **extra):
+    rng = np.random.default_rng(seed)
+    if pairs is None:
+        pairs = [(i, j) for i in range(n_bands) for j in range(i + 1, n_bands)]
+    pairs = np.asarray(pairs, dtype=int).reshape(-1, 2)
+    model = SimpleNamespace(
+        n_features_in_=n_bands,
+        bands=bands,
+        sensor=sensor,
+        epsilon=epsilon,
+        variant=variant,
+        pairs_=pairs,
+        coef_a_=rng.normal(0, 1.5, len(pairs)),
+        coef_c_=rng.normal(0, 1.5, len(pairs)),
+        index_importances_=rng.uniform(0, 1, len(pairs)),
+        **extra,
+    )
+    if feature_names is not None:
+        model.feature_names_in_ = np.asarray(feature_names, dtype=object)
+    return model
+
+
+def softplus(x):
+    return np.log1p(np.exp(x))
+
+
+def reference_indices(model, X):
+    """The contract's formula, written independently of sknd.inspection."""
+    out = []
+    for (i, j), a, c in zip(model.pairs_, model.coef_a_, model.coef_c_):
+        bi, bj, eps = X[:, i], X[:, j], model.epsilon
+        wi, wj = softplus(a), softplus(c)
+        if model.variant == "softplus":
+            bi, bj = softplus(bi), softplus(bj)
+        if model.variant == "signed":
+            den = wi * np.sqrt(bi**2 + eps) + wj * np.sqrt(bj**2 + eps) + eps
+        else:
+            den = wi * bi + wj * bj + eps
+        out.append((wi * bi - wj * bj) / den)
+    return np.column_stack(out)
+
+
+def sample(variant, n_bands, seed=1):
+    rng = np.random.default_rng(seed)
+    if variant == "reflectance":
+        return rng.uniform(0, 0.6, (50, n_bands))
+    return rng.normal(0, 2, (50, n_bands))
+
+
+def eval_numpy(formula, names, X):
+    env = dict(zip(band_identifiers(names), X.T))
+    return eval(formula, {"__builtins__": {}, "np": np}, env)
+
+
+# --- a tiny parser of the Earth Engine expression grammar -------------------
+# Arithmetic subset of ee.Image.expression: numbers (plain decimals), b('name')
+# / b("name") / b(index) band access, calls of image functions, + - * / % **,
+# unary minus and parentheses. It evaluates the expression with numpy so the
+# test checks the meaning as well as the syntax.
+
+_TOKEN = re.compile(
+    r"\s*(?:(?P<number>\d+\.\d*|\.\d+|\d+)|(?P<name>[A-Za-z_]\w*)"
+    r"|(?P<string>'[^']*'|\"[^\"]*\")|(?P<op>\*\*|[-+*/%(),]))"
+)
+_GEE_FUNCTIONS = {"sqrt": np.sqrt, "log": np.log, "exp": np.exp, "abs": np.abs}
+
+
+def _tokenize(text):
+    tokens, position = [], 0
+    text = text.rstrip()
+    while position < len(text):
+        match = _TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            raise SyntaxError(f"unexpected character at {position}: {text[position:]!r}")
+        kind = match.lastgroup
+        tokens.append((kind, match.group(kind)))
+        position = match.end()
+    return tokens
+
+
+class GEEParser:
+    def __init__(self, text, bands):
+        self.tokens, self.pos, self.bands = _tokenize(text), 0, bands
+
+    def peek(self):
+        return self.tokens[self.pos] if self.pos < len(self.tokens) else (None, None)
+
+    def take(self, value=None):
+        kind, text = self.peek()
+        if kind is None or (value is not None and text != value):
+            raise SyntaxError(f"expected {value!r}, got {text!r}")
+        self.pos += 1
+        return kind, text
+
+    def parse(self):
+        value = self.additive()
+        if self.pos != len(self.tokens):
+            raise SyntaxError(f"trailing tokens {self.tokens[self.pos:]}")
+        return value
+
+    def additive(self):
+        value = self.multiplicative()
+        while self.peek()[1] in ("+", "-"):
+            op = self.take()[1]
+            rhs = self.multiplicative()
+            value = value + rhs if op == "+" else value - rhs
+        return value
+
+    def multiplicative(self):
+        value = self.unary()
+        while self.peek()[1] in ("*", "/", "%"):
+            op = self.take()[1]
+            rhs = self.unary()
+            value = value * rhs if op == "*" else value / rhs if op == "/" else value % rhs
+        return value
+
+    def unary(self):
+        if self.peek()[1] in ("-", "+"):
+            op = self.take()[1]
+            value = self.unary()
+            return -value if op == "-" else value
+        return self.power()
+
+    def power(self):
+        base = self.primary()
+        if self.peek()[1] == "**":
+            self.take()
+            return base ** self.unary()
+        return base
+
+    def primary(self):
+        kind, text = self.peek()
+        if kind == "number":
+            self.take()
+            return float(text)
+        if text == "(":
+            self.take()
+            value = self.additive()
+            self.take(")")
+            return value
+        if kind == "name":
+            self.take()
+            self.take("(")
+            if text == "b":
+                arg_kind, arg = self.take()
+                self.take(")")
+                if arg_kind == "string":
+                    return self.bands[arg[1:-1]]
+                if arg_kind == "number" and arg.isdigit():
+                    return list(self.bands.values())[int(arg)]
+                raise SyntaxError(f"bad b() argument {arg!r}")
+            if text not in _GEE_FUNCTIONS:
+                raise SyntaxError(f"unknown function {text!r}")
+            value = self.additive()
+            self.take(")")
+            return _GEE_FUNCTIONS[text](value)
+        raise SyntaxError(f"unexpected token {text!r}")
+
+
+def eval_gee(formula, names, X):
+    return GEEParser(formula, dict(zip(names, X.T))).parse()
+
+
+def test_gee_parser_rejects_invalid_syntax():
+    bands = {"B4": np.ones(2)}
+    for bad in ["(b('B4') + 1", "b('B4') +", "B4 + 1", "1e-06 + b('B4')", "foo(b('B4'))",
+                "b('B4') ^ 2"]:
+        with pytest.raises((SyntaxError, KeyError)):
+            GEEParser(bad, bands).parse()
+    assert GEEParser("-(b(0) ** 2) / 2", bands).parse().tolist() == [-0.5, -0.5]
+
+
+# --- index_table -------------------------------------------------------------
+
+
+def test_index_table_columns_and_values():
+    model = stand_in(n_bands=len(S2), bands=S2, sensor="sentinel2")
+    table = index_table(model)
+    assert list(table.columns) == [
+        "band_i", "band_j", "a", "c", "k", "importance", "known_index"
+    ]
+    assert len(table) == len(model.pairs_)
+    np.testing.assert_allclose(table["a"], model.coef_a_)
+    np.testing.assert_allclose(table["c"], model.coef_c_)
+    np.testing.assert_allclose(table["k"], softplus(model.coef_a_) / softplus(model.coef_c_))
+    np.testing.assert_allclose(table["importance"], model.index_importances_)
+    row = table[(table.band_i == "B4") & (table.band_j == "B8")].iloc[0]
+    assert row.known_index == "-NDVI"
+    row = table[(table.band_i == "B8") & (table.band_j == "B12")].iloc[0]
+    assert row.known_index == "NBR"
+    assert (table[table.band_i == "B2"].known_index == "").sum() >= 1
+
+
+def test_index_table_names_from_dataframe_columns_and_defaults():
+    model = stand_in(n_bands=3, feature_names=["green", "red", "nir"])
+    table = index_table(model)
+    assert table[["band_i", "band_j", "known_index"]].values.tolist() == [
+        ["green", "red", "NGRDI, -NDTI"],
+        ["green", "nir", "NDWI, -GNDVI"],
+        ["red", "nir", "-NDVI"],
+    ]
+    model = stand_in(n_bands=3)
+    assert index_table(model)["band_i"].tolist() == ["x0", "x0", "x1"]
+    assert (index_table(model)["known_index"] == "").all()
+
+
+def test_index_table_follows_transform_order():
+    model = stand_in(n_bands=4, bands=["B2", "B3", "B4", "B8"], sensor="s2",
+                     selected_indices_=np.array([5, 2]))
+    table = index_table(model)
+    pairs = model.pairs_[[5, 2]]
+    assert table["band_i"].tolist() == [model.bands[i] for i in pairs[:, 0]]
+    np.testing.assert_allclose(table["importance"], model.index_importances_[[5, 2]])
+    # The same selection given as band pairs.
+    del model.selected_indices_
+    model.selected_pairs_ = pairs
+    assert index_table(model)["band_i"].tolist() == table["band_i"].tolist()
+
+
+def test_index_table_explicit_pairs_and_empty_layer():
+    model = stand_in(n_bands=3, bands=["B4", "B8", "B11"], sensor="sentinel2",
+                     pairs=[(1, 0), (1, 2)])
+    assert index_table(model)["known_index"].tolist() == ["NDVI", "NDMI, -NDBI"]
+    empty = stand_in(n_bands=3, pairs=np.empty((0, 2)))
+    table = index_table(empty)
+    assert table.empty and "known_index" in table.columns
+    assert export_formulas(empty) == []
+
+
+def test_not_fitted():
+    with pytest.raises(NotFittedError):
+        index_table(SimpleNamespace(n_features_in_=2))
+    with pytest.raises(NotFittedError):
+        export_formulas(SimpleNamespace())
+
+
+def test_get_bands_prefers_resolved_attribute():
+    model = stand_in(n_bands=2)
+    model._bands = get_bands(SimpleNamespace(n_features_in_=2, bands=["B4", "B8"],
+                                             sensor="sentinel2"))
+    assert [band.common_name for band in get_bands(model)] == ["red", "nir"]
+
+
+# --- export_formulas ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
+def test_numpy_formulas_reproduce_the_indices(variant):
+    model = stand_in(n_bands=len(S2), bands=S2, sensor="sentinel2", variant=variant)
+    X = sample(variant, len(S2))
+    formulas = export_formulas(model, format="numpy")
+    assert len(formulas) == len(model.pairs_)
+    values = np.column_stack([eval_numpy(f, S2, X) for f in formulas])
+    np.testing.assert_allclose(values, reference_indices(model, X), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
+def test_gee_formulas_parse_and_reproduce_the_indices(variant):
+    names = ["B8", "Band 4", "red-edge'1", "2nd"]
+    model = stand_in(n_bands=4, bands=names, variant=variant, epsilon=2.5e-7)
+    X = sample(variant, 4)
+    # The parser accepts no exponent literals: epsilon must come out as 0.00000025.
+    formulas = export_formulas(model, format="gee")
+    values = np.column_stack([eval_gee(f, names, X) for f in formulas])
+    np.testing.assert_allclose(values, reference_indices(model, X), rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
+def test_numpy_formulas_with_awkward_band_names(variant):
+    names = ["Band 8", "8", "lambda", "np", "B-4"]
+    model = stand_in(n_bands=5, bands=names, variant=variant)
+    X = sample(variant, 5)
+    values = np.column_stack(
+        [eval_numpy(f, names, X) for f in export_formulas(model, format="numpy")]
+    )
+    np.testing.assert_allclose(values, reference_indices(model, X), rtol=0, atol=1e-10)
+
+
+def test_readable_formula_matches_the_issue_example():
+    model = stand_in(n_bands=2, bands=["B4", "B8"], sensor="sentinel2", pairs=[(1, 0)])
+    model.coef_a_ = np.array([np.log(np.expm1(1.73))])  # softplus(a) = 1.73
+    model.coef_c_ = np.array([np.log(np.expm1(0.58))])
+    (formula,) = export_formulas(model, precision=3)
+    assert formula == "(1.73*B8 - 0.58*B4) / (1.73*B8 + 0.58*B4 + 1e-06)"
+    (text,) = export_formulas(model, format="text", precision=3)
+    assert text == formula
+    (gee,) = export_formulas(model, format="gee", precision=3)
+    assert gee == "(1.73*b('B8') - 0.58*b('B4')) / (1.73*b('B8') + 0.58*b('B4') + 0.000001)"
+    (latex,) = export_formulas(model, format="latex", precision=3)
+    assert latex == (
+        r"\frac{1.73\,\mathrm{B8} - 0.58\,\mathrm{B4}}"
+        r"{1.73\,\mathrm{B8} + 0.58\,\mathrm{B4} + 10^{-6}}"
+    )
+
+
+@pytest.mark.parametrize("variant", ["signed", "softplus"])
+def test_latex_and_text_variants(variant):
+    model = stand_in(n_bands=2, bands=["B_1", "nir"], variant=variant)
+    (latex,) = export_formulas(model, format="latex", precision=2)
+    (text,) = export_formulas(model, format="text", precision=2)
+    assert latex.count("{") == latex.count("}")
+    assert r"\mathrm{B\_1}" in latex
+    if variant == "signed":
+        assert r"\sqrt{\mathrm{nir}^{2} + 10^{-6}}" in latex
+        assert "sqrt(nir**2 + 1e-06)" in text
+    else:
+        assert r"\log\left(1 + e^{\mathrm{nir}}\right)" in latex
+        assert "log(1 + exp(nir))" in text
+    (odd,) = export_formulas(stand_in(n_bands=2, bands=["Band 1", "x"]), format="text")
+    assert "[Band 1]" in odd
+
+
+def test_top_orders_by_importance():
+    model = stand_in(n_bands=5)
+    formulas = export_formulas(model)
+    top = export_formulas(model, top=3)
+    order = np.argsort(-model.index_importances_)[:3]
+    assert top == [formulas[i] for i in order]
+    assert len(export_formulas(model, top=100)) == len(formulas)
+
+
+def test_export_validation():
+    model = stand_in(n_bands=3)
+    with pytest.raises(ValueError, match="format"):
+        export_formulas(model, format="js")
+    with pytest.raises(ValueError, match="top"):
+        export_formulas(model, top=0)
+    with pytest.raises(ValueError, match="precision"):
+        export_formulas(model, precision=0)
+    model.variant = "other"
+    with pytest.raises(ValueError, match="variant"):
+        export_formulas(model)
+    quotes = stand_in(n_bands=2, bands=["a'\"", "b"])
+    with pytest.raises(ValueError, match="quote"):
+        export_formulas(quotes, format="gee")
+
+
+def test_band_identifiers_are_unique_identifiers():
+    names = ["B 1", "B_1", "B-1", "1", "class", "np", ""]
+    idents = band_identifiers(names)
+    assert len(set(idents)) == len(names)
+    assert all(ident.isidentifier() and ident not in ("class", "np") for ident in idents)
+    assert isinstance(index_table(stand_in(n_bands=2)), pd.DataFrame)

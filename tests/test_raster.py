@@ -1,0 +1,628 @@
+"""Tests of sknd.raster: numpy, xarray and dask images through fitted estimators."""
+
+import threading
+import warnings
+
+import dask
+import dask.array as da
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from sklearn.decomposition import PCA
+from sklearn.linear_model import LinearRegression, LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sknd import NDClassifier, NDRegressor, NDTransformer, raster
+
+BANDS = ["blue", "green", "red", "nir"]
+
+
+def _training_data(n_samples=300, n_bands=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.01, 0.6, size=(n_samples, n_bands))
+    ratio = (X[:, -1] - X[:, -2]) / (X[:, -1] + X[:, -2])
+    y = np.digitize(ratio, [-0.2, 0.2])  # three classes
+    return X, y
+
+
+def _image(shape=(9, 11), n_bands=4, seed=1, dtype=np.float64):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(0.01, 0.6, size=shape + (n_bands,)).astype(dtype)
+
+
+@pytest.fixture(scope="module")
+def clf():
+    X, y = _training_data()
+    return LogisticRegression().fit(X, y)
+
+
+@pytest.fixture(scope="module")
+def named_clf():
+    X, y = _training_data()
+    return LogisticRegression().fit(pd.DataFrame(X, columns=BANDS), y)
+
+
+@pytest.fixture(scope="module")
+def string_clf():
+    X, y = _training_data()
+    return LogisticRegression().fit(X, np.array(["soil", "water", "vegetation"])[y])
+
+
+@pytest.fixture(scope="module")
+def pca():
+    X, _ = _training_data()
+    return PCA(n_components=2).fit(X)
+
+
+class CountingClassifier(LogisticRegression):
+    """Records the number of rows of every predict/predict_proba call."""
+
+    def fit(self, X, y):
+        self.calls_ = []
+        self._lock = threading.Lock()
+        return super().fit(X, y)
+
+    def _record(self, X):
+        with self._lock:
+            self.calls_.append(len(X))
+
+    def predict(self, X):
+        self._record(X)
+        return super().predict(X)
+
+    def predict_proba(self, X):
+        self._record(X)
+        return super().predict_proba(X)
+
+
+# ------------------------------------------------------------------------ numpy
+@pytest.mark.parametrize("chunk_pixels", [1, 7, 64, raster.DEFAULT_CHUNK_PIXELS])
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_numpy_matches_estimator_on_flattened_pixels(clf, pca, chunk_pixels, n_jobs):
+    image = _image()
+    table = image.reshape(-1, 4)
+    kwargs = {"chunk_pixels": chunk_pixels, "n_jobs": n_jobs}
+
+    labels = raster.predict(clf, image, fill_value=-1, **kwargs)
+    assert labels.shape == (9, 11)
+    assert labels.dtype == clf.classes_.dtype
+    np.testing.assert_array_equal(labels.ravel(), clf.predict(table))
+    # Without fill_value integer labels are promoted to float64 (room for NaN).
+    default = raster.predict(clf, image, **kwargs)
+    assert default.dtype == np.float64
+    np.testing.assert_array_equal(default, labels)
+
+    proba = raster.predict_proba(clf, image, **kwargs)
+    assert proba.shape == (9, 11, 3)
+    np.testing.assert_allclose(proba.reshape(-1, 3), clf.predict_proba(table))
+
+    features = raster.transform(pca, image, **kwargs)
+    assert features.shape == (9, 11, 2)
+    np.testing.assert_allclose(features.reshape(-1, 2), pca.transform(table))
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 5), (2, 1, 3, 2)])
+def test_numpy_any_number_of_pixel_axes(clf, shape):
+    image = _image(shape)
+    proba = raster.predict_proba(clf, image, chunk_pixels=4)
+    assert proba.shape == shape + (3,)
+    np.testing.assert_allclose(proba.reshape(-1, 3), clf.predict_proba(image.reshape(-1, 4)))
+
+
+def test_numpy_single_pixel(clf):
+    pixel = _image(())
+    assert pixel.shape == (4,)
+    assert raster.predict(clf, pixel).shape == ()
+    assert raster.predict(clf, pixel) == clf.predict(pixel[None])[0]
+
+
+def test_numpy_band_axis_first(clf):
+    image = _image((6, 7))
+    band_first = np.ascontiguousarray(np.moveaxis(image, -1, 0))  # rasterio layout
+    np.testing.assert_array_equal(
+        raster.predict(clf, band_first, band_dim=0), raster.predict(clf, image)
+    )
+    proba = raster.predict_proba(clf, band_first, band_dim=0, chunk_pixels=5)
+    assert proba.shape == (3, 6, 7)
+    np.testing.assert_allclose(np.moveaxis(proba, 0, -1), raster.predict_proba(clf, image))
+
+
+def test_float32_image(clf, pca):
+    image = _image(dtype=np.float32)
+    table = image.reshape(-1, 4)
+    np.testing.assert_array_equal(raster.predict(clf, image).ravel(), clf.predict(table))
+    features = raster.transform(pca, image)
+    np.testing.assert_allclose(features.reshape(-1, 2), pca.transform(table), rtol=1e-5)
+
+
+def test_pipeline(clf):
+    X, y = _training_data()
+    pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    image = _image()
+    np.testing.assert_array_equal(
+        raster.predict(pipe, image).ravel(), pipe.predict(image.reshape(-1, 4))
+    )
+
+
+def test_multi_output_regressor():
+    X, _ = _training_data()
+    reg = LinearRegression().fit(X, np.column_stack([X.sum(1), X[:, 0] - X[:, 1]]))
+    image = _image()
+    out = raster.predict(reg, image)
+    assert out.shape == (9, 11, 2)
+    np.testing.assert_allclose(out.reshape(-1, 2), reg.predict(image.reshape(-1, 4)))
+
+
+# ---------------------------------------------------------------------- no-data
+def _with_nodata(image, value=np.nan):
+    image = image.copy()
+    image[0, 0, :] = value  # every band missing
+    image[2, 3, 1] = value  # one band missing
+    return image
+
+
+def test_nan_pixels_come_out_nan(clf, pca):
+    image = _with_nodata(_image())
+    proba = raster.predict_proba(clf, image)
+    features = raster.transform(pca, image)
+    for out in (proba, features):
+        assert np.isnan(out[0, 0]).all() and np.isnan(out[2, 3]).all()
+        assert np.isnan(out).any(axis=-1).sum() == 2
+    valid = ~np.isnan(image).any(axis=-1)
+    np.testing.assert_allclose(proba[valid], clf.predict_proba(image[valid]))
+
+    labels = raster.predict(clf, image)
+    # Integer classes cannot hold NaN: promoted to float64 unless a fill value is given.
+    assert labels.dtype == np.float64
+    assert np.isnan(labels[0, 0]) and np.isnan(labels[2, 3])
+    np.testing.assert_array_equal(labels[valid], clf.predict(image[valid]))
+
+
+def test_fill_value_keeps_label_dtype(clf, string_clf):
+    image = _with_nodata(_image())
+    labels = raster.predict(clf, image, fill_value=-1)
+    assert labels.dtype == clf.classes_.dtype
+    assert labels[0, 0] == -1 and labels[2, 3] == -1
+
+    names = raster.predict(string_clf, image, fill_value="nodata")
+    assert names.dtype.kind == "U"
+    assert names[0, 0] == "nodata"
+    assert set(np.unique(names)) <= set(string_clf.classes_) | {"nodata"}
+
+    # String labels and the default fill: an object array holding NaN.
+    default = raster.predict(string_clf, image)
+    assert default.dtype == object and pd.isna(default[0, 0]) and pd.isna(default[2, 3])
+    lazy = raster.predict(string_clf, da.from_array(image, chunks=(4, 4, 4))).compute()
+    assert lazy.dtype == object
+    np.testing.assert_array_equal(pd.isna(lazy), pd.isna(default))
+    np.testing.assert_array_equal(lazy[~pd.isna(lazy)], default[~pd.isna(default)])
+    assert default[1, 1] in string_clf.classes_
+
+    proba = raster.predict_proba(clf, image, fill_value=0.0)
+    assert (proba[0, 0] == 0).all()
+
+
+def test_nodata_value_on_integer_image():
+    X, y = _training_data()
+    X = np.round(X * 10_000)
+    clf = LogisticRegression(max_iter=1000).fit(X, y)
+    image = np.round(_image() * 10_000).astype(np.uint16)
+    image[4, 5, 2] = 0
+    labels = raster.predict(clf, image, nodata=0, fill_value=255)
+    assert labels[4, 5] == 255
+    valid = (image != 0).all(axis=-1)
+    np.testing.assert_array_equal(labels[valid], clf.predict(image[valid]))
+
+
+def test_all_nodata_chunk_does_not_call_estimator():
+    X, y = _training_data()
+    clf = CountingClassifier().fit(X, y)
+    image = _image((4, 8))
+    image[:2] = np.nan  # the first chunk of 16 pixels is empty
+    clf.calls_.clear()
+    proba = raster.predict_proba(clf, image, chunk_pixels=16)
+    assert np.isnan(proba[:2]).all() and not np.isnan(proba[2:]).any()
+    assert clf.calls_[1:] == [16]  # after the two-pixel probe: only the valid chunk
+
+
+def test_infinite_values_reach_the_estimator(clf):
+    image = _image()
+    image[1, 1, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        raster.predict(clf, image)
+
+
+# ------------------------------------------------------------------------ xarray
+def _dataarray(dims=("band", "y", "x"), shape=(9, 11), bands=BANDS, seed=1):
+    values = np.moveaxis(_image(shape, len(bands), seed), -1, dims.index("band"))
+    coords = {
+        "band": bands,
+        "y": np.linspace(50.0, 49.0, shape[0]),
+        "x": np.linspace(4.0, 5.0, shape[1]),
+        "spatial_ref": 0,
+        "wavelength": ("band", np.arange(len(bands)) * 100.0),
+        "lat": (("y", "x"), np.zeros(shape)),
+    }
+    return xr.DataArray(values, dims=dims, coords=coords, attrs={"units": "reflectance"})
+
+
+@pytest.mark.parametrize("dims", [("band", "y", "x"), ("y", "x", "band"), ("y", "band", "x")])
+def test_dataarray_band_dim_in_any_position(clf, dims):
+    image = _dataarray(dims)
+    table = image.transpose("y", "x", "band").values.reshape(-1, 4)
+
+    labels = raster.predict(clf, image)
+    assert labels.dims == ("y", "x")
+    np.testing.assert_array_equal(labels.values.ravel(), clf.predict(table))
+
+    proba = raster.predict_proba(clf, image)
+    # The class dimension takes the place of the band dimension.
+    assert proba.dims == tuple("class" if d == "band" else d for d in dims)
+    assert proba["class"].values.tolist() == clf.classes_.tolist()
+    np.testing.assert_allclose(
+        proba.transpose("y", "x", "class").values.reshape(-1, 3), clf.predict_proba(table)
+    )
+    for out in (labels, proba):
+        xr.testing.assert_identical(out["y"], image["y"])
+        xr.testing.assert_identical(out["x"], image["x"])
+        xr.testing.assert_identical(out["lat"], image["lat"])
+        assert "spatial_ref" in out.coords
+        assert "band" not in out.coords and "wavelength" not in out.coords
+        assert out.attrs == {}
+
+
+def test_dataarray_custom_dim_names(clf, pca):
+    image = _dataarray().rename({"band": "wl"})
+    with pytest.raises(ValueError, match="no dimension 'band'"):
+        raster.predict(clf, image)
+    features = raster.transform(pca, image, band_dim="wl", output_dim="component")
+    assert features.dims == ("component", "y", "x")
+    assert features["component"].values.tolist() == pca.get_feature_names_out().tolist()
+    same_name = raster.transform(pca, image, band_dim="wl", output_dim="wl")
+    assert same_name.dims == ("wl", "y", "x")
+    with pytest.raises(ValueError, match="already a dimension"):
+        raster.transform(pca, image, band_dim="wl", output_dim="x")
+
+
+def test_dataarray_bands_reordered_by_name(named_clf):
+    image = _dataarray()
+    shuffled = xr.concat(
+        [image.sel(band=["nir", "red"]), image.sel(band=["blue", "green"])], dim="band"
+    )
+    extra = xr.concat([shuffled, shuffled.sel(band=["red"]).assign_coords(band=["swir"])], "band")
+    table = pd.DataFrame(image.transpose("y", "x", "band").values.reshape(-1, 4), columns=BANDS)
+    expected = named_clf.predict_proba(table)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # e.g. sklearn's "X does not have valid feature names"
+        for candidate in (image, shuffled, extra):
+            proba = raster.predict_proba(named_clf, candidate)
+            np.testing.assert_allclose(
+                proba.transpose("y", "x", "class").values.reshape(-1, 3), expected
+            )
+        # numpy input of an estimator fitted on named columns: bands in fitted order.
+        raster.predict(named_clf, image.transpose("y", "x", "band").values)
+
+
+def test_dataarray_missing_band_is_named(named_clf):
+    image = _dataarray(bands=["blue", "green", "red", "swir"])
+    with pytest.raises(ValueError, match=r"\['nir'\] are missing"):
+        raster.predict(named_clf, image)
+    duplicated = _dataarray(bands=["blue", "green", "red", "nir", "nir"])
+    with pytest.raises(ValueError, match="more than once"):
+        raster.predict(named_clf, duplicated)
+
+
+def test_band_count_mismatch(clf):
+    with pytest.raises(ValueError, match="5 bands"):
+        raster.predict(clf, _image(n_bands=5))
+    with pytest.raises(ValueError, match="5 bands along dimension 'band'"):
+        raster.predict(clf, _dataarray(bands=list("abcde")))
+
+
+def test_invalid_arguments(clf):
+    image = _image()
+    with pytest.raises(ValueError, match="chunk_pixels"):
+        raster.predict(clf, image, chunk_pixels=0)
+    with pytest.raises(ValueError, match="n_jobs"):
+        raster.predict(clf, image, n_jobs=0)
+    with pytest.raises(ValueError, match="out of range"):
+        raster.predict(clf, image, band_dim=3)
+    with pytest.raises(AttributeError, match="transform"):
+        raster.transform(clf, image)
+    with pytest.raises(Exception, match="not fitted"):
+        raster.predict(LogisticRegression(), image)
+
+
+# -------------------------------------------------------------------------- dask
+class _BlockCounter:
+    """A lazily generated image that counts the blocks dask materializes."""
+
+    def __init__(self):
+        self.blocks = 0
+        self._lock = threading.Lock()
+
+    def image(self, dims=("band", "y", "x"), chunks=None):
+        eager = _dataarray(dims)
+        chunks = chunks or {"band": 2, "y": 4, "x": 5}
+
+        def materialize(block):
+            if block.size:  # dask calls it on empty arrays to infer the output type
+                with self._lock:
+                    self.blocks += 1
+            return block
+
+        data = da.from_array(eager.values, chunks=tuple(chunks[d] for d in dims))
+        return eager.copy(data=data.map_blocks(materialize, dtype=data.dtype)), eager
+
+
+@pytest.mark.parametrize("method", ["predict", "predict_proba"])
+@pytest.mark.parametrize("dims", [("band", "y", "x"), ("y", "x", "band")])
+def test_dask_is_lazy_and_equals_numpy_path(clf, method, dims):
+    counter = _BlockCounter()
+    lazy_image, eager_image = counter.image(dims)
+    func = getattr(raster, method)
+
+    result = func(clf, lazy_image, chunk_pixels=3)
+    assert dask.is_dask_collection(result)
+    assert counter.blocks == 0  # nothing computed yet
+    # The band dimension was rechunked to one block, the spatial chunks are kept.
+    assert result.chunksizes["y"] == (4, 4, 1) and result.chunksizes["x"] == (5, 5, 1)
+
+    computed = result.compute()
+    assert counter.blocks > 0
+    expected = func(clf, eager_image)
+    # Same dims, coords, name and dtype; values up to BLAS rounding of other chunkings.
+    xr.testing.assert_allclose(computed, expected)
+    assert computed.dtype == expected.dtype and computed.name == expected.name
+
+
+def test_dask_nodata_and_transform(pca):
+    eager = _dataarray()
+    eager[:, 0, 0] = np.nan
+    lazy = eager.chunk({"y": 4, "x": 4})
+    result = raster.transform(pca, lazy)
+    assert dask.is_dask_collection(result)
+    computed = result.compute()
+    assert np.isnan(computed[:, 0, 0]).all()
+    xr.testing.assert_allclose(computed, raster.transform(pca, eager))
+
+
+def test_estimator_called_only_at_compute():
+    X, y = _training_data()
+    clf = CountingClassifier().fit(X, y)
+    clf.calls_.clear()
+    lazy = _dataarray().chunk({"y": 5})
+    result = raster.predict(clf, lazy)
+    assert clf.calls_ == [2]  # the two-pixel probe that fixes the output dtype
+    result.compute(scheduler="synchronous")
+    assert sorted(clf.calls_[1:]) == [44, 55]
+
+
+def test_bare_dask_array(clf):
+    image = _image()
+    lazy = da.from_array(image, chunks=(4, 5, 2))
+    labels = raster.predict(clf, lazy)
+    assert isinstance(labels, da.Array)
+    assert labels.chunks == ((4, 4, 1), (5, 5, 1))
+    np.testing.assert_array_equal(labels.compute(), raster.predict(clf, image))
+    proba = raster.predict_proba(clf, da.moveaxis(lazy, -1, 0), band_dim=0)
+    assert isinstance(proba, da.Array) and proba.shape == (3, 9, 11)
+    np.testing.assert_allclose(
+        proba.compute(), np.moveaxis(raster.predict_proba(clf, image), -1, 0)
+    )
+
+
+# ------------------------------------------------------------- sknd estimators
+# The raster module evaluates fitted sknd networks with its own numpy code
+# (raster._FastNetwork); these tests pin it to the estimators' public methods.
+
+FAST = {"max_epochs": 3, "random_state": 0}
+
+
+def _sknd_fit(estimator, target="multiclass", n_bands=5):
+    X, y = _training_data(n_samples=120, n_bands=n_bands)
+    targets = {
+        "multiclass": y,
+        "binary": np.array(["dry", "wet"])[(y > 0).astype(int)],
+        "regression": X[:, 0] + X[:, -1],
+        "multi-output": np.column_stack([X[:, 0], X[:, -1] - X[:, 1]]),
+    }
+    return estimator.fit(X, targets[target])
+
+
+def _pixels(n_bands=5, n_pixels=3000, dtype=np.float32):
+    return _image((n_pixels,), n_bands, seed=7, dtype=dtype)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"depth": 3},
+        {"architecture": "attnd"},
+        {"architecture": "mlp"},
+        {"variant": "signed"},
+        {"variant": "softplus"},
+    ],
+    ids=["nd", "depth3", "attnd", "mlp", "signed", "softplus"],
+)
+@pytest.mark.parametrize("target", ["multiclass", "binary"])
+def test_fast_path_equals_classifier_methods(params, target):
+    clf = _sknd_fit(NDClassifier(**params, **FAST), target)
+    pixels = _pixels()
+    for method in ("predict", "predict_proba"):
+        fast = raster._FastNetwork.from_estimator(clf, method)
+        assert fast is not None
+        expected = getattr(clf, method)(pixels)
+        got = fast(pixels)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        if method == "predict":
+            np.testing.assert_array_equal(got, expected)
+        else:
+            np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"passthrough": True},
+        {"passthrough": True, "architecture": "attnd", "depth": 3},
+        {"passthrough": True, "architecture": "mlp", "variant": "signed"},
+    ],
+    ids=["nd", "attnd-depth3", "mlp"],
+)
+def test_fast_path_with_raw_passthrough(params):
+    clf = _sknd_fit(NDClassifier(**params, **FAST))
+    reg = _sknd_fit(NDRegressor(**params, **FAST), "multi-output")
+    pixels = _pixels()
+    for estimator, method in [(clf, "predict_proba"), (clf, "predict"), (reg, "predict")]:
+        fast = raster._FastNetwork.from_estimator(estimator, method)
+        assert fast is not None
+        expected = getattr(estimator, method)(pixels)
+        if method == "predict" and estimator is clf:
+            np.testing.assert_array_equal(fast(pixels), expected)
+        else:
+            np.testing.assert_allclose(fast(pixels), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("target", ["regression", "multi-output"])
+@pytest.mark.parametrize("params", [{}, {"architecture": "attnd", "depth": 3}])
+def test_fast_path_equals_regressor_predict(params, target):
+    reg = _sknd_fit(NDRegressor(**params, **FAST), target)
+    pixels = _pixels()
+    fast = raster._FastNetwork.from_estimator(reg, "predict")
+    expected = reg.predict(pixels)
+    got = fast(pixels)
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("params", [{}, {"n_indices": 3, "variant": "signed"}])
+def test_fast_path_equals_transformer(params, dtype):
+    transformer = _sknd_fit(NDTransformer(**params, **FAST))
+    pixels = _pixels(dtype=dtype)
+    fast = raster._FastNetwork.from_estimator(transformer, "transform")
+    expected = transformer.transform(pixels)
+    got = fast(pixels)
+    assert got.dtype == expected.dtype == dtype
+    # Index values lie in [-1, 1]; near 0 the numerator cancels, hence the absolute tolerance.
+    tol = 1e-6 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "softplus"])
+def test_fast_path_gather_form_for_many_bands(monkeypatch, variant):
+    # Many-band inputs compute the ND layer by gathering columns instead of GEMMs.
+    monkeypatch.setattr(raster, "_GEMM_MAX_BANDS", 3)
+    clf = _sknd_fit(NDClassifier(variant=variant, **FAST))
+    fast = raster._FastNetwork.from_estimator(clf, "predict_proba")
+    assert not fast.steps[0].gemm
+    pixels = _pixels()
+    np.testing.assert_allclose(fast(pixels), clf.predict_proba(pixels), rtol=1e-5, atol=1e-6)
+
+
+def test_fast_path_blocks_and_pickling(monkeypatch):
+    import pickle
+
+    clf = _sknd_fit(NDClassifier(**FAST))
+    fast = raster._FastNetwork.from_estimator(clf, "predict_proba")
+    pixels = _pixels(n_pixels=1000)
+    expected = clf.predict_proba(pixels)
+    fast.block_rows = 300  # several blocks through the reused buffers, the last one short
+    np.testing.assert_allclose(fast(pixels), expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(fast(pixels[:10]), expected[:10], rtol=1e-5, atol=1e-6)
+    clone = pickle.loads(pickle.dumps(fast))
+    np.testing.assert_array_equal(clone(pixels), fast(pixels))
+
+
+def test_fast_path_rejects_what_the_estimator_rejects():
+    clf = _sknd_fit(NDClassifier(**FAST))
+    image = _image(n_bands=5)
+    image[3, 3, 1] = -0.1
+    with pytest.raises(ValueError, match="Negative values.*nodata"):
+        raster.predict(clf, image)
+    # ... unless the negative value is declared as no-data.
+    image[3, 3, 1] = -9999.0
+    labels = raster.predict(clf, image, nodata=-9999.0)
+    assert np.isnan(labels[3, 3]) and np.isfinite(np.delete(labels.ravel(), 3 * 11 + 3)).all()
+    image[3, 3, 1] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        raster.predict(clf, image)
+
+
+def test_fast_path_not_used_for_other_estimators(clf):
+    assert raster._FastNetwork.from_estimator(clf, "predict") is None
+    pipe = make_pipeline(StandardScaler(), NDClassifier(variant="signed", **FAST))
+    pipe.fit(*_training_data(n_samples=60, n_bands=5))
+    assert raster._FastNetwork.from_estimator(pipe, "predict") is None
+    image = _image(n_bands=5)
+    np.testing.assert_array_equal(
+        raster.predict(pipe, image, fill_value=-1).ravel(), pipe.predict(image.reshape(-1, 5))
+    )
+
+
+@pytest.mark.parametrize("n_jobs", [None, 2])
+def test_sknd_image_matches_flattened_pixels(n_jobs):
+    clf = _sknd_fit(NDClassifier(**FAST))
+    transformer = _sknd_fit(NDTransformer(n_indices=4, **FAST))
+    image = _with_nodata(_image((20, 30), n_bands=5, dtype=np.float32))
+    valid = ~np.isnan(image).any(axis=-1)
+    kwargs = {"chunk_pixels": 128, "n_jobs": n_jobs}
+
+    labels = raster.predict(clf, image, fill_value=-1, **kwargs)
+    assert labels.dtype == clf.classes_.dtype
+    np.testing.assert_array_equal(labels[valid], clf.predict(image[valid]))
+    assert (labels[~valid] == -1).all()
+
+    proba = raster.predict_proba(clf, image, **kwargs)
+    np.testing.assert_allclose(proba[valid], clf.predict_proba(image[valid]), atol=1e-6)
+
+    indices = raster.transform(transformer, image, **kwargs)
+    assert indices.dtype == np.float32 and indices.shape == (20, 30, 4)
+    np.testing.assert_allclose(indices[valid], transformer.transform(image[valid]), atol=1e-6)
+    assert np.isnan(indices[~valid]).all()
+
+
+def test_sknd_bands_parameter_names_the_bands():
+    # Fitted on an array with bands=[...]: no feature_names_in_, but named bands.
+    X, y = _training_data(n_samples=120)
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    assert not hasattr(clf, "feature_names_in_")
+    image = _dataarray()
+    expected = raster.predict_proba(clf, image)
+    shuffled = image.sel(band=["nir", "blue", "red", "green"])
+    xr.testing.assert_allclose(raster.predict_proba(clf, shuffled), expected)
+    with pytest.raises(ValueError, match=r"\['nir'\] are missing"):
+        raster.predict(clf, _dataarray(bands=["blue", "green", "red", "swir"]))
+    # Without bands=, the automatic names x0, x1, ... do not constrain the image.
+    unnamed = NDClassifier(**FAST).fit(X, y)
+    raster.predict(unnamed, _dataarray(bands=["blue", "green", "red", "swir"]))
+
+
+def test_sknd_dataarray_by_band_name_lazy():
+    X, y = _training_data(n_samples=120)
+    clf = NDClassifier(**FAST).fit(pd.DataFrame(X, columns=BANDS), y)
+    transformer = NDTransformer(n_indices=2, **FAST).fit(pd.DataFrame(X, columns=BANDS), y)
+    image = _dataarray(bands=["nir", "swir", "red", "green", "blue"]).astype(np.float32)
+    lazy = image.chunk({"y": 5, "x": 6})
+    table = image.sel(band=BANDS).transpose("y", "x", "band").values.reshape(-1, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = raster.predict_proba(clf, lazy)
+        indices = raster.transform(transformer, lazy)
+        assert dask.is_dask_collection(proba) and dask.is_dask_collection(indices)
+        proba, indices = dask.compute(proba, indices)
+        np.testing.assert_allclose(
+            proba.transpose("y", "x", "class").values.reshape(-1, 3),
+            clf.predict_proba(pd.DataFrame(table, columns=BANDS)),
+            atol=1e-6,
+        )
+    assert indices["index"].values.tolist() == transformer.get_feature_names_out().tolist()
+    np.testing.assert_allclose(
+        indices.transpose("y", "x", "index").values.reshape(-1, 2),
+        transformer.transform(pd.DataFrame(table, columns=BANDS)),
+        atol=1e-6,
+    )
