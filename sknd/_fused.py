@@ -374,6 +374,52 @@ class _AttentionNDBlock:
         return None
 
 
+class _PassthroughBlock:
+    """A first block followed by the standardized raw bands (``RawPassthrough``).
+
+    The standardized bands are constants of the data: computed once per dataset
+    in :meth:`prepare` (the same float32 operations as the module's forward).
+    """
+
+    def __init__(self, block, batch_size):
+        self.first = _first_block(block.first, batch_size)
+        if self.first is None:
+            raise _Unsupported(f"first block {type(block.first).__name__}")
+        self.mean = block.mean
+        self.scale = block.scale
+
+    def prepare(self, X):
+        inner = self.first.prepare(X)
+        self.sizes = [inner.shape[1], X.shape[1]]
+        return torch.cat([inner, (X - self.mean) / self.scale], 1)
+
+    def forward(self, x):
+        inner, raw = x.split_with_sizes(self.sizes, 1)
+        out = self.first.forward(inner)
+        self.width = out.shape[1]
+        return torch.cat([out, raw], 1)
+
+    def backward(self, grad):
+        self.first.backward(grad[:, : self.width])
+        return None
+
+
+def _first_block(layer, batch_size):
+    """The fused block for a network's first module, or None."""
+    from .networks import AttentionND, RawPassthrough
+
+    kind = type(layer)
+    if kind is NormalizedDifference:
+        return _NDBlock(layer, batch_size)
+    if kind is AttentionND:
+        return _AttentionNDBlock(layer, batch_size)
+    if kind is RawPassthrough:
+        return _PassthroughBlock(layer, batch_size)
+    if kind is nn.Sequential and [type(m) for m in layer] == [nn.Linear, nn.ReLU]:
+        return _LinearBlock(layer[0], relu=True, first=True)
+    return None
+
+
 class _Unsupported(Exception):
     """The network or loss has a part the fused step does not implement."""
 
@@ -471,8 +517,6 @@ def _loss_for(criterion, n_outputs, batch_size):
 
 def _blocks_for(module, batch_size):
     """Translate an ``nn.Sequential`` into fused blocks, or raise :class:`_Unsupported`."""
-    from .networks import AttentionND
-
     if type(module) is not nn.Sequential:
         raise _Unsupported("module is not nn.Sequential")
     layers = list(module)
@@ -482,20 +526,16 @@ def _blocks_for(module, batch_size):
     while position < len(layers):
         layer = layers[position]
         first = not blocks
-        kind = type(layer)
-        if kind is NormalizedDifference and first:
-            blocks.append(_NDBlock(layer, batch_size))
-        elif kind is AttentionND and first:
-            blocks.append(_AttentionNDBlock(layer, batch_size))
-        elif kind is nn.Sequential and first and [type(m) for m in layer] == [nn.Linear, nn.ReLU]:
-            blocks.append(_LinearBlock(layer[0], relu=True, first=True))
-        elif kind is nn.Linear:
+        block = _first_block(layer, batch_size) if first else None
+        if block is not None:
+            blocks.append(block)
+        elif type(layer) is nn.Linear:
             relu = position + 1 < len(layers) and type(layers[position + 1]) is nn.ReLU
             blocks.append(_LinearBlock(layer, relu=relu, first=first))
             n_outputs = layer.out_features
             position += relu
         else:
-            raise _Unsupported(f"layer {kind.__name__}")
+            raise _Unsupported(f"layer {type(layer).__name__}")
         position += 1
     if not isinstance(blocks[-1], _LinearBlock) or blocks[-1].relu:
         raise _Unsupported("the network must end with a linear layer")

@@ -184,6 +184,10 @@ FUSED_CASES = [
     ("mlp", "reflectance", "binary", 2, "auto"),
     ("mlp", "reflectance", "multiclass", 4, "auto"),
     ("mlp", "reflectance", "regression", 3, "auto"),
+    ("nd+raw", "reflectance", "binary", 2, "auto"),
+    ("nd+raw", "signed", "multiclass", 3, "gather"),
+    ("attnd+raw", "softplus", "regression", 2, "matmul"),
+    ("mlp+raw", "reflectance", "binary", 3, "auto"),
 ]
 
 
@@ -202,7 +206,12 @@ def test_fused_gradients_and_loss_match_autograd(
     X, y, criterion, n_outputs = _task_data(task, 40, 5, seed=1)
     if variant != "reflectance":
         X = X - 0.5
-    module = build_network(architecture, 5, n_outputs, depth=depth, hidden_units=7, variant=variant)
+    architecture, _, raw = architecture.partition("+")
+    passthrough = (X.mean(0).numpy(), X.std(0).numpy()) if raw else None
+    module = build_network(
+        architecture, 5, n_outputs, depth=depth, hidden_units=7, variant=variant,
+        passthrough=passthrough,
+    )
     _set_method(module, method)
     with torch.no_grad():  # leave the all-zero initialisation of a and c
         for name, p in module.named_parameters():
@@ -337,6 +346,7 @@ def _binary_data(n_samples=120, n_features=5, seed=0):
         NDClassifier(architecture="attnd", variant="softplus", depth=3, max_epochs=4,
                      batch_size=16, random_state=0),
         NDRegressor(max_epochs=4, batch_size=16, random_state=0, early_stopping=False),
+        NDClassifier(passthrough=True, depth=3, max_epochs=4, batch_size=16, random_state=0),
     ],
 )
 def test_fused_and_autograd_fits_agree(estimator, monkeypatch):
