@@ -187,8 +187,12 @@ class Net(NeuralNet):
     @property
     def _default_callbacks(self):
         # train_loss / valid_loss are recorded by run_single_epoch (skorch's
-        # PassthroughScoring would need per-batch records).
-        return [("epoch_timer", EpochTimer()), ("print_log", PrintLog())]
+        # PassthroughScoring would need per-batch records). PrintLog formats a table row
+        # every epoch even when it prints nothing (0.6 ms, 4% of a small fit): only with verbose.
+        callbacks = [("epoch_timer", EpochTimer())]
+        if self.verbose:
+            callbacks.append(("print_log", PrintLog()))
+        return callbacks
 
     def initialize_callbacks(self):
         super().initialize_callbacks()
