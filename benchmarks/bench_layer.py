@@ -21,6 +21,7 @@ the absolute times.
 """
 
 import argparse
+import contextlib
 import platform
 import statistics
 import time
@@ -92,7 +93,9 @@ def section_ratio(repeats):
         label = "x.requires_grad" if input_grad else "x without grad (first layer)"
         print(f"{label}: linear {base * 1e3:.3f} ms")
         for name in ("gather", "matmul", "naive"):
-            print(f"  {name:7s} {times[name] * 1e3:7.3f} ms   ratio to linear {times[name] / base:5.2f}")
+            print(
+                f"  {name:7s} {times[name] * 1e3:7.3f} ms   ratio to linear {times[name] / base:5.2f}"
+            )
 
 
 def section_crossover(repeats):
@@ -124,6 +127,24 @@ def peak_memory(fn):
     return peak
 
 
+def measure_memory(fn):
+    """Bytes saved for backward and peak live bytes while ``fn`` runs forward and backward.
+
+    ``fn(hooks)`` runs the forward pass inside ``hooks`` (a saved-tensors context) and then
+    the backward pass.
+    """
+    saved = []
+
+    def pack(t):
+        saved.append(t.numel() * t.element_size())
+        return t
+
+    fn(torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t))
+    saved_bytes = sum(saved)
+    peak = peak_memory(lambda: fn(contextlib.nullcontext()))
+    return saved_bytes, peak
+
+
 def section_memory(n_features=200, batch=256):
     n_pairs = n_features * (n_features - 1) // 2
     print(f"\n## 3. memory at {n_features} bands ({n_pairs} pairs), batch {batch}")
@@ -131,51 +152,30 @@ def section_memory(n_features=200, batch=256):
     x = torch.rand(batch, n_features).add_(0.05)
     output_bytes = batch * n_pairs * 4
     print(f"output: {output_bytes / 2**20:.1f} MiB; input x: {x.numel() * 4 / 2**20:.2f} MiB")
-    for method in ("gather", "matmul"):
-        layer = NormalizedDifference(n_features, method=method)
-        layer(x[:2])  # build the pair layout (a cached constant of the layer)
-        saved = []
-
-        def pack(t):
-            saved.append(t.numel() * t.element_size())
-            return t
-
-        def run():
-            with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-                out = layer(x)
-            out.backward(torch.ones_like(out))
-
-        run()
-        saved_bytes = sum(saved)
-        layer.zero_grad()
-        peak = peak_memory(run)
-        print(
-            f"  {method:7s} saved for backward {saved_bytes / 2**10:8.1f} KiB "
-            f"({saved_bytes / output_bytes:.3f} x output); peak live during forward+backward "
-            f"{peak / 2**20:6.1f} MiB ({peak / output_bytes:.2f} x output, incl. output and its grad)"
-        )
     a = torch.zeros(n_pairs, requires_grad=True)
     c = torch.zeros(n_pairs, requires_grad=True)
     pairs = torch.as_tensor(all_pairs(n_features))
-    saved = []
+    layers = {
+        method: NormalizedDifference(n_features, method=method) for method in ("gather", "matmul")
+    }
+    for layer in layers.values():
+        layer(x[:2])  # build the pair layout (a cached constant of the layer)
+    candidates = {name: layer for name, layer in layers.items()}
+    candidates["naive"] = lambda v: naive(v, a, c, pairs)
+    for name, forward in candidates.items():
 
-    def pack(t):
-        saved.append(t.numel() * t.element_size())
-        return t
+        def run(hooks, forward=forward):
+            with hooks:
+                out = forward(x)
+            out.backward(torch.ones_like(out))
 
-    def run_naive():
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            out = naive(x, a, c, pairs)
-        out.backward(torch.ones_like(out))
-
-    run_naive()
-    saved_bytes = sum(saved)
-    peak = peak_memory(run_naive)
-    print(
-        f"  naive   saved for backward {saved_bytes / 2**10:8.1f} KiB "
-        f"({saved_bytes / output_bytes:.3f} x output); peak {peak / 2**20:6.1f} MiB "
-        f"({peak / output_bytes:.2f} x output)"
-    )
+        saved_bytes, peak = measure_memory(run)
+        print(
+            f"  {name:7s} saved for backward {saved_bytes / 2**10:8.1f} KiB "
+            f"({saved_bytes / output_bytes:.3f} x output); peak live during forward+backward "
+            f"{peak / 2**20:6.1f} MiB ({peak / output_bytes:.2f} x output, "
+            "incl. output and its grad)"
+        )
 
 
 def main():

@@ -56,7 +56,9 @@ def run(name, estimator, X_train, y_train, X_test, y_test):
     wall, cpu = time.perf_counter() - start_wall, time.process_time() - start_cpu
     score = r2_score(y_test, estimator.predict(X_test))
     widths = [
-        f"{type(m).__name__}({m.out_features})" if isinstance(m, torch.nn.Linear) else type(m).__name__
+        f"{type(m).__name__}({m.out_features})"
+        if isinstance(m, torch.nn.Linear)
+        else type(m).__name__
         for m in estimator._module
     ]
     print(
@@ -100,7 +102,9 @@ def main():
     image = X[rng.integers(0, len(X), 100_000)]
     start = time.perf_counter()
     model.predict(image)
-    print(f"predict 100,000 pixels x 250 bands with the default model: {time.perf_counter() - start:.1f} s")
+    print(
+        f"predict 100,000 pixels x 250 bands with the default model: {time.perf_counter() - start:.1f} s"
+    )
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

@@ -147,10 +147,16 @@ def grid_search(repeats, epochs):
     settings = {"GridSearchCV n_jobs=1": search(1), "GridSearchCV n_jobs=2": search(2)}
     search(2)()  # start the loky workers once, outside the timings
     results = interleave(settings, repeats)
-    report(f"3. GridSearchCV, 4 candidates x 3 folds, {epochs} epochs", results, "GridSearchCV n_jobs=1")
+    report(
+        f"3. GridSearchCV, 4 candidates x 3 folds, {epochs} epochs",
+        results,
+        "GridSearchCV n_jobs=1",
+    )
     with joblib.parallel_config(n_jobs=2):
         seen = joblib.Parallel()(joblib.delayed(_worker_threads)() for _ in range(2))
-    print(f"torch threads in this process: {torch.get_num_threads()} (os.cpu_count() = {os.cpu_count()})")
+    print(
+        f"torch threads in this process: {torch.get_num_threads()} (os.cpu_count() = {os.cpu_count()})"
+    )
     print(f"torch threads, OMP_NUM_THREADS in loky workers with n_jobs=2: {seen}")
 
 

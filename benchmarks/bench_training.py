@@ -41,7 +41,7 @@ def make_data():
     rng = np.random.default_rng(0)
     X = rng.uniform(0.05, 0.5, size=(N_SAMPLES, N_FEATURES))
     # A ratio of two bands plus noise: a task normalized differences suit.
-    y = ((X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2]) + rng.normal(0, 0.05, N_SAMPLES) > 0)
+    y = (X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2]) + rng.normal(0, 0.05, N_SAMPLES) > 0
     return X, y.astype(int)
 
 
@@ -104,7 +104,9 @@ class TorchLoop:
             Xs, ys = X[order], y[order]
             for start in range(0, len(X), self.batch_size):
                 optimizer.zero_grad()
-                loss = loss_fn(module(Xs[start : start + self.batch_size]), ys[start : start + self.batch_size])
+                loss = loss_fn(
+                    module(Xs[start : start + self.batch_size]), ys[start : start + self.batch_size]
+                )
                 loss.backward()
                 optimizer.step()
         return self
@@ -162,9 +164,7 @@ def main():
         print(f"{name:42s} {med_cpu[name]:7.2f} {med_wall[name]:7.2f}")
 
     def ratio(a, b):
-        return (
-            f"{a} / {b}: CPU {med_cpu[a] / med_cpu[b]:.2f}, wall {med_wall[a] / med_wall[b]:.2f}"
-        )
+        return f"{a} / {b}: CPU {med_cpu[a] / med_cpu[b]:.2f}, wall {med_wall[a] / med_wall[b]:.2f}"
 
     print("\nratios (<= 1: NDClassifier at least as fast)")
     reference = "MLPClassifier (45,) b32"

@@ -20,6 +20,8 @@ from skorch.helper import predefined_split
 
 from . import __version__
 from ._fused import FlatAdam
+from ._screening import n_pairs_to_keep, screen_pairs
+from ._tasks import ClassificationTask
 from ._training import (
     EarlyStopping,
     FiniteTraining,
@@ -40,8 +42,6 @@ from ._validation import (
 from .bands import band_pair_indices, resolve_bands
 from .inspection import export_formulas, index_table
 from .networks import ARCHITECTURES, build_network
-from ._screening import n_pairs_to_keep, screen_pairs
-from ._tasks import ClassificationTask
 from .nn import VARIANTS, NormalizedDifference, all_pairs, resolve_pairs
 
 __all__ = []
@@ -74,6 +74,8 @@ def _chunk_rows(module):
         elif isinstance(layer, torch.nn.Linear):
             width = max(width, layer.out_features)
     return int(min(_INFERENCE_CHUNK, max(1, _CHUNK_ELEMENTS // width)))
+
+
 # Thread policy: fits and predictions run in ONE torch intra-op thread. sknd's layers are
 # small: intra-op threads save little even on idle cores, and on shared cores (other
 # processes busy) they made a tiny fit and a 250-band fit about 9x slower
@@ -535,9 +537,7 @@ class BaseND(BaseEstimator):
         with torch.no_grad(), torch_threads(1):
             rows = _chunk_rows(self._module)
             for start in range(0, len(X), rows):
-                chunk = torch.tensor(
-                    X[start : start + rows], dtype=torch.float32, device=device
-                )
+                chunk = torch.tensor(X[start : start + rows], dtype=torch.float32, device=device)
                 outputs.append(module(chunk).cpu())
         return torch.cat(outputs).numpy()
 

@@ -80,7 +80,7 @@ class FlatAdam(torch.optim.Optimizer):
             raise ValueError("lr, eps and weight_decay must be non-negative.")
         if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
             raise ValueError(f"betas must be in [0, 1), got {betas!r}.")
-        defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay)
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
         super().__init__(params, defaults)
         self._flat = None
 
@@ -339,7 +339,6 @@ class _NDBlock:
             )
         # d softplus(a) / da = sigmoid(a), as autograd's softplus backward computes it (one call).
         _softplus_backward(grad_w2, self.ac, 1, 20, grad_input=self.grad_ac)
-        return None
 
 
 class _AttentionNDBlock:
@@ -371,7 +370,6 @@ class _AttentionNDBlock:
         d_gate = grad.mul_(self.nd.out).mul_(torch.addcmul(self.s, self.s, self.s, value=-1))
         self.gate.backward(d_gate)
         self.nd.backward(d_nd)
-        return None
 
 
 class _PassthroughBlock:
@@ -401,7 +399,6 @@ class _PassthroughBlock:
 
     def backward(self, grad):
         self.first.backward(grad[:, : self.width])
-        return None
 
 
 def _first_block(layer, batch_size):
@@ -623,9 +620,7 @@ class FusedTrainer:
         forward_backward = self.forward_backward
         update = self.optimizer._update
         # Views of all batches at once: one split per epoch instead of three slices per step.
-        batches = zip(
-            prepared.split(batch_size), aux.split(batch_size), terms.split(batch_size)
-        )
+        batches = zip(prepared.split(batch_size), aux.split(batch_size), terms.split(batch_size))
         n_batches = 0
         for x, target, loss_terms in batches:
             forward_backward(x, target, loss_terms)

@@ -79,7 +79,7 @@ class TensorBatches:
             yield X[start:stop], y[start:stop]
 
     def __len__(self):
-        return -(-len(self.dataset) // self.batch_size)
+        return (len(self.dataset) + self.batch_size - 1) // self.batch_size
 
 
 class ValidationScore(Callback):

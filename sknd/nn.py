@@ -26,10 +26,10 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
-    "NormalizedDifference",
-    "METHODS",
     "MATMUL_MAX_INPUTS",
+    "METHODS",
     "VARIANTS",
+    "NormalizedDifference",
     "all_pairs",
     "normalized_difference",
     "resolve_pairs",
@@ -231,7 +231,6 @@ def _gather_forward(u, wk, plan, keep_gathered):
     ``wc b_j + eps/2`` side by side, whose difference is ``A`` and whose sum is
     ``D`` (for "signed", ``D`` sums the ``r`` half instead).
     """
-    p = plan.n_pairs
     gathered = u.index_select(1, plan.gather_index)
     if keep_gathered:
         t = torch.addcmul(plan.half_epsilon, gathered, wk)

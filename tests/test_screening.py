@@ -43,7 +43,9 @@ def test_several_targets_take_the_best_and_constant_indices_score_zero():
     X = _spectra(n_bands=5)
     X[:, 4] = X[:, 3]  # (b3 - b4) / (b3 + b4 + eps) is the constant 0
     pairs = all_pairs(5)
-    y = np.column_stack([_classic(X, np.array([[0, 1]]))[:, 0], _classic(X, np.array([[1, 2]]))[:, 0]])
+    y = np.column_stack(
+        [_classic(X, np.array([[0, 1]]))[:, 0], _classic(X, np.array([[1, 2]]))[:, 0]]
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         scores = pair_scores(X, y, pairs, classification=False)
@@ -130,7 +132,9 @@ def test_screening_sees_only_the_training_data():
     y = _classic(X, np.array([[0, 1]]))[:, 0]
     X_val = _spectra(n_samples=50, n_bands=6, seed=5)
     y_val = _classic(X_val, np.array([[4, 5]]))[:, 0]
-    with_val = NDRegressor(pairs=1, max_epochs=2, random_state=0).fit(X, y, X_val=X_val, y_val=y_val)
+    with_val = NDRegressor(pairs=1, max_epochs=2, random_state=0).fit(
+        X, y, X_val=X_val, y_val=y_val
+    )
     assert with_val.pairs_.tolist() == [[0, 1]]
 
 
