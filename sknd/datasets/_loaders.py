@@ -56,8 +56,7 @@ def _load_descr(name):
     return resources.files("sknd.datasets").joinpath("descr", name).read_text(encoding="utf-8")
 
 
-def _make_bunch(data, codes, class_codes, class_names, feature_names, descr, return_X_y,
-                as_frame):
+def _make_bunch(data, codes, class_codes, class_names, feature_names, descr, return_X_y, as_frame):
     """Assemble the ``sklearn.datasets``-style return value shared by the loaders."""
     target = np.searchsorted(class_codes, codes)
     if not np.array_equal(class_codes[target], codes):  # pragma: no cover - corrupt file
@@ -167,8 +166,14 @@ def load_satimage(*, subset="all", center_pixel=False, return_X_y=False, as_fram
     else:
         feature_names = [f"p{p}_{b}" for p in range(9) for b in _SATIMAGE_BANDS]
     return _make_bunch(
-        np.ascontiguousarray(data), codes, _SATIMAGE_CODES, _SATIMAGE_NAMES, feature_names,
-        _load_descr("satimage.rst"), return_X_y, as_frame,
+        np.ascontiguousarray(data),
+        codes,
+        _SATIMAGE_CODES,
+        _SATIMAGE_NAMES,
+        feature_names,
+        _load_descr("satimage.rst"),
+        return_X_y,
+        as_frame,
     )
 
 
@@ -251,6 +256,12 @@ def load_forest_type(*, subset="all", return_X_y=False, as_frame=False):
     data = raw[[f"b{i}" for i in range(1, 10)]].to_numpy(dtype=np.float64)
     codes = raw["class"].astype(str).str.strip().to_numpy(dtype=str)
     return _make_bunch(
-        data, codes, _FOREST_CODES, _FOREST_NAMES, list(_FOREST_BANDS),
-        _load_descr("forest_type.rst"), return_X_y, as_frame,
+        data,
+        codes,
+        _FOREST_CODES,
+        _FOREST_NAMES,
+        list(_FOREST_BANDS),
+        _load_descr("forest_type.rst"),
+        return_X_y,
+        as_frame,
     )

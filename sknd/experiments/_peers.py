@@ -1,0 +1,245 @@
+"""Peer models a user would pick instead of a learnable normalized-difference network.
+
+Every peer is a plain scikit-learn estimator (or pipeline) built from the fold's seed, so the
+experiment runner can fit it on exactly the folds used for the ND, MLP and AttND models.
+"""
+
+from itertools import combinations
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.neural_network import MLPClassifier
+from sklearn.pipeline import Pipeline, make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
+
+#: Peer names in the order they are reported, with the labels used in tables and figures.
+PEER_LABELS = {
+    "sklearn_mlp": "sklearn MLPClassifier",
+    "logreg_bands": "LogisticRegression, raw bands",
+    "logreg_nd": "LogisticRegression, all classic NDs",
+    "best_nd_pair": "best single classic ND",
+    "random_forest": "RandomForest, raw bands",
+}
+PEERS = tuple(PEER_LABELS)
+
+
+def _classic_nd(values, pairs, epsilon):
+    # |b_i| + |b_j| equals b_i + b_j for reflectances and keeps the index in [-1, 1] when a
+    # user's CSV holds signed values.
+    first, second = values[:, pairs[:, 0]], values[:, pairs[:, 1]]
+    return (first - second) / (np.abs(first) + np.abs(second) + epsilon)
+
+
+class ClassicNDFeatures(TransformerMixin, BaseEstimator):
+    """All pairwise normalized differences with fixed unit coefficients.
+
+    Computes ``(b_i - b_j) / (|b_i| + |b_j| + epsilon)`` for every band pair ``i < j``: the
+    classic "compute the indices, then classify" feature set (NDVI-like indices for all
+    pairs) that a learnable ND layer generalises.
+
+    Parameters
+    ----------
+    epsilon : float, default=1e-6
+        Added to the denominator to keep all-zero pairs finite.
+
+    Attributes
+    ----------
+    pairs_ : ndarray of shape (n_pairs, 2)
+        Band index pairs in :func:`itertools.combinations` order.
+    n_features_in_ : int
+        Number of bands seen in fit.
+    feature_names_in_ : ndarray of str
+        Band names, when fitted on a DataFrame with string columns.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknd.experiments import ClassicNDFeatures
+    >>> X = np.array([[0.1, 0.5, 0.3]])
+    >>> ClassicNDFeatures().fit_transform(X).round(3)
+    array([[-0.667, -0.5  ,  0.25 ]])
+    """
+
+    def __init__(self, epsilon=1e-6):
+        self.epsilon = epsilon
+
+    def fit(self, X, y=None):
+        X = validate_data(self, X, reset=True, dtype=np.float64)
+        self.pairs_ = np.array(list(combinations(range(X.shape[1]), 2)), dtype=int).reshape(-1, 2)
+        return self
+
+    def transform(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return _classic_nd(X, self.pairs_, self.epsilon)
+
+    def get_feature_names_out(self, input_features=None):
+        check_is_fitted(self)
+        names = _check_feature_names_in(self, input_features)
+        return np.array([f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_], dtype=object)
+
+
+class BestPairNDClassifier(ClassifierMixin, BaseEstimator):
+    """Classifier on the single best classic normalized difference, found by exhaustive search.
+
+    For every band pair the unit-coefficient index ``(b_i - b_j) / (|b_i| + |b_j|)`` is
+    computed and a copy of ``estimator`` is fitted on it alone; the pair with the highest
+    accuracy on the validation set (or, without one, on the training set) is kept. This is
+    the "find the best NDVI-like index, then threshold it" workflow.
+
+    Parameters
+    ----------
+    estimator : classifier, default=None
+        Fitted on the one-column index. None means thresholds on the index: a
+        :class:`~sklearn.tree.DecisionTreeClassifier` with one leaf per class (K - 1
+        thresholds for K classes), like "NDVI > 0.3 is vegetation".
+    epsilon : float, default=1e-6
+        Added to the index denominator.
+
+    Attributes
+    ----------
+    pair_ : tuple of int
+        Selected band indices ``(i, j)``.
+    pair_names_ : tuple of str
+        Their feature names (``"x0"``... without DataFrame input).
+    estimator_ : classifier
+        The estimator fitted on the selected index.
+    selection_scores_ : ndarray of shape (n_pairs,)
+        Selection accuracy of every pair, in :func:`itertools.combinations` order.
+    classes_ : ndarray
+        Class labels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknd.experiments import BestPairNDClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(1, 10, size=(300, 4))
+    >>> y = (X[:, 3] > X[:, 1]).astype(int)
+    >>> BestPairNDClassifier().fit(X, y).pair_
+    (1, 3)
+    """
+
+    def __init__(self, estimator=None, epsilon=1e-6):
+        self.estimator = estimator
+        self.epsilon = epsilon
+
+    def _base(self, n_classes):
+        if self.estimator is None:
+            return DecisionTreeClassifier(max_leaf_nodes=max(n_classes, 2), random_state=0)
+        return self.estimator
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        X, y = validate_data(self, X, y, reset=True, dtype=np.float64)
+        if X.shape[1] < 2:
+            raise ValueError("BestPairNDClassifier needs at least two bands.")
+        if X_val is None:
+            X_val, y_val = X, y
+        else:
+            X_val = validate_data(self, X_val, reset=False, dtype=np.float64)
+        pairs = np.array(list(combinations(range(X.shape[1]), 2)), dtype=int)
+        features = _classic_nd(X, pairs, self.epsilon)
+        features_val = _classic_nd(X_val, pairs, self.epsilon)
+        base = self._base(len(np.unique(y)))
+        scores = np.empty(len(pairs))
+        for k in range(len(pairs)):
+            model = clone(base).fit(features[:, [k]], y)
+            scores[k] = model.score(features_val[:, [k]], y_val)
+        best = int(np.argmax(scores))
+        names = getattr(self, "feature_names_in_", [f"x{i}" for i in range(X.shape[1])])
+        self.pair_ = (int(pairs[best, 0]), int(pairs[best, 1]))
+        self.pair_names_ = (str(names[self.pair_[0]]), str(names[self.pair_[1]]))
+        self.selection_scores_ = scores
+        self.estimator_ = clone(base).fit(features[:, [best]], y)
+        self.classes_ = self.estimator_.classes_
+        return self
+
+    def _index(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return _classic_nd(X, np.array([self.pair_]), self.epsilon)
+
+    def predict(self, X):
+        return self.estimator_.predict(self._index(X))
+
+    def predict_proba(self, X):
+        return self.estimator_.predict_proba(self._index(X))
+
+
+def sklearn_mlp_params(depth, n_hidden, settings, validation_fraction, random_state):
+    """Map the paper's training settings onto :class:`~sklearn.neural_network.MLPClassifier`.
+
+    ``depth`` counts input and output layers as in the paper, so there are ``depth - 1``
+    hidden layers of ``n_hidden`` units. Adam with ``lr`` becomes ``solver="adam"``,
+    ``learning_rate_init``; ``weight_decay`` becomes ``alpha`` (note: scikit-learn divides
+    the L2 gradient by the batch size, torch's Adam weight decay does not, so the effective
+    penalty is ``batch_size`` times weaker); ``max_epochs`` becomes ``max_iter`` and
+    ``patience`` becomes ``n_iter_no_change`` of the built-in early stopping, which scores
+    accuracy on an internal stratified hold-out of ``validation_fraction``.
+    """
+    return {
+        "hidden_layer_sizes": (n_hidden,) * (depth - 1),
+        "solver": "adam",
+        "learning_rate_init": settings["lr"],
+        "alpha": settings["weight_decay"],
+        "batch_size": settings["batch_size"],
+        "max_iter": settings["max_epochs"],
+        "early_stopping": settings["early_stopping"],
+        "n_iter_no_change": settings["patience"],
+        "validation_fraction": validation_fraction,
+        "random_state": random_state,
+    }
+
+
+def make_peer(
+    name, *, depth, n_hidden, settings, validation_fraction, random_state, n_estimators=100
+):
+    """Build an unfitted peer estimator (see :data:`PEER_LABELS`)."""
+    if name == "sklearn_mlp":
+        params = sklearn_mlp_params(depth, n_hidden, settings, validation_fraction, random_state)
+        # Standardizing is what a scikit-learn user does before an MLP on raw digital numbers.
+        return make_pipeline(StandardScaler(), MLPClassifier(**params))
+    if name == "logreg_bands":
+        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
+    if name == "logreg_nd":
+        return make_pipeline(
+            ClassicNDFeatures(), StandardScaler(), LogisticRegression(max_iter=1000)
+        )
+    if name == "best_nd_pair":
+        return BestPairNDClassifier()
+    if name == "random_forest":
+        return RandomForestClassifier(
+            n_estimators=n_estimators, random_state=random_state, n_jobs=1
+        )
+    raise ValueError(f"Unknown peer {name!r}; expected one of {PEERS}.")
+
+
+def count_parameters(estimator):
+    """Number of fitted parameters of a model, for the efficiency table.
+
+    sknd estimators report ``n_parameters_``; for linear models and MLPs the weights and
+    intercepts are counted (scaler statistics are not); for the best-pair classifier the
+    model on the index (the pair itself is a discrete choice); for trees and forests the
+    number of tree nodes (thresholds and leaves), which is not comparable with the others.
+    """
+    if isinstance(estimator, Pipeline):
+        return count_parameters(estimator[-1])
+    if hasattr(estimator, "n_parameters_"):
+        return int(estimator.n_parameters_)
+    if isinstance(estimator, BestPairNDClassifier):
+        return count_parameters(estimator.estimator_)
+    if isinstance(estimator, MLPClassifier):
+        return int(
+            sum(w.size for w in estimator.coefs_) + sum(b.size for b in estimator.intercepts_)
+        )
+    if isinstance(estimator, RandomForestClassifier):
+        return int(sum(tree.tree_.node_count for tree in estimator.estimators_))
+    if isinstance(estimator, DecisionTreeClassifier):
+        return int(estimator.tree_.node_count)
+    if hasattr(estimator, "coef_"):
+        return int(np.size(estimator.coef_) + np.size(getattr(estimator, "intercept_", 0)))
+    raise TypeError(f"Cannot count the parameters of {type(estimator).__name__}.")

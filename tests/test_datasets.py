@@ -1,0 +1,77 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from sknd.datasets import load_forest_type, load_satimage
+
+
+def test_satimage_all_is_train_then_test():
+    full = load_satimage()
+    train = load_satimage(subset="train")
+    test = load_satimage(subset="test")
+    assert full.data.shape == (6435, 36)
+    assert train.data.shape == (4435, 36) and test.data.shape == (2000, 36)
+    np.testing.assert_array_equal(full.data, np.vstack([train.data, test.data]))
+    np.testing.assert_array_equal(full.target, np.concatenate([train.target, test.target]))
+    assert full.data.dtype == np.float64 and full.data.min() >= 0 and full.data.max() <= 255
+
+
+def test_satimage_names_and_classes():
+    bunch = load_satimage()
+    assert list(bunch.feature_names[:4]) == ["p0_green", "p0_red", "p0_nir1", "p0_nir2"]
+    assert bunch.feature_names[-1] == "p8_nir2"
+    assert len(set(bunch.feature_names)) == 36
+    assert list(bunch.target_codes) == [1, 2, 3, 4, 5, 7]
+    assert len(bunch.target_names) == 6 and bunch.target_names[-1] == "very damp grey soil"
+    assert np.bincount(bunch.target).tolist() == [1533, 703, 1358, 626, 707, 1508]
+    assert "10.24432/C55887" in bunch.DESCR and "CC BY 4.0" in bunch.DESCR
+    assert bunch.frame is None
+
+
+def test_satimage_center_pixel_is_p4():
+    full = load_satimage(as_frame=True)
+    centre = load_satimage(center_pixel=True, as_frame=True)
+    assert list(centre.data.columns) == ["green", "red", "nir1", "nir2"]
+    np.testing.assert_array_equal(
+        centre.data.to_numpy(), full.data[["p4_green", "p4_red", "p4_nir1", "p4_nir2"]].to_numpy()
+    )
+
+
+def test_forest_type_contents():
+    bunch = load_forest_type()
+    assert bunch.data.shape == (523, 9)
+    assert list(bunch.feature_names) == [
+        "green_sep10",
+        "red_sep10",
+        "nir_sep10",
+        "green_mar11",
+        "red_mar11",
+        "nir_mar11",
+        "green_may11",
+        "red_may11",
+        "nir_may11",
+    ]
+    # The source letters carry a trailing space; the loader strips it.
+    assert bunch.target_codes.tolist() == ["d", "h", "o", "s"]
+    assert np.bincount(bunch.target).tolist() == [159, 86, 83, 195]
+    assert "10.24432/C5SP4V" in bunch.DESCR and "CC BY 4.0" in bunch.DESCR
+    assert load_forest_type(subset="train").data.shape == (198, 9)
+    assert load_forest_type(subset="test").data.shape == (325, 9)
+
+
+@pytest.mark.parametrize("loader", [load_satimage, load_forest_type])
+def test_return_x_y_and_frame(loader):
+    X, y = loader(return_X_y=True)
+    assert isinstance(X, np.ndarray) and isinstance(y, np.ndarray)
+    Xf, yf = loader(return_X_y=True, as_frame=True)
+    assert isinstance(Xf, pd.DataFrame) and isinstance(yf, pd.Series)
+    np.testing.assert_array_equal(Xf.to_numpy(), X)
+    bunch = loader(as_frame=True)
+    assert list(bunch.frame.columns) == list(bunch.feature_names) + ["class"]
+    np.testing.assert_array_equal(bunch.target_names[y], bunch.target_names[bunch.target])
+
+
+@pytest.mark.parametrize("loader", [load_satimage, load_forest_type])
+def test_invalid_subset(loader):
+    with pytest.raises(ValueError, match="subset"):
+        loader(subset="validation")

@@ -1,0 +1,312 @@
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
+from sknd.datasets import load_forest_type
+from sknd.experiments import (
+    BestPairNDClassifier,
+    ClassicNDFeatures,
+    ExperimentResults,
+    accuracy_table,
+    add_multiplicative_noise,
+    illumination_check,
+    main,
+    noise_drop_table,
+    noise_robustness,
+    paired_ttest,
+    paper_splits,
+    parameter_table,
+    write_report,
+)
+
+# Tiny training budget for the real estimators: the tests check plumbing, not accuracy.
+FAST = ["--max-epochs", "3", "--patience", "2", "--noise-repeats", "1", "--n-estimators", "5"]
+
+
+# --- splits ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("n_splits", [10, 3])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_paper_splits_proportions_within_one_sample_per_class(n_splits, seed):
+    counts = [159, 86, 83, 195, 17, 11] if n_splits == 10 else [40, 7, 23]
+    y = np.repeat(np.arange(len(counts)), counts)
+    splits = paper_splits(y, n_splits=n_splits, random_state=seed)
+    test_share = 1 / n_splits
+    shares = {
+        "train": 1 - test_share - 2 / 9 * (1 - test_share),
+        "val": 2 / 9 * (1 - test_share),
+        "test": test_share,
+    }
+    if n_splits == 10:
+        assert np.allclose([shares["train"], shares["val"], shares["test"]], [0.7, 0.2, 0.1])
+    assert len(splits) == n_splits
+    for train, val, test in splits:
+        assert len(np.intersect1d(train, val)) == len(np.intersect1d(train, test)) == 0
+        assert len(np.intersect1d(val, test)) == 0
+        assert len(train) + len(val) + len(test) == len(y)
+        for c, n_c in enumerate(counts):
+            for part, name in ((train, "train"), (val, "val"), (test, "test")):
+                assert abs(np.count_nonzero(y[part] == c) - shares[name] * n_c) <= 1
+    # Every sample is tested exactly once.
+    np.testing.assert_array_equal(
+        np.sort(np.concatenate([s[2] for s in splits])), np.arange(len(y))
+    )
+
+
+def test_paper_splits_reproducible():
+    y = np.repeat([0, 1, 2], [30, 40, 50])
+    a, b = paper_splits(y, random_state=3), paper_splits(y, random_state=3)
+    for part_a, part_b in zip(a, b):
+        for u, v in zip(part_a, part_b):
+            np.testing.assert_array_equal(u, v)
+    c = paper_splits(y, random_state=4)
+    assert not np.array_equal(a[0][2], c[0][2])
+
+
+# --- statistics --------------------------------------------------------------------------
+
+
+def _synthetic_results(n_folds=10, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for model, base, params in (("nd", 0.95, 136), ("mlp", 0.94, 541), ("attnd", 0.93, 631)):
+        for depth in (2, 3):
+            for fold in range(n_folds):
+                clean = base + rng.normal(0, 0.01)
+                for noise in (0.0, 0.05, 0.1):
+                    rows.append(
+                        {
+                            "model": model,
+                            "depth": depth,
+                            "fold": fold,
+                            "noise": noise,
+                            "accuracy": clean - noise * rng.uniform(0, 0.5),
+                            "n_parameters": params * (depth - 1),
+                        }
+                    )
+    for fold in range(n_folds):
+        for noise in (0.0, 0.05, 0.1):
+            rows.append(
+                {
+                    "model": "logreg_bands",
+                    "depth": pd.NA,
+                    "fold": fold,
+                    "noise": noise,
+                    "accuracy": 0.9 - noise,
+                    "n_parameters": 40,
+                }
+            )
+    results = pd.DataFrame(rows)
+    results["depth"] = results["depth"].astype("Int64")
+    return results
+
+
+def test_paired_ttest_matches_scipy():
+    results = _synthetic_results()
+    tests = paired_ttest(results, "nd", "mlp")
+    assert tests["depth"].tolist() == [2, 3]
+    for depth, p_value, statistic in tests[["depth", "p_value", "statistic"]].itertuples(
+        index=False
+    ):
+        clean = results[(results["noise"] == 0) & (results["depth"] == depth)]
+        a = clean[clean["model"] == "nd"].sort_values("fold")["accuracy"]
+        b = clean[clean["model"] == "mlp"].sort_values("fold")["accuracy"]
+        expected = stats.ttest_rel(a, b)
+        assert p_value == pytest.approx(expected.pvalue, rel=1e-12)
+        assert statistic == pytest.approx(expected.statistic, rel=1e-12)
+
+
+def test_paired_ttest_pairs_by_fold_not_by_row_order():
+    results = _synthetic_results()
+    shuffled = results.sample(frac=1, random_state=0)
+    pd.testing.assert_frame_equal(paired_ttest(results), paired_ttest(shuffled))
+
+
+def test_summary_tables():
+    results = _synthetic_results()
+    acc = accuracy_table(results)
+    nd2 = results[(results.model == "nd") & (results.depth == 2) & (results.noise == 0)]
+    row = acc[(acc.model == "nd") & (acc.depth == 2)].iloc[0]
+    assert row["mean"] == pytest.approx(nd2.accuracy.mean())
+    assert row["std"] == pytest.approx(nd2.accuracy.std(ddof=1))
+    params = parameter_table(results)
+    row = params[(params.model == "nd") & (params.depth == 2)].iloc[0]
+    assert row["efficiency"] == pytest.approx(nd2.accuracy.mean() * 100 / 136 * 100)
+    drops = noise_drop_table(results)
+    assert drops.loc[drops.model == "logreg_bands", "drop"].iloc[0] == pytest.approx(10.0)
+
+
+def test_write_report_from_synthetic_results(tmp_path):
+    results = _synthetic_results()
+    experiment = ExperimentResults(
+        results=results,
+        histories=pd.DataFrame(),
+        coefficients=pd.DataFrame(),
+        illumination=pd.DataFrame(),
+        settings={"dataset": "synthetic", "n_splits": 10},
+    )
+    report = write_report(experiment, tmp_path, figures=False).read_text()
+    for heading in ("Table 1", "Table 2", "Table 3"):
+        assert heading in report
+    p_value = paired_ttest(results).set_index("depth")["p_value"][2]
+    assert f"{p_value:.3g}" in report
+    written = pd.read_csv(tmp_path / "results.csv")
+    assert len(written) == len(results)
+    assert written.loc[written.model == "logreg_bands", "depth"].isna().all()
+
+
+# --- noise and illumination ---------------------------------------------------------------
+
+
+def test_add_multiplicative_noise_scales_with_magnitude():
+    X = np.full((20000, 2), [10.0, -200.0])
+    noisy = add_multiplicative_noise(X, 0.05, random_state=0)
+    relative = (noisy - X) / np.abs(X)
+    np.testing.assert_allclose(relative.std(axis=0), 0.05, rtol=0.05)
+    frame = pd.DataFrame(X[:5], columns=["red", "nir"])
+    assert list(add_multiplicative_noise(frame, 0.1).columns) == ["red", "nir"]
+
+
+def test_noise_robustness_levels_and_seeding():
+    X, y = load_forest_type(return_X_y=True)
+    clf = make_pipeline(ClassicNDFeatures(), LogisticRegression(max_iter=500)).fit(X, y)
+    scores = noise_robustness(clf, X, y, levels=[0.0, 0.1], n_repeats=3, random_state=0)
+    assert scores.shape == (6, 3)
+    assert np.allclose(scores.loc[scores.noise == 0, "accuracy"], clf.score(X, y))
+    again = noise_robustness(clf, X, y, levels=[0.0, 0.1], n_repeats=3, random_state=0)
+    pd.testing.assert_frame_equal(scores, again)
+
+
+def test_illumination_nd_invariant_mlp_not():
+    from sknd import NDClassifier
+
+    X, y = load_forest_type(return_X_y=True, as_frame=True)
+    kwargs = {"depth": 2, "max_epochs": 5, "random_state": 0}
+    nd = NDClassifier(architecture="nd", **kwargs).fit(X, y)
+    mlp = NDClassifier(architecture="mlp", **kwargs).fit(X, y)
+    factors = [0.25, 1.0, 4.0]
+    nd_check = illumination_check(nd, X, y, factors=factors)
+    mlp_check = illumination_check(mlp, X, y, factors=factors)
+    # The ND network sees the bands only through ratios: identical predictions.
+    assert nd_check["agreement"].min() == 1.0
+    # A ReLU network on raw bands is only invariant up to its biases.
+    assert mlp_check["agreement"].min() < 0.99
+
+
+# --- peers --------------------------------------------------------------------------------
+
+
+def test_classic_nd_features_and_best_pair():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.uniform(1, 10, size=(400, 4)), columns=["a", "b", "c", "d"])
+    y = (X["d"] > 1.3 * X["b"]).astype(int).to_numpy()
+    features = ClassicNDFeatures().fit(X)
+    assert features.get_feature_names_out()[0] == "nd_a_b"
+    values = features.transform(X)
+    np.testing.assert_allclose(values[:, 0], (X.a - X.b) / (X.a + X.b + 1e-6))
+    best = BestPairNDClassifier().fit(X.iloc[:300], y[:300], X_val=X.iloc[300:], y_val=y[300:])
+    assert best.pair_names_ == ("b", "d")
+    assert best.score(X, y) > 0.95
+
+
+# --- end to end: the command line with the real estimators --------------------------------
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    """`--quick` on a 120-row slice of forest_type written as a user's CSV."""
+    root = tmp_path_factory.mktemp("quick")
+    bunch = load_forest_type(as_frame=True)
+    keep = np.concatenate([np.flatnonzero(bunch.target == c)[:30] for c in range(4)])
+    frame = bunch.data.iloc[keep].copy()
+    frame.insert(0, "cover", bunch.target_codes[bunch.target[keep]] + " ")  # as in the source
+    frame["site"] = "plot-7"  # non-numeric: must be ignored
+    csv = root / "slice.csv"
+    frame.to_csv(csv, index=False)
+    output = root / "out"
+    with pytest.warns(UserWarning, match="non-numeric"):
+        status = main(
+            [
+                "--dataset",
+                str(csv),
+                "--target",
+                "cover",
+                "--quick",
+                "--output",
+                str(output),
+                "--quiet",
+                *FAST,
+            ]
+        )
+    assert status == 0
+    return output
+
+
+def test_quick_results_schema(quick_run):
+    results = pd.read_csv(quick_run / "results.csv")
+    for column in ("model", "depth", "fold", "noise", "accuracy", "n_parameters"):
+        assert column in results.columns
+    assert set(results["model"]) == {
+        "nd",
+        "mlp",
+        "attnd",
+        "sklearn_mlp",
+        "logreg_bands",
+        "logreg_nd",
+        "best_nd_pair",
+        "random_forest",
+    }
+    assert sorted(results["fold"].unique()) == [0, 1, 2]
+    assert np.allclose(sorted(results["noise"].unique()), [0, 0.02, 0.04, 0.06, 0.08, 0.1])
+    with_depth = results["model"].isin(["nd", "mlp", "attnd", "sklearn_mlp"])
+    assert set(results.loc[with_depth, "depth"]) == {2, 3}
+    assert results.loc[~with_depth, "depth"].isna().all()
+    # One row per (model, depth, fold, noise).
+    keys = results[["model", "depth", "fold", "noise"]].astype(str)
+    assert not keys.duplicated().any()
+    assert len(results) == (4 * 2 + 4) * 3 * 6
+    assert results["accuracy"].between(0, 1).all()
+    assert (results["n_parameters"] > 0).all()
+    assert (results["n_train"] + results["n_val"] + results["n_test"] == 120).all()
+
+
+def test_quick_report_and_figures(quick_run):
+    report = (quick_run / "report.md").read_text()
+    for text in ("Table 1", "Table 2", "Table 3", "p (ND vs MLP)", "Illumination", "slice"):
+        assert text in report
+    for name in (
+        "accuracy_by_depth",
+        "parameters",
+        "efficiency",
+        "noise",
+        "illumination",
+        "training_depth2",
+        "training_depth3",
+        "coefficients_depth2",
+        "coefficients_depth3",
+    ):
+        assert (quick_run / f"{name}.png").stat().st_size > 0
+        assert f"({name}.png)" in report
+    histories = pd.read_csv(quick_run / "histories.csv")
+    assert {"epoch", "train_loss", "valid_loss", "valid_score"} <= set(histories.columns)
+    coefficients = pd.read_csv(quick_run / "coefficients.csv")
+    assert set(coefficients["model"]) == {"nd", "attnd"}
+    assert len(coefficients.query("model == 'nd' and depth == 2 and fold == 0")) == 36
+
+
+def test_cli_usage_errors(tmp_path, capsys):
+    csv = tmp_path / "samples.csv"
+    pd.DataFrame({"red": [1.0, 2.0], "nir": [3.0, 4.0], "crop": ["a", "b"]}).to_csv(
+        csv, index=False
+    )
+    with pytest.raises(SystemExit) as exc:
+        main(["--dataset", str(csv), "--target", "cover"])
+    assert exc.value.code == 2
+    assert "no column 'cover'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--dataset", str(tmp_path / "missing.csv")])
+    assert "existing CSV file" in capsys.readouterr().err
