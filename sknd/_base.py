@@ -88,6 +88,7 @@ def _chunk_rows(module):
 # threads (joblib's threading backend, dask's threaded scheduler) share one setting, so the
 # value in force before the first of them is restored when the last one leaves.
 _threads_lock = threading.Lock()
+_init_lock = threading.Lock()
 _threads_users = 0
 _threads_saved = None
 
@@ -406,7 +407,11 @@ class BaseND(BaseEstimator):
                 callbacks.append(("early_stopping", stopper))
 
         cuda_devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
-        with torch_threads(1), torch.random.fork_rng(devices=cuda_devices):
+        # Weights are drawn from torch's global generator: seed it inside fork_rng (the
+        # caller's state comes back afterwards) and under a lock, so fits running in threads
+        # of one process neither see each other's seeds nor restore each other's states.
+        # Training itself draws only from its own shuffling generator.
+        with _init_lock, torch.random.fork_rng(devices=cuda_devices):
             torch.manual_seed(seed)
             module = build_network(
                 self.architecture,
@@ -419,6 +424,7 @@ class BaseND(BaseEstimator):
                 variant=self.variant,
                 passthrough=self._passthrough_scaling(X_train),
             )
+        with torch_threads(1):
             net = Net(
                 module=module,
                 criterion=task.criterion,

@@ -19,6 +19,7 @@ This module is the torch-facing part of sknd; the estimators in
 """
 
 import itertools
+import math
 
 import numpy as np
 import torch
@@ -202,12 +203,17 @@ class _PairPlan:
         return w2.repeat(2) if self.signed else w2
 
 
+def _smooth_abs(x, epsilon):
+    """``sqrt(x**2 + epsilon)`` without overflowing ``x**2`` (float32 overflows above 1.8e19)."""
+    return torch.hypot(x, x.new_tensor(math.sqrt(epsilon)))
+
+
 def _layer_input(x, variant, epsilon):
     """The columns the pairs are formed from: ``b``, ``softplus(b)`` or ``[b | r]``."""
     if variant == "softplus":
         return F.softplus(x)
     if variant == "signed":
-        return torch.cat([x, torch.sqrt(x * x + epsilon)], 1)
+        return torch.cat([x, _smooth_abs(x, epsilon)], 1)
     return x
 
 
@@ -218,7 +224,7 @@ def _input_grad(grad_u, x, variant, epsilon):
     if variant == "signed":
         n = x.shape[1]
         # r = sqrt(x^2 + eps): dr/dx = x / r.
-        return grad_u[:, :n] + grad_u[:, n:] * x / torch.sqrt(x * x + epsilon)
+        return grad_u[:, :n] + grad_u[:, n:] * x / _smooth_abs(x, epsilon)
     return grad_u
 
 
