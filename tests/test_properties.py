@@ -8,7 +8,6 @@ the layer), all-zero rows, coefficients far from their 0 init, every variant.
 import warnings
 
 import numpy as np
-import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
