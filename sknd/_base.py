@@ -3,6 +3,7 @@
 import contextlib
 import copy
 import functools
+import threading
 import warnings
 from numbers import Integral, Real
 
@@ -18,6 +19,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.helper import predefined_split
 
 from . import __version__
+from ._fused import FlatAdam
+from ._screening import n_pairs_to_keep, screen_pairs
+from ._tasks import ClassificationTask
 from ._training import (
     EarlyStopping,
     FiniteTraining,
@@ -38,7 +42,7 @@ from ._validation import (
 from .bands import band_pair_indices, resolve_bands
 from .inspection import export_formulas, index_table
 from .networks import ARCHITECTURES, build_network
-from .nn import VARIANTS, NormalizedDifference, resolve_pairs
+from .nn import VARIANTS, NormalizedDifference, all_pairs, resolve_pairs
 
 __all__ = []
 
@@ -56,21 +60,63 @@ EPSILON_RANGE = (1e-15, 1e15)
 
 # Rows per forward pass at inference: bounds the (rows x pairs) intermediates.
 _INFERENCE_CHUNK = 65_536
-# Below this many rows intra-op threads cost more than they give (PERF_NOTES).
-_THREADED_INFERENCE_ROWS = 65_536
+# ... and so does this many float32 elements per (rows x width) intermediate (64 MiB): with
+# 250 bands (31,125 pairs, 124,500 gathered columns for "signed") that is 134 rows a pass.
+_CHUNK_ELEMENTS = 1 << 24
+
+
+def _chunk_rows(module):
+    """Rows per forward pass of ``module`` (validation and inference)."""
+    width = 1
+    for layer in module.modules():
+        if isinstance(layer, NormalizedDifference):
+            width = max(width, 4 * layer.n_pairs)
+        elif isinstance(layer, torch.nn.Linear):
+            width = max(width, layer.out_features)
+    return int(min(_INFERENCE_CHUNK, max(1, _CHUNK_ELEMENTS // width)))
+
+
+# Thread policy: fits and predictions run in ONE torch intra-op thread. sknd's layers are
+# small: intra-op threads save little even on idle cores, and on shared cores (other
+# processes busy) they made a tiny fit and a 250-band fit about 9x slower
+# (benchmarks/bench_threads.py, RESULTS.md). One thread also makes results independent of
+# the core count. Parallelism belongs outside: GridSearchCV / cross_val_score n_jobs (loky
+# worker processes, which joblib starts with one thread each when n_jobs = cores), dask or
+# joblib over image chunks.
+#
+# torch.set_num_threads is process-wide: fits or predictions running concurrently in
+# threads (joblib's threading backend, dask's threaded scheduler) share one setting, so the
+# value in force before the first of them is restored when the last one leaves.
+_threads_lock = threading.Lock()
+_init_lock = threading.Lock()
+_threads_users = 0
+_threads_saved = None
 
 
 @contextlib.contextmanager
 def torch_threads(n_threads):
-    """Run the block with ``n_threads`` torch intra-op threads (``None``: unchanged)."""
-    previous = torch.get_num_threads()
-    if n_threads is not None and n_threads != previous:
-        torch.set_num_threads(n_threads)
+    """Run the block with ``n_threads`` torch intra-op threads (``None``: unchanged).
+
+    Safe when entered from several threads at once: the thread count in force
+    before the first entry is restored when the last one exits.
+    """
+    global _threads_users, _threads_saved
+    if n_threads is None:
+        yield
+        return
+    with _threads_lock:
+        if _threads_users == 0:
+            _threads_saved = torch.get_num_threads()
+        _threads_users += 1
+        if torch.get_num_threads() != n_threads:
+            torch.set_num_threads(n_threads)
     try:
         yield
     finally:
-        if torch.get_num_threads() != previous:
-            torch.set_num_threads(previous)
+        with _threads_lock:
+            _threads_users -= 1
+            if _threads_users == 0 and torch.get_num_threads() != _threads_saved:
+                torch.set_num_threads(_threads_saved)
 
 
 def _resolve_device(device):
@@ -122,7 +168,11 @@ class BaseND(BaseEstimator):
         "hidden_units": [Interval(Integral, 1, None, closed="left"), None],
         "epsilon": [Interval(Real, *EPSILON_RANGE, closed="both")],
         "variant": [StrOptions(set(VARIANTS))],
-        "pairs": [StrOptions({"all"}), "array-like"],
+        "pairs": [
+            StrOptions({"all", "auto"}),
+            Interval(Integral, 1, None, closed="left"),
+            "array-like",
+        ],
         "lr": [Interval(Real, 0, None, closed="neither")],
         "weight_decay": [Interval(Real, 0, None, closed="left")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
@@ -306,13 +356,32 @@ class BaseND(BaseEstimator):
             sensor=self.sensor,
         )
         self.band_names_ = np.asarray([band.name for band in self._bands], dtype=object)
-        pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self._bands))
+        screening = (isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)) or (
+            isinstance(self.pairs, str) and self.pairs == "auto"
+        )
+        if screening:
+            pairs = all_pairs(n_features)
+        else:
+            pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self._bands))
         task = self._make_task(y)
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         device = _resolve_device(self.device)
         X_train, c_train, X_valid, c_valid = self._validation_split(
             X, task.encoded, task, X_val, y_val, seed
         )
+        n_keep = n_pairs_to_keep(self.pairs, len(pairs)) if screening else None
+        if n_keep is not None:
+            # Scored on the training part only: the validation data stays unseen until
+            # early stopping looks at it.
+            pairs = screen_pairs(
+                X_train,
+                c_train,
+                pairs,
+                n_keep,
+                classification=isinstance(task, ClassificationTask),
+                variant=self.variant,
+                epsilon=self.epsilon,
+            )
         hidden_units = self.hidden_units
         if hidden_units is None:
             hidden_units = int(
@@ -338,7 +407,11 @@ class BaseND(BaseEstimator):
                 callbacks.append(("early_stopping", stopper))
 
         cuda_devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
-        with torch_threads(1), torch.random.fork_rng(devices=cuda_devices):
+        # Weights are drawn from torch's global generator: seed it inside fork_rng (the
+        # caller's state comes back afterwards) and under a lock, so fits running in threads
+        # of one process neither see each other's seeds nor restore each other's states.
+        # Training itself draws only from its own shuffling generator.
+        with _init_lock, torch.random.fork_rng(devices=cuda_devices):
             torch.manual_seed(seed)
             module = build_network(
                 self.architecture,
@@ -351,10 +424,11 @@ class BaseND(BaseEstimator):
                 variant=self.variant,
                 passthrough=self._passthrough_scaling(X_train),
             )
+        with torch_threads(1):
             net = Net(
                 module=module,
                 criterion=task.criterion,
-                optimizer=torch.optim.Adam,
+                optimizer=FlatAdam,
                 lr=self.lr,
                 optimizer__weight_decay=self.weight_decay,
                 max_epochs=self.max_epochs,
@@ -364,7 +438,7 @@ class BaseND(BaseEstimator):
                 iterator_train__shuffle=True,
                 iterator_train__generator=torch.Generator().manual_seed(seed),
                 iterator_valid=TensorBatches,
-                iterator_valid__batch_size=_INFERENCE_CHUNK,
+                iterator_valid__batch_size=_chunk_rows(module),
                 callbacks=callbacks,
                 device=device,
                 verbose=self.verbose,
@@ -465,13 +539,11 @@ class BaseND(BaseEstimator):
         module = self._module if module is None else module
         device = self._inference_device()
         self._module.to(device)
-        n_threads = 1 if len(X) < _THREADED_INFERENCE_ROWS else None
         outputs = []
-        with torch.no_grad(), torch_threads(n_threads):
-            for start in range(0, len(X), _INFERENCE_CHUNK):
-                chunk = torch.tensor(
-                    X[start : start + _INFERENCE_CHUNK], dtype=torch.float32, device=device
-                )
+        with torch.no_grad(), torch_threads(1):
+            rows = _chunk_rows(self._module)
+            for start in range(0, len(X), rows):
+                chunk = torch.tensor(X[start : start + rows], dtype=torch.float32, device=device)
                 outputs.append(module(chunk).cpu())
         return torch.cat(outputs).numpy()
 
@@ -571,12 +643,18 @@ PARAMETERS_DOC = """\
         ``"reflectance"`` requires non-negative inputs (and says so in its
         tags); ``"signed"`` uses ``sqrt(b**2 + epsilon)`` in the denominator
         and ``"softplus"`` applies softplus to the inputs, both for signed data.
-    pairs : "all" or array-like of shape (n_pairs, 2), default="all"
-        Band pairs of the ND layer: every pair ``i < j`` or explicit
-        ``(i, j)`` pairs of band indices or band names, e.g.
-        ``[("B8", "B4"), ("B8", "B11")]`` (names as in ``bands`` or the
-        DataFrame columns; under a ``sensor`` also its spellings and common
-        names such as ``("nir", "red")``).
+    pairs : "all", "auto", int or array-like of shape (n_pairs, 2), default="all"
+        Band pairs of the ND layer: every pair ``i < j``, explicit ``(i, j)``
+        pairs of band indices or band names, e.g. ``[("B8", "B4"), ("B8", "B11")]``
+        (names as in ``bands`` or the DataFrame columns; under a ``sensor`` also
+        its spellings and common names such as ``("nir", "red")``), or pairs
+        screened before training. An integer ``m`` keeps the ``m`` pairs whose
+        classic index ``(b_i - b_j) / (b_i + b_j)`` best explains the target on
+        the training data (squared correlation for regression, correlation
+        ratio for classification), in their ``i < j`` order; ``"auto"`` keeps
+        all pairs up to 1,024 (46 bands) and the best 1,024 above. Screening
+        makes hyperspectral data (hundreds of bands, tens of thousands of
+        pairs) cheaper to fit.
     lr : float, default=0.01
         Adam learning rate.
     weight_decay : float, default=1e-4

@@ -19,6 +19,7 @@ This module is the torch-facing part of sknd; the estimators in
 """
 
 import itertools
+import math
 
 import numpy as np
 import torch
@@ -26,8 +27,10 @@ import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
-    "NormalizedDifference",
+    "MATMUL_MAX_INPUTS",
+    "METHODS",
     "VARIANTS",
+    "NormalizedDifference",
     "all_pairs",
     "normalized_difference",
     "resolve_pairs",
@@ -108,84 +111,281 @@ def resolve_pairs(n_features, pairs="all"):
     return array
 
 
-def _gather_pair(x, idx_i, idx_j):
-    return x.index_select(1, idx_i), x.index_select(1, idx_j)
+#: Methods of :func:`normalized_difference`, see there.
+METHODS = ("auto", "gather", "matmul")
+
+#: ``method="auto"`` computes the layer as matrix products up to this many layer inputs
+#: (bands, or twice the bands for ``variant="signed"``) and by gathering band columns above.
+#: The products cost ``O(n_inputs)`` operations per output against ``O(1)`` for gathering,
+#: but run as GEMMs instead of several memory-bound passes: with benchmarks/bench_layer.py
+#: (forward+backward, 1 thread) matmul took 0.3-0.5x the time of gather from 8 to 48 bands
+#: at batch 4096 and about the same up to 32 bands at batch 32 (1.4x at 48).
+MATMUL_MAX_INPUTS = 32
+
+
+class _PairPlan:
+    """Index tensors laying out the band pairs for both formulations.
+
+    Built once per pair list, device and dtype (the layer caches it). With
+    ``P`` pairs and layer inputs ``u`` (the bands ``b``; for ``"signed"`` also
+    ``r = sqrt(b**2 + epsilon)``, appended as columns ``n..2n-1``):
+
+    - gather: ``u[:, gather_index]`` gives the columns ``[b_i | b_j]`` (and
+      ``[r_i | r_j]``); multiplied by ``[wa | wc]`` (repeated) and offset by
+      ``half_epsilon`` they sum to the numerator and the denominator.
+    - matmul: two ``(n_inputs, P)`` matrices stacked as ``W`` of shape
+      ``(2, n_inputs, P)``: column ``p`` of ``W[0]`` holds ``wa`` at row ``i``
+      and ``-wc`` at row ``j``, column ``p`` of ``W[1]`` holds ``wa`` and ``wc``
+      at the rows of ``r_i`` and ``r_j``, so that ``A = u @ W[0]`` and
+      ``D = u @ W[1] + epsilon``.
+    """
+
+    def __init__(self, pairs, n_features, variant, epsilon, dtype, device):
+        pairs = torch.as_tensor(pairs, device=device).to(torch.int64)
+        i, j = pairs[:, 0], pairs[:, 1]
+        n_pairs = len(pairs)
+        signed = variant == "signed"
+        self.n_pairs = n_pairs
+        self.n_features = n_features
+        self.n_inputs = 2 * n_features if signed else n_features
+        self.variant = variant
+        self.epsilon = epsilon
+        self.signed = signed
+        self.pairs = pairs
+        self.dtype = dtype
+        self.epsilon_row = torch.full((n_pairs,), epsilon, dtype=dtype, device=device)
+        ri, rj = (i + n_features, j + n_features) if signed else (i, j)
+        ones = torch.ones(n_pairs, dtype=dtype, device=device)
+        if signed:
+            self.gather_index = torch.cat([i, j, ri, rj])
+            self.half_epsilon = torch.cat([0 * ones, 0 * ones, ones, ones]) * (epsilon / 2)
+            # Signs of the four gathered blocks in dL/d[wa | wc] (see _gather_backward).
+            self.gather_sign = torch.cat([ones, -ones, -ones, -ones])
+        else:
+            self.gather_index = torch.cat([i, j])
+            self.half_epsilon = torch.cat([ones, ones]) * (epsilon / 2)
+            self.gather_sign = torch.cat([ones, -ones])
+        # Tensor.split goes through Python; split_with_sizes is one call (per-step overhead).
+        self.gather_sizes = [n_pairs] * (4 if signed else 2)
+        self._selection = None  # matmul layout, built on first use (see matmul_selection)
+
+    def matmul_selection(self):
+        """Dense ``(2, 2, n_inputs, P)`` selection tensors of the matmul form, built once.
+
+        ``S[0]`` places ``wa`` and ``S[1]`` places ``wc`` in ``W`` (with the
+        numerator's minus sign): ``W = S[0] * wa + S[1] * wc``. The same
+        tensors, with the denominator block negated (``G[k] = S[k] * [1, -1]``),
+        collect ``dL/dwa`` and ``dL/dwc`` from ``M = u.T @ [G/D, G N/D]``.
+        Only built for few inputs, where ``4 n_inputs P`` numbers are small.
+        """
+        if self._selection is None:
+            i, j = self.pairs[:, 0], self.pairs[:, 1]
+            n = self.n_features if self.signed else 0
+            p = self.n_pairs
+            arange = torch.arange(p, device=i.device)
+            place = torch.zeros(2, 2, self.n_inputs, p, dtype=self.dtype, device=i.device)
+            place[0, 0, i, arange] = 1
+            place[0, 1, i + n, arange] = 1
+            place[1, 0, j, arange] = -1
+            place[1, 1, j + n, arange] = 1
+            collect = place.clone()
+            collect[:, 1].neg_()
+            self._selection = (place, collect)
+        return self._selection
+
+    def choose(self, method):
+        if method == "auto":
+            return "matmul" if self.n_inputs <= MATMUL_MAX_INPUTS else "gather"
+        return method
+
+    def gather_weights(self, w2):
+        """``[wa | wc]`` laid out like the gathered columns."""
+        return w2.repeat(2) if self.signed else w2
+
+
+def _smooth_abs(x, epsilon):
+    """``sqrt(x**2 + epsilon)`` without overflowing ``x**2`` (float32 overflows above 1.8e19)."""
+    return torch.hypot(x, x.new_tensor(math.sqrt(epsilon)))
+
+
+def _layer_input(x, variant, epsilon):
+    """The columns the pairs are formed from: ``b``, ``softplus(b)`` or ``[b | r]``."""
+    if variant == "softplus":
+        return F.softplus(x)
+    if variant == "signed":
+        return torch.cat([x, _smooth_abs(x, epsilon)], 1)
+    return x
+
+
+def _input_grad(grad_u, x, variant, epsilon):
+    """Chain ``dL/du`` (layer input columns) back to ``dL/dx``."""
+    if variant == "softplus":
+        return grad_u.mul_(torch.sigmoid(x))
+    if variant == "signed":
+        n = x.shape[1]
+        # r = sqrt(x^2 + eps): dr/dx = x / r.
+        return grad_u[:, :n] + grad_u[:, n:] * x / _smooth_abs(x, epsilon)
+    return grad_u
+
+
+def _gather_forward(u, wk, plan, keep_gathered):
+    """Return ``N, D, gathered`` (``gathered`` is None unless ``keep_gathered``).
+
+    ``wk`` is :meth:`_PairPlan.gather_weights` of ``softplus([a | c])``. The
+    numerator and denominator come from one weighted copy of the gathered
+    columns: ``t = gathered * wk + half_epsilon`` holds ``wa b_i + eps/2`` and
+    ``wc b_j + eps/2`` side by side, whose difference is ``A`` and whose sum is
+    ``D`` (for "signed", ``D`` sums the ``r`` half instead).
+    """
+    gathered = u.index_select(1, plan.gather_index)
+    if keep_gathered:
+        t = torch.addcmul(plan.half_epsilon, gathered, wk)
+    else:
+        t = gathered.mul_(wk).add_(plan.half_epsilon)
+        gathered = None
+    parts = t.split_with_sizes(plan.gather_sizes, 1)
+    numerator = parts[0] - parts[1]
+    denominator = parts[2] + parts[3] if plan.signed else parts[0] + parts[1]
+    return numerator.div_(denominator), denominator, gathered
+
+
+def _gather_backward(grad, out, denominator, gathered, wk, plan, need_input, h=None):
+    """Closed-form gradients from the gathered columns.
+
+    With ``G = dL/dN`` (``grad``, not modified) and ``Gd = G / D``,
+    Proposition 2.1 gives for "reflectance" and "softplus"
+
+        dL/dwa =  sum_b (Gd - Gd N) b_i,    dL/db_i =  wa (Gd - Gd N),
+        dL/dwc = -sum_b (Gd + Gd N) b_j,    dL/db_j = -wc (Gd + Gd N),
+
+    and for "signed" (``D = wa r_i + wc r_j + eps``)
+
+        dL/dwa = sum_b (Gd b_i - Gd N r_i),   dL/dwc = -sum_b (Gd b_j + Gd N r_j),
+
+    the input terms being the same products with ``b`` or ``r`` replaced by
+    ``wa`` or ``wc``. The signs are applied to the ``(2P,)`` or ``(4P,)``
+    vectors (``plan.gather_sign``), not to ``n_samples x n_pairs`` arrays.
+
+    ``out`` and ``denominator`` are overwritten (they hold ``Gd N`` and ``Gd``
+    on return); ``h`` is an optional ``(n_samples, 2P or 4P)`` buffer.
+    Returns ``dL/d[wa | wc]`` of shape (2P,) and ``dL/du`` (or None).
+    """
+    p = plan.n_pairs
+    gd = torch.div(grad, denominator, out=denominator)
+    gdn = out.mul_(gd)
+    if h is None:
+        h = torch.empty(len(gd), len(plan.gather_index), dtype=gd.dtype, device=gd.device)
+    if plan.signed:
+        hv = h.view(len(gd), 2, 2, p)
+        hv[:, 0] = gd.unsqueeze(1)
+        hv[:, 1] = gdn.unsqueeze(1)
+    else:
+        h1, h2 = h.split_with_sizes(plan.gather_sizes, 1)
+        torch.sub(gd, gdn, out=h1)
+        torch.add(gd, gdn, out=h2)
+    grad_u = None
+    if need_input:
+        grad_u = torch.zeros(len(h), plan.n_inputs, dtype=h.dtype, device=h.device)
+        grad_u.index_add_(1, plan.gather_index, h * (wk * plan.gather_sign))
+    grad_wk = h.mul_(gathered).sum(0).mul_(plan.gather_sign)
+    grad_w2 = grad_wk[: 2 * p] + grad_wk[2 * p :] if plan.signed else grad_wk
+    return grad_w2, grad_u
+
+
+def _matmul_weight(wa, wc, plan):
+    """The ``(2, n_inputs, P)`` matrices ``[W_A, W_D]`` of :class:`_PairPlan`."""
+    place = plan.matmul_selection()[0]
+    return torch.mul(place[0], wa).addcmul_(place[1], wc)
+
+
+def _matmul_forward(u, weight, plan):
+    """Return ``N, D`` from two GEMMs: ``A = u @ W[0]``, ``D = u @ W[1] + epsilon``.
+
+    Two ``(n_samples, P)`` products rather than one ``(n_samples, 2P)``: ``A``
+    and ``D`` come out contiguous and ``N`` overwrites ``A`` in place.
+    """
+    numerator = torch.mm(u, weight[0])
+    denominator = torch.addmm(plan.epsilon_row, u, weight[1])
+    return numerator.div_(denominator), denominator
+
+
+def _matmul_backward(grad, out, denominator, u, weight, plan, need_input):
+    """Closed-form gradients as GEMMs (same equations as :func:`_gather_backward`).
+
+    ``dL/dA = G / D`` and ``dL/dD = -G N / D``: the weight matrices get
+    ``u.T @ (G / D)`` and ``-u.T @ (G N / D)``, each ``wa``/``wc`` collecting its
+    two entries, and the input ``(G / D) @ W[0].T - (G N / D) @ W[1].T``. One
+    ``n_samples x P`` temporary holds ``G / D``, then ``G N / D``; ``grad`` is
+    not modified.
+    """
+    h = grad / denominator
+    m = torch.empty(2, plan.n_inputs, plan.n_pairs, dtype=out.dtype, device=out.device)
+    ut = u.t()
+    torch.mm(ut, h, out=m[0])
+    grad_u = torch.mm(h, weight[0].t()) if need_input else None
+    h.mul_(out)
+    torch.mm(ut, h, out=m[1])
+    if need_input:
+        grad_u.addmm_(h, weight[1].t(), alpha=-1)
+    grad_w2 = (plan.matmul_selection()[1] * m).sum((1, 2)).view(-1)
+    return grad_w2, grad_u
 
 
 class _NormalizedDifferenceFunction(torch.autograd.Function):
-    """ND outputs for all pairs with the closed-form backward pass.
+    """ND outputs of all pairs with the closed-form backward pass.
 
-    Only the input, the parameters and the pair indices are kept for the
-    backward pass: the per-pair intermediates (``B x P``) are recomputed there,
-    so the memory held between forward and backward does not grow with the
-    number of pairs.
+    "gather" keeps only the input and the parameters for the backward pass (the
+    pair layout is a constant of the layer) and recomputes the per-pair
+    intermediates there, so the memory held between forward and backward does
+    not grow with the number of pairs. "matmul", used for few bands, also keeps
+    the output, the denominator and the ``(2, n_inputs, P)`` weights: at that
+    size recomputing them would cost as much as the rest of the backward pass.
     """
 
     @staticmethod
-    def forward(ctx, x, a, c, idx_i, idx_j, epsilon, variant):
-        ctx.save_for_backward(x, a, c, idx_i, idx_j)
-        ctx.epsilon = epsilon
-        ctx.variant = variant
-        wa, wc = F.softplus(a), F.softplus(c)
-        if variant == "softplus":
-            x = F.softplus(x)
-        bi, bj = _gather_pair(x, idx_i, idx_j)
-        numerator = wa * bi - wc * bj
-        if variant == "signed":
-            denominator = (
-                wa * torch.sqrt(bi * bi + epsilon) + wc * torch.sqrt(bj * bj + epsilon) + epsilon
-            )
-        else:
-            denominator = wa * bi + wc * bj + epsilon
-        return numerator / denominator
+    def forward(ctx, x, a, c, plan, method):
+        ctx.plan = plan
+        ctx.method = method
+        u = _layer_input(x, plan.variant, plan.epsilon)
+        if method == "matmul":
+            weight = _matmul_weight(F.softplus(a), F.softplus(c), plan)
+            out, denominator = _matmul_forward(u, weight, plan)
+            ctx.save_for_backward(x, a, c, out, denominator, weight)
+            return out
+        ctx.save_for_backward(x, a, c)
+        w2 = F.softplus(torch.cat([a, c]))
+        return _gather_forward(u, plan.gather_weights(w2), plan, keep_gathered=False)[0]
 
     @staticmethod
     def backward(ctx, grad_out):
-        x, a, c, idx_i, idx_j = ctx.saved_tensors
-        eps = ctx.epsilon
-        wa, wc = F.softplus(a), F.softplus(c)
-        xb = F.softplus(x) if ctx.variant == "softplus" else x
-        bi, bj = _gather_pair(xb, idx_i, idx_j)
-        if ctx.variant == "signed":
-            # N = A / D with A = wa bi - wc bj, D = wa ri + wc rj + eps, r = sqrt(b^2 + eps):
-            # dN/dwa = (bi D - A ri) / D^2,      dN/dwc = -(bj D + A rj) / D^2,
-            # dN/dbi = wa (D - A bi / ri) / D^2, dN/dbj = -wc (D + A bj / rj) / D^2.
-            ri = torch.sqrt(bi * bi + eps)
-            rj = torch.sqrt(bj * bj + eps)
-            denominator = wa * ri + wc * rj + eps
-            n = (wa * bi - wc * bj) / denominator
-            g = grad_out / denominator
-            d_wa = g * (bi - n * ri)
-            d_wc = -g * (bj + n * rj)
-            d_bi = g * wa * (1 - n * bi / ri)
-            d_bj = -g * wc * (1 + n * bj / rj)
+        x, a, c, *kept = ctx.saved_tensors
+        plan = ctx.plan
+        need_input = ctx.needs_input_grad[0]
+        u = _layer_input(x, plan.variant, plan.epsilon)
+        ac = torch.cat([a, c])
+        if ctx.method == "matmul":
+            out, denominator, weight = kept
+            grad_w2, grad_u = _matmul_backward(
+                grad_out, out, denominator, u, weight, plan, need_input
+            )
         else:
-            # Proposition 2.1 with B = wa bi + wc bj + eps:
-            # dN/da = s(a) bi (2 wc bj + eps) / B^2,  dN/dc = -s(c) bj (2 wa bi + eps) / B^2,
-            # dN/dbi = wa (2 wc bj + eps) / B^2,      dN/dbj = -wc (2 wa bi + eps) / B^2.
-            inv_b2 = (wa * bi + wc * bj + eps).pow(-2)
-            t_i = grad_out * (2 * wc * bj + eps) * inv_b2
-            t_j = grad_out * (2 * wa * bi + eps) * inv_b2
-            d_wa = t_i * bi
-            d_wc = -t_j * bj
-            d_bi = t_i * wa
-            d_bj = -t_j * wc
-
-        grad_x = grad_a = grad_c = None
-        if ctx.needs_input_grad[0]:
-            grad_x = torch.zeros_like(x)
-            grad_x.index_add_(1, idx_i, d_bi)
-            grad_x.index_add_(1, idx_j, d_bj)
-            if ctx.variant == "softplus":
-                grad_x = grad_x * torch.sigmoid(x)
-        if ctx.needs_input_grad[1]:
-            grad_a = torch.sigmoid(a) * d_wa.sum(0)
-        if ctx.needs_input_grad[2]:
-            grad_c = torch.sigmoid(c) * d_wc.sum(0)
-        return grad_x, grad_a, grad_c, None, None, None, None
+            wk = plan.gather_weights(F.softplus(ac))
+            out, denominator, gathered = _gather_forward(u, wk, plan, keep_gathered=True)
+            grad_w2, grad_u = _gather_backward(
+                grad_out, out, denominator, gathered, wk, plan, need_input
+            )
+        # d softplus(a) / da = sigmoid(a).
+        grad_a, grad_c = grad_w2.mul_(torch.sigmoid(ac)).split(plan.n_pairs)
+        grad_x = _input_grad(grad_u, x, plan.variant, plan.epsilon) if need_input else None
+        return grad_x, grad_a, grad_c, None, None
 
 
-def normalized_difference(x, a, c, pairs, epsilon=1e-6, variant="reflectance"):
+def _check_method(method):
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
+
+
+def normalized_difference(x, a, c, pairs, epsilon=1e-6, variant="reflectance", method="auto"):
     """Learnable normalized differences of band pairs (functional form).
 
     Parameters
@@ -201,6 +401,15 @@ def normalized_difference(x, a, c, pairs, epsilon=1e-6, variant="reflectance"):
         value in the ``"signed"`` variant).
     variant : {"reflectance", "signed", "softplus"}, default="reflectance"
         Formulation, see the module docstring.
+    method : {"auto", "gather", "matmul"}, default="auto"
+        How the outputs are computed; all give the same values up to rounding
+        and exact closed-form gradients. ``"gather"`` takes the two band
+        columns of every pair (memory traffic ``O(n_pairs)`` per sample);
+        ``"matmul"`` computes all numerators and denominators as one matrix
+        product with a sparse-in-dense ``(n_features, 2 n_pairs)`` weight
+        matrix (``O(n_features n_pairs)`` flops per sample, but one fast
+        GEMM). ``"auto"`` uses ``"matmul"`` up to :data:`MATMUL_MAX_INPUTS`
+        layer inputs.
 
     Returns
     -------
@@ -217,9 +426,9 @@ def normalized_difference(x, a, c, pairs, epsilon=1e-6, variant="reflectance"):
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}.")
-    return _NormalizedDifferenceFunction.apply(
-        x, a, c, pairs[:, 0], pairs[:, 1], float(epsilon), variant
-    )
+    _check_method(method)
+    plan = _PairPlan(pairs, x.shape[1], variant, float(epsilon), x.dtype, x.device)
+    return _NormalizedDifferenceFunction.apply(x, a, c, plan, plan.choose(method))
 
 
 class NormalizedDifference(nn.Module):
@@ -237,6 +446,8 @@ class NormalizedDifference(nn.Module):
     variant : {"reflectance", "signed", "softplus"}, default="reflectance"
         ``"reflectance"`` expects non-negative inputs (bands of a spectrum);
         ``"signed"`` and ``"softplus"`` accept any real input.
+    method : {"auto", "gather", "matmul"}, default="auto"
+        How the outputs are computed, see :func:`normalized_difference`.
 
     Attributes
     ----------
@@ -253,27 +464,53 @@ class NormalizedDifference(nn.Module):
     torch.Size([8, 6])
     """
 
-    def __init__(self, n_features, pairs="all", epsilon=1e-6, variant="reflectance"):
+    def __init__(self, n_features, pairs="all", epsilon=1e-6, variant="reflectance", method="auto"):
         super().__init__()
         if variant not in VARIANTS:
             raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}.")
         if not epsilon > 0:
             raise ValueError(f"epsilon must be positive, got {epsilon!r}.")
+        _check_method(method)
         pairs = torch.as_tensor(resolve_pairs(n_features, pairs))
         self.n_features = n_features
         self.epsilon = float(epsilon)
         self.variant = variant
+        self.method = method
         self.register_buffer("pairs", pairs)
         self.a = nn.Parameter(torch.zeros(len(pairs)))
         self.c = nn.Parameter(torch.zeros(len(pairs)))
+        self._plans = {}
 
     @property
     def n_pairs(self):
         """Number of band pairs, i.e. of outputs."""
         return self.pairs.shape[0]
 
+    def _plan(self, dtype, device):
+        """The pair layout for this dtype and device, rebuilt if ``pairs`` changed."""
+        key = (dtype, device, self.pairs.data_ptr(), self.pairs._version)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = _PairPlan(self.pairs, self.n_features, self.variant, self.epsilon, dtype, device)
+            self._plans = {key: plan}
+        return plan
+
     def forward(self, x):
-        return normalized_difference(x, self.a, self.c, self.pairs, self.epsilon, self.variant)
+        plan = self._plan(x.dtype, x.device)
+        return _NormalizedDifferenceFunction.apply(
+            x, self.a, self.c, plan, plan.choose(self.method)
+        )
+
+    def __getstate__(self):
+        # The plans are caches of index tensors: rebuilt on first use, never pickled.
+        state = super().__getstate__()
+        state["_plans"] = {}
+        return state
+
+    def __setstate__(self, state):
+        state.setdefault("_plans", {})
+        state.setdefault("method", "auto")
+        super().__setstate__(state)
 
     def extra_repr(self):
         return (

@@ -246,14 +246,16 @@ def test_fit_leaves_global_torch_state_alone():
 
 
 def test_fit_trains_with_one_torch_thread(monkeypatch):
+    from sknd._fused import FlatAdam
+
     seen = []
-    original = torch.optim.Adam.step
+    original = FlatAdam._update  # every optimizer step, fused or autograd path
 
     def spy(self, *args, **kwargs):
         seen.append(torch.get_num_threads())
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(torch.optim.Adam, "step", spy)
+    monkeypatch.setattr(FlatAdam, "_update", spy)
     X, y = binary_spectra(n_samples=40)
     NDClassifier(max_epochs=1, random_state=0).fit(X, y)
     assert seen and set(seen) == {1}
@@ -312,3 +314,21 @@ def test_poor_score_tag_is_true():
     assert not NDClassifier(architecture="mlp").__sklearn_tags__().classifier_tags.poor_score
     assert NDClassifier(passthrough=True, random_state=0).fit(X, y).score(X, y) > 0.83
     assert not NDClassifier(passthrough=True).__sklearn_tags__().classifier_tags.poor_score
+
+
+def test_fits_in_threads_match_serial_fits():
+    """Fits running in threads of one process are as reproducible as serial ones."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    X, y = binary_spectra(n_samples=80)
+    threads = torch.get_num_threads()
+
+    def fit(seed):
+        return NDClassifier(max_epochs=3, random_state=seed).fit(X, y).predict_proba(X)
+
+    serial = [fit(seed) for seed in range(6)]
+    with ThreadPoolExecutor(3) as pool:
+        threaded = list(pool.map(fit, range(6)))
+    for expected, got in zip(serial, threaded):
+        np.testing.assert_array_equal(got, expected)
+    assert torch.get_num_threads() == threads

@@ -190,7 +190,9 @@ def test_same_random_state_gives_identical_predictions_in_separate_processes():
 # ---------------------------------------------------------------------------------------
 # Interrupted fits: all or nothing
 def _interrupt_at_step(monkeypatch, n_steps):
-    original = torch.optim.Adam.step
+    from sknd._fused import FlatAdam
+
+    original = FlatAdam._update  # every optimizer step, fused or autograd path
     calls = []
 
     def step(self, *args, **kwargs):
@@ -199,7 +201,7 @@ def _interrupt_at_step(monkeypatch, n_steps):
             raise KeyboardInterrupt
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(torch.optim.Adam, "step", step)
+    monkeypatch.setattr(FlatAdam, "_update", step)
     return calls
 
 
