@@ -7,11 +7,15 @@ network output) lives here.
 
 import numpy as np
 import torch
-from scipy.special import expit, softmax
+from scipy.special import expit
 from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
 __all__ = []
+
+# Up to this many classes, decoding compares columns instead of calling argmax
+# along rows (measured per sample at 2-4 classes: 2-3x faster; from 5 slower).
+_COLUMNWISE_MAX_CLASSES = 4
 
 
 class ClassificationTask:
@@ -72,17 +76,39 @@ class ClassificationTask:
         return (predicted == target).double().mean().item()
 
     def proba(self, output):
-        """Class probabilities (float64) from raw outputs, without overflow for any logit."""
+        """Class probabilities (float64) from raw outputs, without overflow for any logit.
+
+        Computed class by class on a ``(n_classes, n_samples)`` array: a softmax
+        along rows of a few values each runs several times slower. The result is
+        its transpose, an ``(n_samples, n_classes)`` Fortran-ordered array.
+        """
         if self.binary:
-            positive = expit(output[:, 0].astype(np.float64))
-            return np.column_stack([1.0 - positive, positive])
-        return softmax(output.astype(np.float64), axis=1)
+            proba = np.empty((2, len(output)))
+            positive = expit(output[:, 0].astype(np.float64), out=proba[1])
+            np.subtract(1.0, positive, out=proba[0])
+            return proba.T
+        logits = output.T.astype(np.float64, order="C")
+        logits -= logits.max(axis=0)
+        proba = np.exp(logits, out=logits)
+        proba /= proba.sum(axis=0)
+        return proba.T
 
     def decode(self, output):
         """Predicted labels from raw outputs."""
         if self.binary:
             return self.classes[(output[:, 0] > 0).astype(np.intp)]
-        return self.classes[output.argmax(1)]
+        if output.shape[1] > _COLUMNWISE_MAX_CLASSES:
+            return self.classes[output.argmax(1)]
+        # Column by column: argmax over rows of a few values runs 2-3x slower.
+        best = output[:, 0].copy()
+        index = np.zeros(len(output), dtype=np.intp)
+        for k in range(1, output.shape[1]):
+            column = output[:, k]
+            index[column > best] = k  # strictly greater: ties keep the first, as argmax does
+            np.maximum(best, column, out=best)
+        if np.isnan(best).any():  # NaN propagated: argmax returns the first NaN's position
+            return self.classes[output.argmax(1)]
+        return self.classes[index]
 
 
 class RegressionTask:

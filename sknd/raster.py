@@ -21,10 +21,11 @@ grid:
 Pixels with a NaN (or the ``nodata`` value) in any band are no-data: they are
 never shown to the estimator and come out as ``fill_value`` (NaN by default).
 
-Fitted sknd estimators are evaluated by a private numpy re-implementation of
-their network (:class:`_FastNetwork`), which is several times faster than the
-torch forward pass on large pixel tables; any other estimator is called
-through its public methods.
+Fitted sknd estimators are evaluated by a private re-implementation of their
+network (:class:`_FastNetwork`), which is several times faster than the torch
+forward pass on large pixel tables: numpy, with the ND layer as a compiled
+kernel when numba is installed (``pip install sknd[fast]``, see
+:mod:`sknd._kernels`). Any other estimator is called through its public methods.
 """
 
 import contextlib
@@ -590,6 +591,8 @@ def _pixel_function(estimator, method):
 # gathers are slow; measured per pixel with all pairs, the GEMM form was still
 # 1.8x faster at 128 bands (and 3.6x at 16). Beyond, its weights grow as n_bands^3.
 _GEMM_MAX_BANDS = 128
+# Dense layers up to this many outputs are computed one output at a time.
+_BY_OUTPUT_MAX_WIDTH = 4
 # Rows per pass through the network: intermediates of a few MB stay in cache.
 _MAX_BLOCK_ROWS = 8192
 _MIN_BLOCK_ROWS = 256
@@ -617,12 +620,13 @@ class _Workspace(threading.local):
 
 
 class _FastNetwork:
-    """Numpy evaluation of a fitted sknd estimator on pixel tables (private hook).
+    """Evaluation of a fitted sknd estimator on pixel tables (private hook).
 
     ``sknd`` estimators predict through their torch network, written for
     training: it gathers the two bands of every pair and runs several small
     kernels per pair. Applied to millions of pixels, the same function is
-    cheaper as dense linear algebra. For the ``n_pairs`` pairs ``(i, j)`` with
+    cheaper as a compiled kernel (:mod:`sknd._kernels`, with numba) or, in
+    numpy, as dense linear algebra. For the ``n_pairs`` pairs ``(i, j)`` with
     band weights ``wa = softplus(a)``, ``wc = softplus(c)``::
 
         numerator   = X @ Wn,  Wn[i, p] = +wa[p],  Wn[j, p] = -wc[p]
@@ -631,12 +635,13 @@ class _FastNetwork:
 
     with ``B = X`` (``"reflectance"``), ``sqrt(X**2 + epsilon)`` (``"signed"``)
     and ``X = B = softplus(X)`` (``"softplus"``): two GEMMs with an inner
-    dimension of ``n_bands``, then the dense layers as GEMMs and the
-    estimator's own decoding of the network output (labels, probabilities,
-    rescaled regression targets). Rows go through the network in blocks of a
-    few thousand, in per-thread buffers. Networks run in float32 like the
-    torch forward pass; ``transform`` runs in the input's float dtype like
-    :meth:`sknd.NDTransformer.transform`.
+    dimension of ``n_bands``. Then come the dense layers as GEMMs (a narrow
+    layer right after the ND layer is accumulated by the compiled kernel) and
+    the estimator's own decoding of the network output (labels,
+    probabilities, rescaled regression targets). Rows go through the network
+    in blocks of a few thousand, in per-thread buffers. Networks run in
+    float32 like the torch forward pass; ``transform`` runs in the input's
+    float dtype like :meth:`sknd.NDTransformer.transform`.
 
     The hook reads the estimator's private network (``_module``, ``_task``)
     and only engages when it recognises every layer; anything else (another
@@ -700,6 +705,7 @@ class _FastNetwork:
         steps = _compile_module(getattr(estimator, "_module", None), estimator.n_features_in_)
         if steps is None:
             return None
+        steps = _fuse(steps)
         return cls(steps, getattr(task, finish), np.dtype(np.float32), non_negative, name)
 
     def __call__(self, X, finite=False):
@@ -753,14 +759,22 @@ class _Step:
 
 
 class _NDStep(_Step):
-    """ND outputs of all pairs (see :class:`_FastNetwork`); GEMM or gather form."""
+    """ND outputs of all pairs (see :class:`_FastNetwork`).
+
+    Computed by the compiled kernel of :mod:`sknd._kernels` when numba is
+    installed, else with numpy in GEMM or gather form.
+    """
 
     def __init__(self, pairs, wa, wc, n_features, epsilon, variant):
         self.pairs = pairs
+        # The bands of every pair as contiguous arrays, as the compiled kernel takes them.
+        self.first_band = np.ascontiguousarray(pairs[:, 0], dtype=np.intp)
+        self.second_band = np.ascontiguousarray(pairs[:, 1], dtype=np.intp)
         self.width = len(pairs)
         self.epsilon = epsilon
         self.variant = variant
         self.gemm = n_features <= _GEMM_MAX_BANDS
+        matrices = ()
         if self.gemm:
             columns = np.arange(len(pairs))
             first = np.zeros((n_features, len(pairs)))
@@ -769,11 +783,24 @@ class _NDStep(_Step):
             first[pairs[:, 1], columns] = -wc
             second[pairs[:, 0], columns] = wa
             second[pairs[:, 1], columns] = wc
-        else:
-            first, second = wa, wc
-        self.weights = (first, second)
+            matrices = (first, second)
+        self.weights = (wa, wc) + matrices
 
     def __call__(self, X, inputs, workspace):
+        kernels = _compiled_kernels()
+        if kernels is not None:
+            out = workspace.get((id(self), "t"), (self.width, len(X)), X.dtype)
+            kernels.normalized_differences(X, *self.kernel_arguments(X.dtype), out)
+            return out.T
+        return self._numpy(X, workspace)
+
+    def kernel_arguments(self, dtype):
+        """The arguments of the compiled kernels after the pixel table."""
+        wa, wc = self._cast(dtype)[:2]
+        code = _compiled_kernels().VARIANT_CODES[self.variant]
+        return self.first_band, self.second_band, wa, wc, dtype.type(self.epsilon), code
+
+    def _numpy(self, X, workspace):
         n = len(X)
         key = id(self)
         dtype = X.dtype
@@ -786,28 +813,78 @@ class _NDStep(_Step):
             B = np.multiply(X, X, out=workspace.get((key, "b"), X.shape, dtype))
             B += eps
             np.sqrt(B, out=B)
-        first, second = self._cast(dtype)
+        wa, wc, *matrices = self._cast(dtype)
         numerator = workspace.get((key, "n"), (n, self.width), dtype)
         denominator = workspace.get((key, "d"), (n, self.width), dtype)
         if self.gemm:
-            np.matmul(X, first, out=numerator)
-            np.matmul(B, second, out=denominator)
+            np.matmul(X, matrices[0], out=numerator)
+            np.matmul(B, matrices[1], out=denominator)
         else:
-            i, j = self.pairs[:, 0], self.pairs[:, 1]
+            i, j = self.first_band, self.second_band
             scratch = workspace.get((key, "s"), (n, self.width), dtype)
             np.take(X, i, axis=1, out=numerator)
-            numerator *= first
+            numerator *= wa
             np.take(X, j, axis=1, out=scratch)
-            scratch *= second
+            scratch *= wc
             numerator -= scratch
             np.take(B, i, axis=1, out=denominator)
-            denominator *= first
+            denominator *= wa
             np.take(B, j, axis=1, out=scratch)
-            scratch *= second
+            scratch *= wc
             denominator += scratch
         denominator += eps
         numerator /= denominator
         return numerator
+
+
+@functools.cache
+def _compiled_kernels():
+    """:mod:`sknd._kernels` when numba is installed, else None (numpy fallback)."""
+    try:
+        from . import _kernels
+    except ImportError:
+        return None
+    return _kernels
+
+
+class _NDDenseStep:
+    """An ND step and the narrow dense layer after it (the output layer of a depth-2 model).
+
+    The compiled kernel computes both in one pass without writing the ND
+    outputs to memory; without numba the two steps run one after the other.
+    """
+
+    def __init__(self, nd, dense):
+        self.nd = nd
+        self.dense = dense
+        self.width = max(nd.width, dense.width)
+
+    def __call__(self, X, inputs, workspace):
+        kernels = _compiled_kernels()
+        if kernels is None:
+            return self.dense(self.nd(X, inputs, workspace), inputs, workspace)
+        weight, bias = self.dense._cast(X.dtype)
+        out = workspace.get((id(self), "y"), (self.dense.width, len(X)), X.dtype)
+        kernels.normalized_differences_dense(
+            X, *self.nd.kernel_arguments(X.dtype), weight, bias, out
+        )
+        return out.T
+
+
+def _fuse(steps):
+    """Merge every ND step followed by a narrow dense layer into one :class:`_NDDenseStep`."""
+    fused = []
+    for step in steps:
+        if (
+            isinstance(step, _LinearStep)
+            and step.by_output
+            and fused
+            and type(fused[-1]) is _NDStep
+        ):
+            fused[-1] = _NDDenseStep(fused[-1], step)
+        else:
+            fused.append(step)
+    return fused
 
 
 class _AttentionStep:
@@ -828,15 +905,30 @@ class _AttentionStep:
 
 
 class _LinearStep(_Step):
+    """A dense layer; narrow ones (the output layer) one output at a time.
+
+    OpenBLAS multiplies ``(n, k) @ (k, m)`` for m of 2 to 4 about as slowly as
+    for m = 8, and adding the bias along rows of m values is slow too; one
+    matrix-vector product and one bias addition per output, written to the rows
+    of an ``(m, n)`` array, cost about half as much. The step then returns the
+    transposed view, an ``(n, m)`` array with contiguous columns.
+    """
+
     def __init__(self, weight, bias):
         self.width = len(weight)
-        self.weights = (weight.T, bias)
+        self.by_output = self.width <= _BY_OUTPUT_MAX_WIDTH
+        self.weights = (weight if self.by_output else weight.T, bias)
 
     def __call__(self, X, inputs, workspace):
-        weight_t, bias = self._cast(X.dtype)
-        out = np.matmul(
-            X, weight_t, out=workspace.get((id(self), "y"), (len(X), self.width), X.dtype)
-        )
+        weight, bias = self._cast(X.dtype)
+        key = (id(self), "y")
+        if self.by_output:
+            out = workspace.get(key, (self.width, len(X)), X.dtype)
+            for row, weights, offset in zip(out, weight, bias):
+                np.matmul(X, weights, out=row)
+                row += offset
+            return out.T
+        out = np.matmul(X, weight, out=workspace.get(key, (len(X), self.width), X.dtype))
         out += bias
         return out
 

@@ -421,6 +421,16 @@ def test_bare_dask_array(clf):
 FAST = {"max_epochs": 3, "random_state": 0}
 
 
+@pytest.fixture(params=["compiled", "numpy"])
+def implementation(request, monkeypatch):
+    """Run a test with the numba kernels and with the numpy fallback."""
+    if request.param == "compiled":
+        pytest.importorskip("numba", reason="the compiled kernels need numba")
+    else:
+        monkeypatch.setattr(raster, "_compiled_kernels", lambda: None)
+    return request.param
+
+
 def _sknd_fit(estimator, target="multiclass", n_bands=5):
     X, y = _training_data(n_samples=120, n_bands=n_bands)
     targets = {
@@ -449,7 +459,7 @@ def _pixels(n_bands=5, n_pixels=3000, dtype=np.float32):
     ids=["nd", "depth3", "attnd", "mlp", "signed", "softplus"],
 )
 @pytest.mark.parametrize("target", ["multiclass", "binary"])
-def test_fast_path_equals_classifier_methods(params, target):
+def test_fast_path_equals_classifier_methods(params, target, implementation):
     clf = _sknd_fit(NDClassifier(**params, **FAST), target)
     pixels = _pixels()
     for method in ("predict", "predict_proba"):
@@ -473,7 +483,7 @@ def test_fast_path_equals_classifier_methods(params, target):
     ],
     ids=["nd", "attnd-depth3", "mlp"],
 )
-def test_fast_path_with_raw_passthrough(params):
+def test_fast_path_with_raw_passthrough(params, implementation):
     clf = _sknd_fit(NDClassifier(**params, **FAST))
     reg = _sknd_fit(NDRegressor(**params, **FAST), "multi-output")
     pixels = _pixels()
@@ -489,7 +499,7 @@ def test_fast_path_with_raw_passthrough(params):
 
 @pytest.mark.parametrize("target", ["regression", "multi-output"])
 @pytest.mark.parametrize("params", [{}, {"architecture": "attnd", "depth": 3}])
-def test_fast_path_equals_regressor_predict(params, target):
+def test_fast_path_equals_regressor_predict(params, target, implementation):
     reg = _sknd_fit(NDRegressor(**params, **FAST), target)
     pixels = _pixels()
     fast = raster._FastNetwork.from_estimator(reg, "predict")
@@ -501,7 +511,7 @@ def test_fast_path_equals_regressor_predict(params, target):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("params", [{}, {"n_indices": 3, "variant": "signed"}])
-def test_fast_path_equals_transformer(params, dtype):
+def test_fast_path_equals_transformer(params, dtype, implementation):
     transformer = _sknd_fit(NDTransformer(**params, **FAST))
     pixels = _pixels(dtype=dtype)
     fast = raster._FastNetwork.from_estimator(transformer, "transform")
@@ -515,16 +525,77 @@ def test_fast_path_equals_transformer(params, dtype):
 
 @pytest.mark.parametrize("variant", ["reflectance", "softplus"])
 def test_fast_path_gather_form_for_many_bands(monkeypatch, variant):
-    # Many-band inputs compute the ND layer by gathering columns instead of GEMMs.
+    # Without numba, many-band inputs compute the ND layer by gathering columns instead of GEMMs.
+    monkeypatch.setattr(raster, "_compiled_kernels", lambda: None)
     monkeypatch.setattr(raster, "_GEMM_MAX_BANDS", 3)
     clf = _sknd_fit(NDClassifier(variant=variant, **FAST))
     fast = raster._FastNetwork.from_estimator(clf, "predict_proba")
-    assert not fast.steps[0].gemm
+    assert not fast.steps[0].nd.gemm
     pixels = _pixels()
     np.testing.assert_allclose(fast(pixels), clf.predict_proba(pixels), rtol=1e-5, atol=1e-6)
 
 
-def test_fast_path_blocks_and_pickling(monkeypatch):
+@pytest.mark.parametrize(
+    ("params", "target", "steps"),
+    [
+        ({}, "binary", ["_NDDenseStep"]),
+        ({}, "multiclass", ["_NDDenseStep"]),
+        ({}, "five classes", ["_NDStep", "_LinearStep"]),
+        ({"depth": 3}, "binary", ["_NDStep", "_LinearStep", "_ReLUStep", "_LinearStep"]),
+        ({"architecture": "attnd"}, "binary", ["_AttentionStep", "_LinearStep"]),
+    ],
+)
+def test_fast_path_fuses_nd_with_a_narrow_output_layer(params, target, steps):
+    if target == "five classes":
+        X, _ = _training_data(n_samples=120, n_bands=5)
+        clf = NDClassifier(**params, **FAST).fit(X, np.arange(len(X)) % 5)
+    else:
+        clf = _sknd_fit(NDClassifier(**params, **FAST), target)
+    fast = raster._FastNetwork.from_estimator(clf, "predict")
+    assert [type(step).__name__ for step in fast.steps] == steps
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
+def test_compiled_kernels_equal_the_nd_layer(variant, dtype):
+    import torch
+
+    from sknd.nn import NormalizedDifference
+
+    kernels = pytest.importorskip("sknd._kernels", reason="the compiled kernels need numba")
+    rng = np.random.default_rng(3)
+    n_bands, n_pixels = 6, 600  # 600 pixels: two full tiles of 256 and a partial one
+    low = 0.0 if variant == "reflectance" else -3.0
+    X = rng.uniform(low, 3.0, size=(n_pixels, n_bands)).astype(dtype)
+    X[0] = 0.0  # all-zero pixel: the denominator is epsilon alone
+    X[1, 2] = 30.0  # above softplus's linear threshold
+    layer = NormalizedDifference(n_bands, epsilon=1e-3, variant=variant).double()
+    with torch.no_grad():
+        layer.a.normal_(generator=torch.Generator().manual_seed(0))
+        layer.c.normal_(generator=torch.Generator().manual_seed(1))
+        expected = layer(torch.from_numpy(X.astype(np.float64))).numpy()
+    step = raster._nd_step(
+        layer.pairs.numpy(),
+        layer.a.detach().numpy(),
+        layer.c.detach().numpy(),
+        n_bands,
+        1e-3,
+        variant,
+    )
+    arguments = step.kernel_arguments(np.dtype(dtype))
+    out = np.empty((len(step.pairs), n_pixels), dtype=dtype)
+    kernels.normalized_differences(X, *arguments, out)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out.T, expected, rtol=tol, atol=tol)
+
+    weight = rng.normal(size=(3, len(step.pairs))).astype(dtype)
+    bias = rng.normal(size=3).astype(dtype)
+    dense = np.empty((3, n_pixels), dtype=dtype)
+    kernels.normalized_differences_dense(X, *arguments, weight, bias, dense)
+    np.testing.assert_allclose(dense.T, expected @ weight.T + bias, rtol=10 * tol, atol=10 * tol)
+
+
+def test_fast_path_blocks_and_pickling(monkeypatch, implementation):
     import pickle
 
     clf = _sknd_fit(NDClassifier(**FAST))
@@ -538,7 +609,7 @@ def test_fast_path_blocks_and_pickling(monkeypatch):
     np.testing.assert_array_equal(clone(pixels), fast(pixels))
 
 
-def test_fast_path_rejects_what_the_estimator_rejects():
+def test_fast_path_rejects_what_the_estimator_rejects(implementation):
     clf = _sknd_fit(NDClassifier(**FAST))
     image = _image(n_bands=5)
     image[3, 3, 1] = -0.1
@@ -565,7 +636,7 @@ def test_fast_path_not_used_for_other_estimators(clf):
 
 
 @pytest.mark.parametrize("n_jobs", [None, 2])
-def test_sknd_image_matches_flattened_pixels(n_jobs):
+def test_sknd_image_matches_flattened_pixels(n_jobs, implementation):
     clf = _sknd_fit(NDClassifier(**FAST))
     transformer = _sknd_fit(NDTransformer(n_indices=4, **FAST))
     image = _with_nodata(_image((20, 30), n_bands=5, dtype=np.float32))
