@@ -100,11 +100,12 @@ class ClassificationTask:
         if output.shape[1] > _COLUMNWISE_MAX_CLASSES:
             return self.classes[output.argmax(1)]
         # Column by column: argmax over rows of a few values runs 2-3x slower.
-        best = output[:, 0].copy()
-        index = np.zeros(len(output), dtype=np.intp)
-        for k in range(1, output.shape[1]):
+        # Strictly greater: ties keep the first column, as argmax does.
+        index = np.greater(output[:, 1], output[:, 0]).astype(np.intp)
+        best = np.maximum(output[:, 0], output[:, 1])
+        for k in range(2, output.shape[1]):
             column = output[:, k]
-            index[column > best] = k  # strictly greater: ties keep the first, as argmax does
+            np.copyto(index, k, where=column > best)
             np.maximum(best, column, out=best)
         if np.isnan(best).any():  # NaN propagated: argmax returns the first NaN's position
             return self.classes[output.argmax(1)]

@@ -1120,12 +1120,15 @@ def _invalid_pixels(X, nodata):
     """
     invalid = None
     finite = X.dtype.kind in "iub"
+    # A sum is NaN/inf iff a value is NaN/inf (or it overflows): the sum of the table
+    # clears it in one pass; otherwise row sums (a matrix-vector product) find the
+    # suspect rows, and the exact test runs on those only.
     if X.dtype.kind == "f":
-        # A row sum is NaN/inf iff a band is NaN/inf (or it overflows): one fast
-        # matrix-vector product screens the table, the exact test runs on suspects only.
-        suspect = ~np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype))
         finite = True
-        if suspect.any():
+        suspect = None
+        if not np.isfinite(X.sum()):
+            suspect = ~np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype))
+        if suspect is not None and suspect.any():
             rows = np.flatnonzero(suspect)
             invalid = np.zeros(len(X), dtype=bool)
             invalid[rows] = np.isnan(X[rows]).any(axis=1)
