@@ -682,6 +682,8 @@ class _FastNetwork:
 
         if not isinstance(estimator, BaseND):
             return None
+        if estimator._inference_device().type != "cpu":
+            return None  # a model set to use a GPU predicts there, through its own methods
         variant = estimator.variant
         non_negative = variant == "reflectance"
         name = type(estimator).__name__

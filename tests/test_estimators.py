@@ -15,7 +15,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
-from sknd import NDClassifier, NDRegressor, NDTransformer
+from sknd import NDClassifier, NDRegressor, NDTransformer, raster
 
 FAST = dict(max_epochs=15, random_state=0)
 
@@ -292,6 +292,11 @@ def test_cuda_fit_and_cpu_predictions():
     cpu_copy = pickle.loads(pickle.dumps(gpu))
     assert all(p.device.type == "cpu" for p in cpu_copy._module.parameters())
     np.testing.assert_allclose(gpu.predict_proba(X), cpu_copy.predict_proba(X), atol=1e-5)
+    # Scenes: the GPU model predicts through its own methods, the CPU copy on sknd's fast path.
+    image = X[:60].reshape(6, 10, -1)
+    np.testing.assert_allclose(
+        raster.predict_proba(gpu, image), raster.predict_proba(cpu_copy, image), atol=1e-5
+    )
 
 
 def test_poor_score_tag_is_true():

@@ -624,6 +624,16 @@ def test_fast_path_rejects_what_the_estimator_rejects(implementation):
         raster.predict(clf, image)
 
 
+def test_fast_path_not_used_for_a_model_on_a_gpu(monkeypatch):
+    import torch
+
+    clf = _sknd_fit(NDClassifier(**FAST))
+    assert raster._FastNetwork.from_estimator(clf, "predict") is not None
+    # device="cuda" (or "auto" with a GPU visible): the estimator's own methods run on the GPU.
+    monkeypatch.setattr(NDClassifier, "_inference_device", lambda self: torch.device("cuda"))
+    assert raster._FastNetwork.from_estimator(clf, "predict") is None
+
+
 def test_fast_path_not_used_for_other_estimators(clf):
     assert raster._FastNetwork.from_estimator(clf, "predict") is None
     pipe = make_pipeline(StandardScaler(), NDClassifier(variant="signed", **FAST))
