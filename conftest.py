@@ -4,8 +4,11 @@
   the cores are shared.
 - ``SCIPY_ARRAY_API=1`` (set before scipy is imported) so that scikit-learn's
   ``check_array_api_input`` runs instead of being skipped.
+- Without numba (an optional dependency), the doctest collector skips the module of the
+  compiled kernels, which imports it; tests of the kernels skip themselves.
 """
 
+import importlib.util
 import os
 
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
@@ -13,3 +16,5 @@ os.environ.setdefault("SCIPY_ARRAY_API", "1")
 import torch  # noqa: E402
 
 torch.set_num_threads(1)
+
+collect_ignore = [] if importlib.util.find_spec("numba") else ["sknd/_kernels.py"]
