@@ -1,16 +1,16 @@
-"""Compiled kernel of the ND layer for raster inference (needs the optional numba).
+"""Compiled kernels of the ND layer for raster inference (need the optional numba).
 
 :mod:`sknd.raster` evaluates fitted networks with numpy. With numpy, the ND
 layer of a ``(n_pixels, n_bands)`` table costs two GEMMs against mostly-zero
 ``(n_bands, n_pairs)`` weights plus whole-array passes for epsilon and the
 division, each reading and writing ``n_pixels x n_pairs`` values. This kernel
 computes each pair's index in a single pass over tiles of pixels held in
-cache, about 4x faster per pixel; :mod:`sknd.raster` uses it when numba is
+cache, about 3.5x faster per pixel; :mod:`sknd.raster` uses it when numba is
 installed (``pip install sknd[fast]``) and falls back to numpy otherwise.
 
 The kernel releases the GIL, so chunks run in parallel threads. Compiled code
 is cached on disk by numba (``cache=True``): only the first call on a machine
-pays the compilation (about 2 s per dtype).
+pays the compilation (1-2 s per dtype).
 """
 
 import math
