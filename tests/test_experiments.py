@@ -310,3 +310,18 @@ def test_cli_usage_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--dataset", str(tmp_path / "missing.csv")])
     assert "existing CSV file" in capsys.readouterr().err
+
+
+def test_peers_only_run_gives_empty_histories_and_coefficients_with_columns():
+    from sknd.experiments import run_experiments
+    from sknd.experiments._protocol import COEFFICIENT_COLUMNS, HISTORY_COLUMNS
+
+    X, y = load_forest_type(return_X_y=True, as_frame=True)
+    results = run_experiments(
+        X, y, depths=(2,), n_splits=3, models=("logreg_bands",), noise_levels=(0.0,),
+        noise_repeats=1, verbose=0,
+    )  # fmt: skip
+    assert len(results.results) == 3
+    assert results.histories.empty and list(results.histories.columns) == HISTORY_COLUMNS
+    assert results.coefficients.empty
+    assert list(results.coefficients.columns) == COEFFICIENT_COLUMNS

@@ -54,6 +54,19 @@ RESULT_COLUMNS = [
     "n_test",
     "selected_pair",
 ]
+HISTORY_COLUMNS = ["model", "depth", "fold", "epoch", "train_loss", "valid_loss", "valid_score"]
+COEFFICIENT_COLUMNS = [
+    "model",
+    "depth",
+    "fold",
+    "band_i",
+    "band_j",
+    "coef_a",
+    "coef_c",
+    "weight_a",
+    "weight_c",
+    "ratio",
+]
 
 
 @dataclass
@@ -111,6 +124,12 @@ def _default_hidden_units(n_pairs):
     from .._base import MAX_DEFAULT_HIDDEN_UNITS, MIN_DEFAULT_HIDDEN_UNITS
 
     return int(np.clip(n_pairs, MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS))
+
+
+def _stack(frames, columns):
+    """Stack the per-task frames (None where a task has none), or an empty frame of ``columns``."""
+    frames = [frame for frame in frames if frame is not None]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
 def _softplus(x):
@@ -465,43 +484,8 @@ def run_experiments(
     outputs.sort(key=sort_key)
     results = pd.DataFrame([row for out in outputs for row in out["rows"]], columns=RESULT_COLUMNS)
     results["depth"] = results["depth"].astype("Int64")
-    histories = pd.concat(
-        [out["history"] for out in outputs if out["history"] is not None]
-        or [
-            pd.DataFrame(
-                columns=[
-                    "model",
-                    "depth",
-                    "fold",
-                    "epoch",
-                    "train_loss",
-                    "valid_loss",
-                    "valid_score",
-                ]
-            )
-        ],
-        ignore_index=True,
-    )
-    coefficients = pd.concat(
-        [out["coefficients"] for out in outputs if out["coefficients"] is not None]
-        or [
-            pd.DataFrame(
-                columns=[
-                    "model",
-                    "depth",
-                    "fold",
-                    "band_i",
-                    "band_j",
-                    "coef_a",
-                    "coef_c",
-                    "weight_a",
-                    "weight_c",
-                    "ratio",
-                ]
-            )
-        ],
-        ignore_index=True,
-    )
+    histories = _stack([out["history"] for out in outputs], HISTORY_COLUMNS)
+    coefficients = _stack([out["coefficients"] for out in outputs], COEFFICIENT_COLUMNS)
     illumination = pd.concat([out["illumination"] for out in outputs], ignore_index=True)
     illumination = illumination[["model", "depth", "fold", "factor", "accuracy", "agreement"]]
     illumination["depth"] = illumination["depth"].astype("Int64")
