@@ -39,6 +39,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from ._validation import check_band_values
+
 __all__ = ["DEFAULT_CHUNK_PIXELS", "predict", "predict_proba", "transform"]
 
 #: Pixels handed to the estimator per call. Large enough that per-call overhead
@@ -652,12 +654,14 @@ class _FastNetwork:
     # Chunks run in parallel threads: BLAS must stay single-threaded inside them.
     single_threaded_blas = True
 
-    def __init__(self, steps, finish, dtype, non_negative, estimator_name):
+    def __init__(self, steps, finish, dtype, estimator):
         self.steps = steps
         self.finish = finish
         self.dtype = dtype
-        self.non_negative = non_negative
-        self.estimator_name = estimator_name
+        # What the estimator's input validation needs (see _check).
+        self.non_negative = estimator.variant == "reflectance"
+        self.estimator_name = type(estimator).__name__
+        self.feature_names = getattr(estimator, "feature_names_in_", None)
         width = max([step.width for step in steps] + [1])
         self.block_rows = int(
             np.clip(_BLOCK_BYTES // (4 * width), _MIN_BLOCK_ROWS, _MAX_BLOCK_ROWS)
@@ -684,9 +688,6 @@ class _FastNetwork:
             return None
         if estimator._inference_device().type != "cpu":
             return None  # a model set to use a GPU predicts there, through its own methods
-        variant = estimator.variant
-        non_negative = variant == "reflectance"
-        name = type(estimator).__name__
         if method == "transform":
             selected = getattr(estimator, "selected_indices_", None)
             if selected is None:
@@ -697,9 +698,9 @@ class _FastNetwork:
                 estimator.coef_c_[selected],
                 estimator.n_features_in_,
                 estimator.epsilon,
-                variant,
+                estimator.variant,
             )
-            return cls([step], None, None, non_negative, name)
+            return cls([step], None, None, estimator)
         task = getattr(estimator, "_task", None)
         finish = {"predict": "decode", "predict_proba": "proba"}.get(method)
         if task is None or finish is None or not hasattr(task, finish):
@@ -708,16 +709,17 @@ class _FastNetwork:
         if steps is None:
             return None
         steps = _fuse(steps)
-        return cls(steps, getattr(task, finish), np.dtype(np.float32), non_negative, name)
+        return cls(steps, getattr(task, finish), np.dtype(np.float32), estimator)
 
-    def __call__(self, X, finite=False):
-        """Outputs for the pixel table ``X``; ``finite=True`` when the caller checked it."""
+    def __call__(self, X):
+        """Outputs for the pixel table ``X``."""
         X = np.asarray(X)
+        source_dtype = X.dtype
         dtype = self.dtype
         if dtype is None:  # transform keeps float32/float64 as the estimator does
             dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         X = np.ascontiguousarray(X, dtype=dtype)
-        self._check(X, finite)
+        self._check(X, source_dtype)
         workspace = self._workspace
         result = None
         for start in range(0, max(len(X), 1), self.block_rows):
@@ -732,17 +734,22 @@ class _FastNetwork:
             result[start : start + len(block)] = values
         return result
 
-    def _check(self, X, finite):
+    def _check(self, X, source_dtype):
         """Reject what the estimator's own validation rejects (NaN rows are masked before)."""
-        screened = finite or np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)).all()
-        if not screened and np.isinf(X).any():
-            raise ValueError(f"Input contains infinity, which {self.estimator_name} cannot use.")
-        if self.non_negative and len(X) and X.min() < 0:
-            raise ValueError(
-                f"Negative values in data passed to {self.estimator_name}: variant='reflectance' "
-                "expects non-negative band values. If a negative value marks no-data, pass it "
-                "as nodata=..."
+        try:
+            check_band_values(
+                X,
+                name="pixels",
+                estimator_name=self.estimator_name,
+                feature_names=self.feature_names,
+                non_negative=self.non_negative,
+                source_dtype=source_dtype,
             )
+        except ValueError as error:
+            raise ValueError(
+                f"{error} (Rows count the pixels of one chunk of the image.) If such a value "
+                "marks no-data, pass it as nodata=... and those pixels are skipped."
+            ) from None
 
 
 class _Step:
@@ -1090,22 +1097,18 @@ def _chunk_indices(shape, chunk_pixels):
 def _predict_pixels(func, X, spec, nodata):
     """``func`` on the valid rows of the pixel table ``X``; no-data rows get ``spec.fill``."""
     n_pixels = len(X)
-    invalid, finite = _invalid_pixels(X, nodata)
+    invalid = _invalid_pixels(X, nodata)
     if invalid is None or not invalid.any():
-        return _call(func, X, spec, finite)
+        return _call(func, X, spec)
     result = np.full((n_pixels,) + spec.tail, spec.fill, dtype=spec.dtype)
     valid = ~invalid
     if valid.any():
-        result[valid] = _call(func, X[valid], spec, finite)
+        result[valid] = _call(func, X[valid], spec)
     return result
 
 
-def _call(func, X, spec, finite=False):
-    # The fast path skips its own finiteness screening when ours already proved it.
-    if finite and isinstance(func, _FastNetwork):
-        values = func(X, finite=True)
-    else:
-        values = np.asarray(func(X))
+def _call(func, X, spec):
+    values = np.asarray(func(X))
     expected = (len(X),) + spec.tail
     if values.shape != expected:
         raise ValueError(
@@ -1115,34 +1118,26 @@ def _call(func, X, spec, finite=False):
 
 
 def _invalid_pixels(X, nodata):
-    """Rows holding NaN or ``nodata`` in any band, and whether all other rows are finite.
+    """Rows holding NaN or ``nodata`` in any band: a boolean mask, or None when there are none.
 
-    Returns ``(invalid, finite)``: a boolean mask (None when no row can be invalid)
-    and True when every row outside the mask is known to hold finite values only.
+    Rows with an infinite value are not no-data: they reach the estimator, which rejects them.
     """
     invalid = None
-    finite = X.dtype.kind in "iub"
     # A sum is NaN/inf iff a value is NaN/inf (or it overflows): the sum of the table
     # clears it in one pass; otherwise row sums (a matrix-vector product) find the
     # suspect rows, and the exact test runs on those only.
-    if X.dtype.kind == "f":
-        finite = True
-        suspect = None
-        if not np.isfinite(X.sum()):
-            suspect = ~np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype))
-        if suspect is not None and suspect.any():
-            rows = np.flatnonzero(suspect)
+    if X.dtype.kind == "f" and not np.isfinite(X.sum()):
+        suspect = np.flatnonzero(~np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)))
+        if len(suspect):
             invalid = np.zeros(len(X), dtype=bool)
-            invalid[rows] = np.isnan(X[rows]).any(axis=1)
-            # Suspects without NaN hold an infinity (or overflow): not no-data.
-            finite = bool(invalid[rows].all())
+            invalid[suspect] = np.isnan(X[suspect]).any(axis=1)
     if nodata is not None and not (isinstance(nodata, float) and np.isnan(nodata)):
         # Column by column: .any(axis=1) over a handful of bands is several times slower.
         equal = X[:, 0] == nodata
         for band in range(1, X.shape[1]):
             equal |= X[:, band] == nodata
         invalid = equal if invalid is None else invalid | equal
-    return invalid, finite
+    return invalid
 
 
 # ------------------------------------------------------------------ BLAS threads

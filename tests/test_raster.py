@@ -620,8 +620,16 @@ def test_fast_path_rejects_what_the_estimator_rejects(implementation):
     labels = raster.predict(clf, image, nodata=-9999.0)
     assert np.isnan(labels[3, 3]) and np.isfinite(np.delete(labels.ravel(), 3 * 11 + 3)).all()
     image[3, 3, 1] = np.inf
-    with pytest.raises(ValueError, match="infinity"):
+    with pytest.raises(ValueError, match="infinity.*nodata="):
         raster.predict(clf, image)
+    # The estimator's bound on band values (float32 network) holds on the fast path too.
+    image[3, 3, 1] = 9.96921e36  # netCDF's default fill value
+    with pytest.raises(ValueError, match="too large.*nodata="):
+        raster.predict(clf, image)
+    with pytest.raises(ValueError, match="too large"):
+        clf.predict(image.reshape(-1, 5))
+    labels = raster.predict(clf, image, nodata=9.96921e36)
+    assert np.isnan(labels[3, 3]) and np.isfinite(np.delete(labels.ravel(), 3 * 11 + 3)).all()
 
 
 def test_fast_path_not_used_for_a_model_on_a_gpu(monkeypatch):
