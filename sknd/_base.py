@@ -19,7 +19,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.helper import predefined_split
 
 from . import __version__
-from ._fused import FlatAdam
+from ._adam import FlatAdam
+from ._formula import VARIANTS
 from ._screening import n_pairs_to_keep, screen_pairs
 from ._tasks import ClassificationTask
 from ._training import (
@@ -41,8 +42,8 @@ from ._validation import (
 )
 from .bands import band_pair_indices, resolve_bands
 from .inspection import export_formulas, index_table
-from .networks import ARCHITECTURES, build_network
-from .nn import VARIANTS, NormalizedDifference, all_pairs, resolve_pairs
+from .networks import ARCHITECTURES, build_network, describe, first_nd_layer
+from .nn import all_pairs, resolve_pairs
 
 __all__ = []
 
@@ -67,12 +68,17 @@ _CHUNK_ELEMENTS = 1 << 24
 
 def _chunk_rows(module):
     """Rows per forward pass of ``module`` (validation and inference)."""
+    records = list(describe(module))
     width = 1
-    for layer in module.modules():
-        if isinstance(layer, NormalizedDifference):
-            width = max(width, 4 * layer.n_pairs)
-        elif isinstance(layer, torch.nn.Linear):
-            width = max(width, layer.out_features)
+    while records:
+        layer = records.pop()
+        if layer.kind == "passthrough":
+            records += layer.inner
+        elif layer.nd is not None:
+            # Up to 4 gathered columns per pair ("signed": [b_i, b_j, r_i, r_j]).
+            width = max(width, 4 * layer.nd.n_pairs)
+        else:
+            width = max(width, layer.width)
     return int(min(_INFERENCE_CHUNK, max(1, _CHUNK_ELEMENTS // width)))
 
 
@@ -349,20 +355,20 @@ class BaseND(BaseEstimator):
         n_features = X.shape[1]
         # Band names (DataFrame columns or bands=) are frozen at fit time; they
         # label indices_, export_formulas and get_feature_names_out.
-        self._bands = resolve_bands(
+        self.bands_ = resolve_bands(
             self.bands,
             n_features=n_features,
             feature_names=getattr(self, "feature_names_in_", None),
             sensor=self.sensor,
         )
-        self.band_names_ = np.asarray([band.name for band in self._bands], dtype=object)
+        self.band_names_ = np.asarray([band.name for band in self.bands_], dtype=object)
         screening = (isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)) or (
             isinstance(self.pairs, str) and self.pairs == "auto"
         )
         if screening:
             pairs = all_pairs(n_features)
         else:
-            pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self._bands))
+            pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self.bands_))
         task = self._make_task(y)
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         device = _resolve_device(self.device)
@@ -513,10 +519,7 @@ class BaseND(BaseEstimator):
 
     def _nd_layer(self):
         """The trained ND layer, or None for the MLP baseline."""
-        first = self._module[0]
-        if isinstance(first, NormalizedDifference):
-            return first
-        return getattr(first, "nd", None)
+        return first_nd_layer(self._module)
 
     def _index_importances(self, X):
         """Outgoing-weight norm of each first-block output times its spread on ``X``.
@@ -546,6 +549,33 @@ class BaseND(BaseEstimator):
                 chunk = torch.tensor(X[start : start + rows], dtype=torch.float32, device=device)
                 outputs.append(module(chunk).cpu())
         return torch.cat(outputs).numpy()
+
+    def _fast_evaluator(self, method):
+        """A fast evaluator of ``method`` on pixel tables, or None (internal hook).
+
+        :mod:`sknd.raster` asks fitted estimators for it and falls back to the
+        public method when there is none: for a model set to use a GPU (it
+        predicts there, through its own methods) and for methods without one.
+        Returns a :class:`sknd._evaluator.FastNetwork`, whose values equal the
+        method's (tests/test_networks.py, tests/test_raster.py).
+        """
+        finish = {"predict": "decode", "predict_proba": "proba"}.get(method)
+        if self._inference_device().type != "cpu" or not hasattr(self._task, finish or "-"):
+            return None
+        from ._evaluator import FastNetwork
+
+        records = describe(self._module)
+        return FastNetwork.for_network(
+            records, self.n_features_in_, getattr(self._task, finish), **self._pixel_checks()
+        )
+
+    def _pixel_checks(self):
+        """What :class:`sknd._evaluator.FastNetwork` checks pixels with, as ``fit`` saw it."""
+        return dict(
+            non_negative=self.variant == "reflectance",
+            estimator_name=type(self).__name__,
+            feature_names=getattr(self, "feature_names_in_", None),
+        )
 
     def export_formulas(self, format="numpy", top=None, precision=None):
         """Write each learned index as a formula over the band names.

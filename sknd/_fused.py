@@ -1,230 +1,37 @@
-"""Fused training step: flat Adam and a hand-written forward/backward of sknd networks.
+"""Fused training step: a hand-written forward and backward of sknd networks.
 
 At the batch sizes of spectral data (32 samples, a few dozen features) a
 training step costs per-operation overhead, not arithmetic: autograd, a Python
 ``autograd.Function`` and ``torch.optim.Adam`` each add tens of microseconds to
 a step whose arithmetic takes a few (benchmarks/RESULTS.md). This module
 removes that overhead for the networks sknd builds, without changing what is
-computed:
-
-- :class:`FlatAdam` keeps all parameters, gradients and moments of a parameter
-  group in one contiguous buffer each (the module's parameters become views of
-  it), so that one Adam step is seven tensor operations whatever the number of
-  parameter tensors.
-- :class:`FusedTrainer` runs a training epoch of an ``nn.Sequential`` made of
-  the ND layer (or the AttND block), ``Linear``/``ReLU`` layers and a
-  BCE-with-logits, cross-entropy or MSE loss: forward and closed-form backward
-  written with preallocated gradient views and no autograd graph, the same
-  gradients autograd computes (tests/test_speed_paths.py compares them). Any
-  other network or loss is left to skorch's autograd step.
+computed: :class:`FusedTrainer` runs a training epoch of a network described
+by :func:`sknd.networks.describe` (the ND layer, the AttND block or the raw
+passthrough first, then ``Linear``/``ReLU`` layers) with a BCE-with-logits,
+cross-entropy or MSE loss and :class:`~sknd._adam.FlatAdam`: forward and
+closed-form backward written with preallocated gradient views and no autograd
+graph, the same gradients autograd computes (tests/test_networks.py compares
+them for every architecture). Any other network or loss is left to skorch's
+autograd step.
 """
-
-import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .nn import (
-    NormalizedDifference,
-    _gather_backward,
-    _gather_forward,
-    _layer_input,
-    _matmul_backward,
-    _matmul_forward,
-    _matmul_weight,
+from ._adam import FlatAdam
+from ._formula import FUSED_MATMUL_MIN_BATCH, SOFTPLUS_THRESHOLD
+from ._nd_torch import (
+    gather_backward,
+    gather_forward,
+    layer_input,
+    matmul_backward,
+    matmul_forward,
+    matmul_weight,
 )
+from .networks import describe
 
 __all__ = []
-
-
-class FlatAdam(torch.optim.Optimizer):
-    """Adam with L2 weight decay on one contiguous buffer per parameter group.
-
-    The update is that of ``torch.optim.Adam(weight_decay=...)`` (L2 penalty
-    added to the gradient, not AdamW), written as
-
-        g <- g + weight_decay * p
-        m <- lerp(m, g, 1 - beta1);   v <- beta2 v + (1 - beta2) g^2
-        p <- p - lr sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + eps sqrt(1 - beta2^t))
-
-    which equals Adam's ``p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``
-    up to rounding. Parameters, gradients and both moments of a group live in one
-    buffer each and the module's parameters are views of it, so that the step is
-    seven operations on one tensor instead of a loop (or ``foreach`` calls) over
-    parameter tensors. Gradients stay views of the buffer: ``zero_grad`` zeroes
-    them in place (``set_to_none`` is ignored), and after a step they hold the
-    decayed gradient ``g + weight_decay * p``.
-
-    Parameters
-    ----------
-    params : iterable of torch.nn.Parameter or dict
-        Parameters (of one device and dtype per group) or parameter groups.
-    lr : float, default=1e-3
-    betas : tuple of float, default=(0.9, 0.999)
-    eps : float, default=1e-8
-    weight_decay : float, default=0
-
-    Examples
-    --------
-    >>> layer = torch.nn.Linear(3, 2)
-    >>> opt = FlatAdam(layer.parameters(), lr=0.1)
-    >>> layer(torch.ones(1, 3)).sum().backward()
-    >>> opt.step()
-    >>> layer.weight.grad.shape
-    torch.Size([2, 3])
-    """
-
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
-        if not lr >= 0 or not eps >= 0 or not weight_decay >= 0:
-            raise ValueError("lr, eps and weight_decay must be non-negative.")
-        if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
-            raise ValueError(f"betas must be in [0, 1), got {betas!r}.")
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
-        super().__init__(params, defaults)
-        self._flat = None
-
-    # ------------------------------------------------------------------ layout
-    def _pack(self):
-        """Move every group's parameters, gradients and moments into flat buffers."""
-        flat = []
-        for group in self.param_groups:
-            params = [p for p in group["params"]]
-            group.setdefault("step", 0)
-            if not params:
-                flat.append(None)
-                continue
-            devices = {(p.device, p.dtype) for p in params}
-            if len(devices) > 1:
-                raise ValueError("FlatAdam needs one device and dtype per parameter group.")
-            values = torch.cat([p.detach().reshape(-1) for p in params])
-            grads = torch.cat(
-                [
-                    (p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1)
-                    for p in params
-                ]
-            )
-            moments = []
-            for key in ("exp_avg", "exp_avg_sq"):
-                moments.append(
-                    torch.cat(
-                        [
-                            self.state[p].get(key, torch.zeros_like(p)).detach().reshape(-1)
-                            for p in params
-                        ]
-                    )
-                )
-            exp_avg, exp_avg_sq = moments
-            offset = 0
-            for p in params:
-                size = p.numel()
-                span = slice(offset, offset + size)
-                p.data = values[span].view_as(p)
-                p.grad = grads[span].view_as(p)
-                self.state[p]["exp_avg"] = exp_avg[span].view_as(p)
-                self.state[p]["exp_avg_sq"] = exp_avg_sq[span].view_as(p)
-                offset += size
-            views = [(p, p.data, p.grad) for p in params]
-            flat.append(
-                {
-                    "param": values,
-                    "grad": grads,
-                    "exp_avg": exp_avg,
-                    "exp_avg_sq": exp_avg_sq,
-                    "denom": torch.empty_like(values),
-                    "views": views,
-                }
-            )
-            flat[-1]["arrays"] = tuple(
-                flat[-1][key] for key in ("param", "grad", "exp_avg", "exp_avg_sq", "denom")
-            )
-        self._flat = flat
-
-    def _check_layout(self):
-        """Re-pack if a parameter or gradient stopped being a view of the buffers."""
-        if self._flat is None:
-            self._pack()
-            return
-        for buffers in self._flat:
-            if buffers is None:
-                continue
-            for p, data, grad in buffers["views"]:
-                if p.grad is not grad:
-                    if p.grad is None:
-                        grad.zero_()
-                    else:  # autograd or the user replaced the gradient tensor
-                        grad.copy_(p.grad)
-                    p.grad = grad
-                if p.data_ptr() != data.data_ptr():  # p.data was reassigned (e.g. moved)
-                    self._pack()
-                    return
-
-    def flat_buffers(self):
-        """The flat ``param``/``grad`` buffers of each group (packing them if needed)."""
-        self._check_layout()
-        return self._flat
-
-    def release(self):
-        """Give every parameter and gradient its own storage again.
-
-        The module then no longer shares one buffer (pickles and copies of it
-        stay small); the next :meth:`step` packs the buffers again.
-        """
-        if self._flat is None:
-            return
-        for buffers in self._flat:
-            if buffers is None:
-                continue
-            for p, data, grad in buffers["views"]:
-                p.data = data.clone()
-                if p.grad is not None:
-                    p.grad = p.grad.clone()
-                state = self.state[p]
-                state["exp_avg"] = state["exp_avg"].clone()
-                state["exp_avg_sq"] = state["exp_avg_sq"].clone()
-        self._flat = None
-
-    def add_param_group(self, param_group):
-        super().add_param_group(param_group)
-        self._flat = None
-
-    def load_state_dict(self, state_dict):
-        super().load_state_dict(state_dict)
-        self._flat = None
-
-    # ------------------------------------------------------------------ steps
-    def zero_grad(self, set_to_none=True):
-        self._check_layout()
-        for buffers in self._flat:
-            if buffers is not None:
-                buffers["grad"].zero_()
-
-    @torch.no_grad()
-    def _update(self):
-        for group, buffers in zip(self.param_groups, self._flat):
-            if buffers is None:
-                continue
-            group["step"] = step = group["step"] + 1
-            beta1, beta2 = group["betas"]
-            root_bias_correction2 = math.sqrt(1 - beta2**step)
-            param, grad, exp_avg, exp_avg_sq, denom = buffers["arrays"]
-            if group["weight_decay"]:
-                grad.add_(param, alpha=group["weight_decay"])
-            exp_avg.lerp_(grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-            torch.sqrt(exp_avg_sq, out=denom).add_(group["eps"] * root_bias_correction2)
-            param.addcdiv_(
-                exp_avg, denom, value=-group["lr"] * root_bias_correction2 / (1 - beta1**step)
-            )
-
-    def step(self, closure=None):
-        loss = None
-        if closure is not None:
-            with torch.enable_grad():
-                loss = closure()
-        self._check_layout()
-        self._update()
-        return loss
 
 
 # ---------------------------------------------------------------------- blocks
@@ -297,7 +104,7 @@ class _NDBlock:
         self.layer = layer
         self.plan = layer._plan(layer.a.dtype, layer.a.device)
         method = self.plan.choose(layer.method)
-        if layer.method == "auto" and batch_size < _MATMUL_MIN_BATCH:
+        if layer.method == "auto" and batch_size < FUSED_MATMUL_MIN_BATCH:
             # At small batches both forms cost their operation count, and gathering has fewer.
             method = "gather"
         self.method = method
@@ -308,23 +115,23 @@ class _NDBlock:
         self.h = {}
 
     def prepare(self, X):
-        return _layer_input(X, self.layer.variant, self.layer.epsilon)
+        return layer_input(X, self.layer.variant, self.layer.epsilon)
 
     def forward(self, u):
         plan = self.plan
         self.u = u
         if self.method == "matmul":
             p = plan.n_pairs
-            self.weight = _matmul_weight(F.softplus(self.ac[:p]), F.softplus(self.ac[p:]), plan)
-            self.out, self.den = _matmul_forward(u, self.weight, plan)
+            self.weight = matmul_weight(F.softplus(self.ac[:p]), F.softplus(self.ac[p:]), plan)
+            self.out, self.den = matmul_forward(u, self.weight, plan)
         else:
             self.wk = plan.gather_weights(F.softplus(self.ac))
-            self.out, self.den, self.gathered = _gather_forward(u, self.wk, plan, True)
+            self.out, self.den, self.gathered = gather_forward(u, self.wk, plan, True)
         return self.out
 
     def backward(self, grad):
         if self.method == "matmul":
-            grad_w2, _ = _matmul_backward(
+            grad_w2, _ = matmul_backward(
                 grad, self.out, self.den, self.u, self.weight, self.plan, False
             )
         else:
@@ -334,11 +141,11 @@ class _NDBlock:
                 h = self.h[n] = torch.empty(
                     n, len(self.plan.gather_index), dtype=grad.dtype, device=grad.device
                 )
-            grad_w2, _ = _gather_backward(
+            grad_w2, _ = gather_backward(
                 grad, self.out, self.den, self.gathered, self.wk, self.plan, False, h
             )
         # d softplus(a) / da = sigmoid(a), as autograd's softplus backward computes it (one call).
-        _softplus_backward(grad_w2, self.ac, 1, 20, grad_input=self.grad_ac)
+        _softplus_backward(grad_w2, self.ac, 1, SOFTPLUS_THRESHOLD, grad_input=self.grad_ac)
 
 
 class _AttentionNDBlock:
@@ -379,12 +186,13 @@ class _PassthroughBlock:
     in :meth:`prepare` (the same float32 operations as the module's forward).
     """
 
-    def __init__(self, block, batch_size):
-        self.first = _first_block(block.first, batch_size)
-        if self.first is None:
-            raise _Unsupported(f"first block {type(block.first).__name__}")
-        self.mean = block.mean
-        self.scale = block.scale
+    def __init__(self, record, batch_size):
+        inner = _blocks(record.inner, batch_size)
+        if len(inner) != 1:
+            raise _Unsupported("a passthrough block around several layers")
+        self.first = inner[0]
+        self.mean = record.module.mean
+        self.scale = record.module.scale
 
     def prepare(self, X):
         inner = self.first.prepare(X)
@@ -401,20 +209,33 @@ class _PassthroughBlock:
         self.first.backward(grad[:, : self.width])
 
 
-def _first_block(layer, batch_size):
-    """The fused block for a network's first module, or None."""
-    from .networks import AttentionND, RawPassthrough
+#: The fused block of each kind of first layer (see sknd.networks.describe); "linear"
+#: (the MLP's first layer) and the layers after the first are _LinearBlock.
+_FIRST_BLOCKS = {
+    "nd": lambda record, batch_size: _NDBlock(record.module, batch_size),
+    "attnd": lambda record, batch_size: _AttentionNDBlock(record.module, batch_size),
+    "passthrough": _PassthroughBlock,
+}
 
-    kind = type(layer)
-    if kind is NormalizedDifference:
-        return _NDBlock(layer, batch_size)
-    if kind is AttentionND:
-        return _AttentionNDBlock(layer, batch_size)
-    if kind is RawPassthrough:
-        return _PassthroughBlock(layer, batch_size)
-    if kind is nn.Sequential and [type(m) for m in layer] == [nn.Linear, nn.ReLU]:
-        return _LinearBlock(layer[0], relu=True, first=True)
-    return None
+
+def _blocks(records, batch_size):
+    """Fused blocks for layer records, or raise :class:`_Unsupported`."""
+    blocks = []
+    position = 0
+    while position < len(records):
+        record = records[position]
+        first = not blocks
+        if record.kind == "linear":
+            relu = position + 1 < len(records) and records[position + 1].kind == "relu"
+            blocks.append(_LinearBlock(record.module, relu=relu, first=first))
+            position += relu
+        elif first and record.kind in _FIRST_BLOCKS:
+            blocks.append(_FIRST_BLOCKS[record.kind](record, batch_size))
+        else:
+            where = "first layer" if first else "layer after the first"
+            raise _Unsupported(f"{record.kind!r} as {where}")
+        position += 1
+    return blocks
 
 
 class _Unsupported(Exception):
@@ -489,12 +310,6 @@ class _MeanSquaredError:
         return terms.pow(2).sum() / self.n_columns
 
 
-#: Below this batch size the ND layer's "auto" method gathers in the fused step: with 10
-#: bands, whole fits ran 23% (batch 32) and 15% (batch 256) faster gathering than with the
-#: two GEMMs, whose weight construction costs as many operations as the gather itself.
-_MATMUL_MIN_BATCH = 1024
-
-
 def _loss_for(criterion, n_outputs, batch_size):
     kind = type(criterion)
     if getattr(criterion, "reduction", None) != "mean":
@@ -513,30 +328,15 @@ def _loss_for(criterion, n_outputs, batch_size):
 
 
 def _blocks_for(module, batch_size):
-    """Translate an ``nn.Sequential`` into fused blocks, or raise :class:`_Unsupported`."""
-    if type(module) is not nn.Sequential:
-        raise _Unsupported("module is not nn.Sequential")
-    layers = list(module)
-    blocks = []
-    n_outputs = None
-    position = 0
-    while position < len(layers):
-        layer = layers[position]
-        first = not blocks
-        block = _first_block(layer, batch_size) if first else None
-        if block is not None:
-            blocks.append(block)
-        elif type(layer) is nn.Linear:
-            relu = position + 1 < len(layers) and type(layers[position + 1]) is nn.ReLU
-            blocks.append(_LinearBlock(layer, relu=relu, first=first))
-            n_outputs = layer.out_features
-            position += relu
-        else:
-            raise _Unsupported(f"layer {type(layer).__name__}")
-        position += 1
-    if not isinstance(blocks[-1], _LinearBlock) or blocks[-1].relu:
+    """Fused blocks of a whole network and its number of outputs, or raise :class:`_Unsupported`."""
+    records = describe(module)
+    if records is None:
+        raise _Unsupported("a network sknd.networks.describe does not know")
+    blocks = _blocks(records, batch_size)
+    last = blocks[-1]
+    if not isinstance(last, _LinearBlock) or last.relu:
         raise _Unsupported("the network must end with a linear layer")
-    return blocks, n_outputs
+    return blocks, last.weight.shape[0]
 
 
 class FusedTrainer:

@@ -18,15 +18,15 @@ import math
 import numpy as np
 from numba import njit
 
+from ._formula import SOFTPLUS_THRESHOLD, VARIANTS
+
 __all__ = ["VARIANT_CODES", "normalized_differences", "normalized_differences_dense"]
 
-#: Integer codes of the layer variants, as the kernel takes them.
-VARIANT_CODES = {"reflectance": 0, "signed": 1, "softplus": 2}
+#: Integer codes of the layer variants, as the kernel takes them: positions in VARIANTS.
+VARIANT_CODES = {variant: code for code, variant in enumerate(VARIANTS)}
 
 # Pixels per tile: the tile's bands, transposed, stay in the L1 cache.
 _TILE = 256
-# torch.nn.functional.softplus returns x itself above this input (as sknd.nn does).
-_SOFTPLUS_THRESHOLD = 20.0
 
 
 # error_model="numpy": a division by zero gives inf/NaN instead of raising, which
@@ -108,10 +108,12 @@ def _load_tile(X, start, size, variant, epsilon, numerator_bands, denominator_ba
     for t in range(size):
         for band in range(X.shape[1]):
             value = X[start + t, band]
-            if variant == 2 and value <= _SOFTPLUS_THRESHOLD:
+            if variant == 2 and value <= SOFTPLUS_THRESHOLD:
                 value = math.log1p(math.exp(value))
             numerator_bands[band, t] = value
             if variant == 1:
+                # sknd._formula.smooth_abs without hypot: validated bands are within 1e15
+                # (sknd._validation), so value * value cannot overflow float32.
                 denominator_bands[band, t] = math.sqrt(value * value + epsilon)
 
 

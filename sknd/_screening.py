@@ -3,8 +3,9 @@
 With hundreds of bands the ND layer has tens of thousands of pairs (250 bands:
 31,125), most of them near-duplicates of their neighbours. Screening ranks
 every pair by a univariate statistic of its classic normalized difference
-``(b_i - b_j) / (b_i + b_j + epsilon)`` (the layer at initialisation, in the
-estimator's ``variant``), computed on the training data before training, and
+``(b_i - b_j) / (b_i + b_j + epsilon)`` (:func:`sknd._formula.classic_index`
+in the estimator's ``variant``: the layer at initialisation up to the
+scale of ``epsilon``), computed on the training data before training, and
 keeps the best ones:
 
 - regression: the squared Pearson correlation with the target (the largest
@@ -19,6 +20,8 @@ are invariant to the order of the bands in a pair and to the scale of the data.
 """
 
 import numpy as np
+
+from ._formula import classic_index
 
 __all__ = []
 
@@ -38,18 +41,6 @@ def n_pairs_to_keep(pairs, n_all_pairs):
     if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, bool):
         return None if pairs >= n_all_pairs else int(pairs)
     return None
-
-
-def _classic_index(X, i, j, variant, epsilon):
-    """The ND layer at initialisation (``a = c = 0``) for pairs ``(i, j)``, in float64."""
-    if variant == "softplus":
-        X = np.logaddexp(0.0, X)
-    bi, bj = X[:, i], X[:, j]
-    if variant == "signed":
-        denominator = np.sqrt(bi * bi + epsilon) + np.sqrt(bj * bj + epsilon) + epsilon
-    else:
-        denominator = bi + bj + epsilon
-    return (bi - bj) / denominator
 
 
 def pair_scores(X, y, pairs, classification, variant="reflectance", epsilon=1e-6):
@@ -99,7 +90,7 @@ def pair_scores(X, y, pairs, classification, variant="reflectance", epsilon=1e-6
     with np.errstate(divide="ignore", invalid="ignore"):
         for start in range(0, len(pairs), chunk):
             block = pairs[start : start + chunk]
-            values = _classic_index(X, block[:, 0], block[:, 1], variant, epsilon)
+            values = classic_index(X, block, epsilon, variant)
             values -= values.mean(axis=0)
             total_ss = (values**2).sum(axis=0)
             if classification:

@@ -6,7 +6,7 @@ keeps them and removes per-batch overhead that dominates small networks:
 - data loading slices whole tensors (at batch 32 the ``Dataset.__getitem__`` +
   collate path costs more than the step itself);
 - a training epoch runs :class:`~sknd._fused.FusedTrainer` (hand-written
-  forward and closed-form backward, :class:`~sknd._fused.FlatAdam`) when the
+  forward and closed-form backward, :class:`~sknd._adam.FlatAdam`) when the
   network and loss are supported and no callback asks for per-batch events;
   otherwise skorch's own ``train_step`` with autograd;
 - losses are summed on the device and read once per epoch (no per-batch

@@ -153,6 +153,23 @@ class NDTransformer(TransformerMixin, BaseND):
             )
         return values.numpy()
 
+    def _fast_evaluator(self, method):
+        """``transform`` on pixel tables for :mod:`sknd.raster` (see ``BaseND._fast_evaluator``)."""
+        if method != "transform" or self._inference_device().type != "cpu":
+            return None
+        from ._evaluator import FastNetwork
+
+        selected = self.selected_indices_
+        return FastNetwork.for_indices(
+            self.pairs_[selected],
+            self.coef_a_[selected],
+            self.coef_c_[selected],
+            self.n_features_in_,
+            self.epsilon,
+            self.variant,
+            **self._pixel_checks(),
+        )
+
     def get_feature_names_out(self, input_features=None):
         """Names of the learned indices, ``nd_<band i>_<band j>``.
 

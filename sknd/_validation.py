@@ -209,3 +209,21 @@ def warn_about_training_values(X, *, epsilon, variant, nd_layer):
             UserWarning,
             stacklevel=4,
         )
+
+
+def check_fitted_indices(estimator):
+    """Raise ``NotFittedError`` unless ``estimator`` has learned indices to read.
+
+    Used by :mod:`sknd.inspection` and :mod:`sknd.plotting`, which work from
+    the fitted attributes ``pairs_``, ``coef_a_`` and ``coef_c_`` alone.
+    """
+    missing = [
+        name for name in ("pairs_", "coef_a_", "coef_c_") if not hasattr(estimator, name)
+    ]
+    if missing:
+        from sklearn.exceptions import NotFittedError
+
+        raise NotFittedError(
+            f"This {type(estimator).__name__} instance is not fitted yet (missing "
+            f"{', '.join(missing)}). Call 'fit' before inspecting its indices."
+        )

@@ -27,31 +27,14 @@ import re
 
 import numpy as np
 
+from ._formula import VARIANTS, softplus
+from ._validation import check_fitted_indices
 from .bands import resolve_bands
 from .indices import get_catalogue, known_index
 
 __all__ = ["band_identifiers", "export_formulas", "get_bands", "index_table"]
 
 _FORMATS = ("numpy", "gee", "latex", "text")
-_VARIANTS = ("reflectance", "signed", "softplus")
-
-
-def _softplus(x):
-    # log(1 + exp(x)) without overflow for large x.
-    return np.logaddexp(0.0, np.asarray(x, dtype=np.float64))
-
-
-def _check_fitted(estimator):
-    missing = [
-        name for name in ("pairs_", "coef_a_", "coef_c_") if not hasattr(estimator, name)
-    ]
-    if missing:
-        from sklearn.exceptions import NotFittedError
-
-        raise NotFittedError(
-            f"This {type(estimator).__name__} instance is not fitted yet (missing "
-            f"{', '.join(missing)}). Call 'fit' before inspecting its indices."
-        )
 
 
 def get_bands(estimator):
@@ -61,8 +44,8 @@ def get_bands(estimator):
     ----------
     estimator : fitted sknd estimator
         Any object with ``n_features_in_`` and, optionally, the bands it
-        resolved in ``fit`` (private ``_bands``), ``bands`` / ``sensor``
-        parameters or ``feature_names_in_``.
+        resolved in ``fit`` (``bands_``), ``bands`` / ``sensor`` parameters or
+        ``feature_names_in_``.
 
     Returns
     -------
@@ -80,7 +63,7 @@ def get_bands(estimator):
     """
     # Fitted sknd estimators freeze their bands at fit time, so that changing
     # the bands / sensor parameters afterwards does not relabel a fitted model.
-    resolved = getattr(estimator, "_bands", None)
+    resolved = getattr(estimator, "bands_", None)
     if resolved is not None:
         return tuple(resolved)
     feature_names = getattr(estimator, "feature_names_in_", None)
@@ -162,7 +145,7 @@ def index_table(estimator, catalogue=None):
     """
     import pandas as pd
 
-    _check_fitted(estimator)
+    check_fitted_indices(estimator)
     bands = get_bands(estimator)
     pairs = np.asarray(estimator.pairs_, dtype=np.intp).reshape(-1, 2)
     positions = _output_positions(estimator)
@@ -185,7 +168,7 @@ def index_table(estimator, catalogue=None):
                 "band_j": bands[j].name,
                 "a": a[position],
                 "c": c[position],
-                "k": float(_softplus(a[position]) / _softplus(c[position])),
+                "k": float(softplus(a[position]) / softplus(c[position])),
                 "importance": importances[position],
                 "known_index": known_index(bands[i], bands[j], catalogue),
             }
@@ -402,10 +385,10 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
         raise ValueError(f"format must be one of {_FORMATS}, got {format!r}.")
     if precision is not None and (not isinstance(precision, (int, np.integer)) or precision < 1):
         raise ValueError(f"precision must be a positive int or None, got {precision!r}.")
-    _check_fitted(estimator)
+    check_fitted_indices(estimator)
     variant = getattr(estimator, "variant", "reflectance")
-    if variant not in _VARIANTS:
-        raise ValueError(f"Unknown variant {variant!r}; expected one of {_VARIANTS}.")
+    if variant not in VARIANTS:
+        raise ValueError(f"Unknown variant {variant!r}; expected one of {VARIANTS}.")
 
     bands = get_bands(estimator)
     symbols = _band_symbols([band.name for band in bands], format)
@@ -418,8 +401,8 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
         # Stable sort keeps the output order among equally important indices.
         positions = positions[np.argsort(-importances, kind="stable")][:top]
 
-    weights_i = _softplus(np.asarray(estimator.coef_a_, dtype=np.float64).ravel())
-    weights_j = _softplus(np.asarray(estimator.coef_c_, dtype=np.float64).ravel())
+    weights_i = softplus(np.asarray(estimator.coef_a_, dtype=np.float64).ravel())
+    weights_j = softplus(np.asarray(estimator.coef_c_, dtype=np.float64).ravel())
     if precision is None and format in ("latex", "text"):
         precision = 4
     eps = _number(estimator.epsilon, None, format)

@@ -3,14 +3,31 @@
 Depth counts layers from input to output as in the paper: depth 2 is
 ``input -> first layer -> output``, each extra unit of depth adds one
 ``Linear + ReLU`` hidden layer.
+
+:func:`describe` is the one place that recognises the layers of these
+networks: the fused training step, the numpy/numba evaluator and the
+estimators' helpers all read its :class:`Layer` records and keep only their
+own code per layer kind. A new layer kind is added to the builder, to
+:func:`describe` and to one leaf per backend; tests/test_networks.py checks
+every backend against the torch forward pass and says which one lacks it.
 """
+
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from .nn import NormalizedDifference, resolve_pairs
 
-__all__ = ["ARCHITECTURES", "AttentionND", "RawPassthrough", "build_network"]
+__all__ = [
+    "ARCHITECTURES",
+    "LAYER_KINDS",
+    "AttentionND",
+    "Layer",
+    "RawPassthrough",
+    "build_network",
+    "describe",
+]
 
 #: Architectures understood by :func:`build_network`.
 ARCHITECTURES = ("nd", "attnd", "mlp")
@@ -153,3 +170,123 @@ def build_network(
         width = hidden_units
     layers.append(nn.Linear(width, n_outputs))
     return nn.Sequential(*layers)
+
+
+#: Kinds of :class:`Layer` records, see :func:`describe`.
+LAYER_KINDS = ("nd", "attnd", "passthrough", "linear", "relu")
+
+
+@dataclass(frozen=True)
+class Layer:
+    """One layer of an sknd network, as :func:`describe` reports it.
+
+    Parameters
+    ----------
+    kind : {"nd", "attnd", "passthrough", "linear", "relu"}
+        ``"nd"``: a :class:`~sknd.nn.NormalizedDifference`; ``"attnd"``: an
+        :class:`AttentionND` block; ``"passthrough"``: a
+        :class:`RawPassthrough` block; ``"linear"``: an ``nn.Linear``;
+        ``"relu"``: an ``nn.ReLU``.
+    module : torch.nn.Module
+        The layer itself (its parameters are the network's, not copies).
+    inner : tuple of Layer, default=()
+        For ``"passthrough"``, the records of the wrapped first block.
+    """
+
+    kind: str
+    module: nn.Module
+    inner: tuple = ()
+
+    @property
+    def nd(self):
+        """The ND layer of an ``"nd"``, ``"attnd"`` or ``"passthrough"`` record, else None."""
+        if self.kind == "nd":
+            return self.module
+        if self.kind == "attnd":
+            return self.module.nd
+        if self.kind == "passthrough":
+            return self.inner[0].nd
+        return None
+
+    @property
+    def width(self):
+        """Number of outputs per sample (0 for ``"relu"``, which keeps its input's)."""
+        if self.kind in ("nd", "attnd"):
+            return self.nd.n_pairs
+        if self.kind == "passthrough":
+            return max(layer.width for layer in self.inner) + len(self.module.mean.reshape(-1))
+        if self.kind == "linear":
+            return self.module.out_features
+        return 0
+
+
+def _records(module):
+    """Records of ``module`` (nested ``nn.Sequential`` flattened), or None if unknown."""
+    kind = type(module)
+    if kind is nn.Sequential:
+        records = []
+        for child in module:
+            inner = _records(child)
+            if inner is None:
+                return None
+            records += inner
+        return records
+    if kind is NormalizedDifference:
+        return [Layer("nd", module)]
+    if kind is AttentionND:
+        return [Layer("attnd", module)]
+    if kind is RawPassthrough:
+        inner = _records(module.first)
+        if not inner:
+            return None
+        return [Layer("passthrough", module, tuple(inner))]
+    if kind is nn.Linear:
+        return [Layer("linear", module)]
+    if kind is nn.ReLU:
+        return [Layer("relu", module)]
+    return None
+
+
+def describe(module):
+    """The layers of an sknd network, or None for a network with an unknown layer.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A network as :func:`build_network` returns it: an ``nn.Sequential``
+        whose first element is the ND layer, the AttND block, a
+        :class:`RawPassthrough` block or the MLP's ``Linear + ReLU`` block,
+        followed by ``Linear`` and ``ReLU`` layers.
+
+    Returns
+    -------
+    tuple of Layer or None
+        One record per layer, nested sequences flattened; None if ``module``
+        is not an ``nn.Sequential`` or holds a layer of any other type
+        (subclasses included), so that no backend guesses at its meaning.
+
+    Examples
+    --------
+    >>> [layer.kind for layer in describe(build_network("nd", 4, 1, depth=3))]
+    ['nd', 'linear', 'relu', 'linear']
+    >>> describe(nn.Sequential(nn.Tanh())) is None
+    True
+    """
+    if type(module) is not nn.Sequential:
+        return None
+    records = _records(module)
+    return None if not records else tuple(records)
+
+
+def first_nd_layer(module):
+    """The ND layer of a network's first block, or None (the MLP, or an unknown network).
+
+    Examples
+    --------
+    >>> first_nd_layer(build_network("attnd", 3, 1)).n_pairs
+    3
+    >>> first_nd_layer(build_network("mlp", 3, 1)) is None
+    True
+    """
+    records = describe(module)
+    return None if records is None else records[0].nd

@@ -16,15 +16,48 @@ cancels).
 
 This module is the torch-facing part of sknd; the estimators in
 :mod:`sknd` wrap it and never expose torch objects.
+
+Where the formula is written
+----------------------------
+Once per dialect, each copy pinned by a test against the numpy reference or
+against autograd:
+
+- numpy, float64 reference: :func:`sknd._formula.normalized_difference`
+  (with the variants, ``softplus`` and the smooth ``|b|``); used by pair
+  screening, the experiments' fixed-index peers and inspection.
+- torch forward and closed-form backward: :mod:`sknd._nd_torch`, in a
+  gather and a matmul formulation, called by this module's autograd function
+  and by the fused training step (:mod:`sknd._fused`, which adds the
+  backward of softplus, the dense layers and the losses). Pinned by
+  tests/test_nn.py (gradcheck, reference formula) and tests/test_networks.py
+  (fused gradients equal autograd's).
+- numpy inference (GEMM or gather) and numba kernels (:mod:`sknd._evaluator`,
+  :mod:`sknd._kernels`): raster prediction of fitted models, 3.5x faster per
+  pixel than torch. Pinned by tests/test_networks.py (torch forward equals
+  both, for every architecture, variant and task).
+- formula strings (numpy, Earth Engine, LaTeX, text) written by
+  :func:`sknd.inspection.export_formulas`, pinned by tests/test_inspection.py
+  (the exported numpy formula reproduces ``transform``).
 """
 
 import itertools
-import math
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from ._formula import TORCH_MATMUL_MAX_INPUTS, VARIANTS, check_variant
+from ._nd_torch import (
+    PairPlan,
+    gather_backward,
+    gather_forward,
+    input_grad,
+    layer_input,
+    matmul_backward,
+    matmul_forward,
+    matmul_weight,
+)
 
 __all__ = [
     "MATMUL_MAX_INPUTS",
@@ -35,10 +68,6 @@ __all__ = [
     "normalized_difference",
     "resolve_pairs",
 ]
-
-#: The supported formulations, see the module docstring.
-VARIANTS = ("reflectance", "signed", "softplus")
-
 
 def all_pairs(n_features):
     """Return every band pair ``(i, j)`` with ``i < j``.
@@ -115,220 +144,9 @@ def resolve_pairs(n_features, pairs="all"):
 METHODS = ("auto", "gather", "matmul")
 
 #: ``method="auto"`` computes the layer as matrix products up to this many layer inputs
-#: (bands, or twice the bands for ``variant="signed"``) and by gathering band columns above.
-#: The products cost ``O(n_inputs)`` operations per output against ``O(1)`` for gathering,
-#: but run as GEMMs instead of several memory-bound passes: with benchmarks/bench_layer.py
-#: (forward+backward, 1 thread) matmul took 0.3-0.5x the time of gather from 8 to 48 bands
-#: at batch 4096 and about the same up to 32 bands at batch 32 (1.4x at 48).
-MATMUL_MAX_INPUTS = 32
-
-
-class _PairPlan:
-    """Index tensors laying out the band pairs for both formulations.
-
-    Built once per pair list, device and dtype (the layer caches it). With
-    ``P`` pairs and layer inputs ``u`` (the bands ``b``; for ``"signed"`` also
-    ``r = sqrt(b**2 + epsilon)``, appended as columns ``n..2n-1``):
-
-    - gather: ``u[:, gather_index]`` gives the columns ``[b_i | b_j]`` (and
-      ``[r_i | r_j]``); multiplied by ``[wa | wc]`` (repeated) and offset by
-      ``half_epsilon`` they sum to the numerator and the denominator.
-    - matmul: two ``(n_inputs, P)`` matrices stacked as ``W`` of shape
-      ``(2, n_inputs, P)``: column ``p`` of ``W[0]`` holds ``wa`` at row ``i``
-      and ``-wc`` at row ``j``, column ``p`` of ``W[1]`` holds ``wa`` and ``wc``
-      at the rows of ``r_i`` and ``r_j``, so that ``A = u @ W[0]`` and
-      ``D = u @ W[1] + epsilon``.
-    """
-
-    def __init__(self, pairs, n_features, variant, epsilon, dtype, device):
-        pairs = torch.as_tensor(pairs, device=device).to(torch.int64)
-        i, j = pairs[:, 0], pairs[:, 1]
-        n_pairs = len(pairs)
-        signed = variant == "signed"
-        self.n_pairs = n_pairs
-        self.n_features = n_features
-        self.n_inputs = 2 * n_features if signed else n_features
-        self.variant = variant
-        self.epsilon = epsilon
-        self.signed = signed
-        self.pairs = pairs
-        self.dtype = dtype
-        self.epsilon_row = torch.full((n_pairs,), epsilon, dtype=dtype, device=device)
-        ri, rj = (i + n_features, j + n_features) if signed else (i, j)
-        ones = torch.ones(n_pairs, dtype=dtype, device=device)
-        if signed:
-            self.gather_index = torch.cat([i, j, ri, rj])
-            self.half_epsilon = torch.cat([0 * ones, 0 * ones, ones, ones]) * (epsilon / 2)
-            # Signs of the four gathered blocks in dL/d[wa | wc] (see _gather_backward).
-            self.gather_sign = torch.cat([ones, -ones, -ones, -ones])
-        else:
-            self.gather_index = torch.cat([i, j])
-            self.half_epsilon = torch.cat([ones, ones]) * (epsilon / 2)
-            self.gather_sign = torch.cat([ones, -ones])
-        # Tensor.split goes through Python; split_with_sizes is one call (per-step overhead).
-        self.gather_sizes = [n_pairs] * (4 if signed else 2)
-        self._selection = None  # matmul layout, built on first use (see matmul_selection)
-
-    def matmul_selection(self):
-        """Dense ``(2, 2, n_inputs, P)`` selection tensors of the matmul form, built once.
-
-        ``S[0]`` places ``wa`` and ``S[1]`` places ``wc`` in ``W`` (with the
-        numerator's minus sign): ``W = S[0] * wa + S[1] * wc``. The same
-        tensors, with the denominator block negated (``G[k] = S[k] * [1, -1]``),
-        collect ``dL/dwa`` and ``dL/dwc`` from ``M = u.T @ [G/D, G N/D]``.
-        Only built for few inputs, where ``4 n_inputs P`` numbers are small.
-        """
-        if self._selection is None:
-            i, j = self.pairs[:, 0], self.pairs[:, 1]
-            n = self.n_features if self.signed else 0
-            p = self.n_pairs
-            arange = torch.arange(p, device=i.device)
-            place = torch.zeros(2, 2, self.n_inputs, p, dtype=self.dtype, device=i.device)
-            place[0, 0, i, arange] = 1
-            place[0, 1, i + n, arange] = 1
-            place[1, 0, j, arange] = -1
-            place[1, 1, j + n, arange] = 1
-            collect = place.clone()
-            collect[:, 1].neg_()
-            self._selection = (place, collect)
-        return self._selection
-
-    def choose(self, method):
-        if method == "auto":
-            return "matmul" if self.n_inputs <= MATMUL_MAX_INPUTS else "gather"
-        return method
-
-    def gather_weights(self, w2):
-        """``[wa | wc]`` laid out like the gathered columns."""
-        return w2.repeat(2) if self.signed else w2
-
-
-def _smooth_abs(x, epsilon):
-    """``sqrt(x**2 + epsilon)`` without overflowing ``x**2`` (float32 overflows above 1.8e19)."""
-    return torch.hypot(x, x.new_tensor(math.sqrt(epsilon)))
-
-
-def _layer_input(x, variant, epsilon):
-    """The columns the pairs are formed from: ``b``, ``softplus(b)`` or ``[b | r]``."""
-    if variant == "softplus":
-        return F.softplus(x)
-    if variant == "signed":
-        return torch.cat([x, _smooth_abs(x, epsilon)], 1)
-    return x
-
-
-def _input_grad(grad_u, x, variant, epsilon):
-    """Chain ``dL/du`` (layer input columns) back to ``dL/dx``."""
-    if variant == "softplus":
-        return grad_u.mul_(torch.sigmoid(x))
-    if variant == "signed":
-        n = x.shape[1]
-        # r = sqrt(x^2 + eps): dr/dx = x / r.
-        return grad_u[:, :n] + grad_u[:, n:] * x / _smooth_abs(x, epsilon)
-    return grad_u
-
-
-def _gather_forward(u, wk, plan, keep_gathered):
-    """Return ``N, D, gathered`` (``gathered`` is None unless ``keep_gathered``).
-
-    ``wk`` is :meth:`_PairPlan.gather_weights` of ``softplus([a | c])``. The
-    numerator and denominator come from one weighted copy of the gathered
-    columns: ``t = gathered * wk + half_epsilon`` holds ``wa b_i + eps/2`` and
-    ``wc b_j + eps/2`` side by side, whose difference is ``A`` and whose sum is
-    ``D`` (for "signed", ``D`` sums the ``r`` half instead).
-    """
-    gathered = u.index_select(1, plan.gather_index)
-    if keep_gathered:
-        t = torch.addcmul(plan.half_epsilon, gathered, wk)
-    else:
-        t = gathered.mul_(wk).add_(plan.half_epsilon)
-        gathered = None
-    parts = t.split_with_sizes(plan.gather_sizes, 1)
-    numerator = parts[0] - parts[1]
-    denominator = parts[2] + parts[3] if plan.signed else parts[0] + parts[1]
-    return numerator.div_(denominator), denominator, gathered
-
-
-def _gather_backward(grad, out, denominator, gathered, wk, plan, need_input, h=None):
-    """Closed-form gradients from the gathered columns.
-
-    With ``G = dL/dN`` (``grad``, not modified) and ``Gd = G / D``,
-    Proposition 2.1 gives for "reflectance" and "softplus"
-
-        dL/dwa =  sum_b (Gd - Gd N) b_i,    dL/db_i =  wa (Gd - Gd N),
-        dL/dwc = -sum_b (Gd + Gd N) b_j,    dL/db_j = -wc (Gd + Gd N),
-
-    and for "signed" (``D = wa r_i + wc r_j + eps``)
-
-        dL/dwa = sum_b (Gd b_i - Gd N r_i),   dL/dwc = -sum_b (Gd b_j + Gd N r_j),
-
-    the input terms being the same products with ``b`` or ``r`` replaced by
-    ``wa`` or ``wc``. The signs are applied to the ``(2P,)`` or ``(4P,)``
-    vectors (``plan.gather_sign``), not to ``n_samples x n_pairs`` arrays.
-
-    ``out`` and ``denominator`` are overwritten (they hold ``Gd N`` and ``Gd``
-    on return); ``h`` is an optional ``(n_samples, 2P or 4P)`` buffer.
-    Returns ``dL/d[wa | wc]`` of shape (2P,) and ``dL/du`` (or None).
-    """
-    p = plan.n_pairs
-    gd = torch.div(grad, denominator, out=denominator)
-    gdn = out.mul_(gd)
-    if h is None:
-        h = torch.empty(len(gd), len(plan.gather_index), dtype=gd.dtype, device=gd.device)
-    if plan.signed:
-        hv = h.view(len(gd), 2, 2, p)
-        hv[:, 0] = gd.unsqueeze(1)
-        hv[:, 1] = gdn.unsqueeze(1)
-    else:
-        h1, h2 = h.split_with_sizes(plan.gather_sizes, 1)
-        torch.sub(gd, gdn, out=h1)
-        torch.add(gd, gdn, out=h2)
-    grad_u = None
-    if need_input:
-        grad_u = torch.zeros(len(h), plan.n_inputs, dtype=h.dtype, device=h.device)
-        grad_u.index_add_(1, plan.gather_index, h * (wk * plan.gather_sign))
-    grad_wk = h.mul_(gathered).sum(0).mul_(plan.gather_sign)
-    grad_w2 = grad_wk[: 2 * p] + grad_wk[2 * p :] if plan.signed else grad_wk
-    return grad_w2, grad_u
-
-
-def _matmul_weight(wa, wc, plan):
-    """The ``(2, n_inputs, P)`` matrices ``[W_A, W_D]`` of :class:`_PairPlan`."""
-    place = plan.matmul_selection()[0]
-    return torch.mul(place[0], wa).addcmul_(place[1], wc)
-
-
-def _matmul_forward(u, weight, plan):
-    """Return ``N, D`` from two GEMMs: ``A = u @ W[0]``, ``D = u @ W[1] + epsilon``.
-
-    Two ``(n_samples, P)`` products rather than one ``(n_samples, 2P)``: ``A``
-    and ``D`` come out contiguous and ``N`` overwrites ``A`` in place.
-    """
-    numerator = torch.mm(u, weight[0])
-    denominator = torch.addmm(plan.epsilon_row, u, weight[1])
-    return numerator.div_(denominator), denominator
-
-
-def _matmul_backward(grad, out, denominator, u, weight, plan, need_input):
-    """Closed-form gradients as GEMMs (same equations as :func:`_gather_backward`).
-
-    ``dL/dA = G / D`` and ``dL/dD = -G N / D``: the weight matrices get
-    ``u.T @ (G / D)`` and ``-u.T @ (G N / D)``, each ``wa``/``wc`` collecting its
-    two entries, and the input ``(G / D) @ W[0].T - (G N / D) @ W[1].T``. One
-    ``n_samples x P`` temporary holds ``G / D``, then ``G N / D``; ``grad`` is
-    not modified.
-    """
-    h = grad / denominator
-    m = torch.empty(2, plan.n_inputs, plan.n_pairs, dtype=out.dtype, device=out.device)
-    ut = u.t()
-    torch.mm(ut, h, out=m[0])
-    grad_u = torch.mm(h, weight[0].t()) if need_input else None
-    h.mul_(out)
-    torch.mm(ut, h, out=m[1])
-    if need_input:
-        grad_u.addmm_(h, weight[1].t(), alpha=-1)
-    grad_w2 = (plan.matmul_selection()[1] * m).sum((1, 2)).view(-1)
-    return grad_w2, grad_u
+#: (bands, or twice the bands for ``variant="signed"``) and by gathering band columns
+#: above (the measurement is given where the constant is defined, in :mod:`sknd._formula`).
+MATMUL_MAX_INPUTS = TORCH_MATMUL_MAX_INPUTS
 
 
 class _NormalizedDifferenceFunction(torch.autograd.Function):
@@ -346,37 +164,37 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
     def forward(ctx, x, a, c, plan, method):
         ctx.plan = plan
         ctx.method = method
-        u = _layer_input(x, plan.variant, plan.epsilon)
+        u = layer_input(x, plan.variant, plan.epsilon)
         if method == "matmul":
-            weight = _matmul_weight(F.softplus(a), F.softplus(c), plan)
-            out, denominator = _matmul_forward(u, weight, plan)
+            weight = matmul_weight(F.softplus(a), F.softplus(c), plan)
+            out, denominator = matmul_forward(u, weight, plan)
             ctx.save_for_backward(x, a, c, out, denominator, weight)
             return out
         ctx.save_for_backward(x, a, c)
         w2 = F.softplus(torch.cat([a, c]))
-        return _gather_forward(u, plan.gather_weights(w2), plan, keep_gathered=False)[0]
+        return gather_forward(u, plan.gather_weights(w2), plan, keep_gathered=False)[0]
 
     @staticmethod
     def backward(ctx, grad_out):
         x, a, c, *kept = ctx.saved_tensors
         plan = ctx.plan
         need_input = ctx.needs_input_grad[0]
-        u = _layer_input(x, plan.variant, plan.epsilon)
+        u = layer_input(x, plan.variant, plan.epsilon)
         ac = torch.cat([a, c])
         if ctx.method == "matmul":
             out, denominator, weight = kept
-            grad_w2, grad_u = _matmul_backward(
+            grad_w2, grad_u = matmul_backward(
                 grad_out, out, denominator, u, weight, plan, need_input
             )
         else:
             wk = plan.gather_weights(F.softplus(ac))
-            out, denominator, gathered = _gather_forward(u, wk, plan, keep_gathered=True)
-            grad_w2, grad_u = _gather_backward(
+            out, denominator, gathered = gather_forward(u, wk, plan, keep_gathered=True)
+            grad_w2, grad_u = gather_backward(
                 grad_out, out, denominator, gathered, wk, plan, need_input
             )
         # d softplus(a) / da = sigmoid(a).
         grad_a, grad_c = grad_w2.mul_(torch.sigmoid(ac)).split(plan.n_pairs)
-        grad_x = _input_grad(grad_u, x, plan.variant, plan.epsilon) if need_input else None
+        grad_x = input_grad(grad_u, x, plan.variant, plan.epsilon) if need_input else None
         return grad_x, grad_a, grad_c, None, None
 
 
@@ -424,10 +242,9 @@ def normalized_difference(x, a, c, pairs, epsilon=1e-6, variant="reflectance", m
     >>> round(normalized_difference(x, zero, zero, pairs, epsilon=0.0).item(), 4)
     0.6667
     """
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}.")
+    check_variant(variant)
     _check_method(method)
-    plan = _PairPlan(pairs, x.shape[1], variant, float(epsilon), x.dtype, x.device)
+    plan = PairPlan(pairs, x.shape[1], variant, float(epsilon), x.dtype, x.device)
     return _NormalizedDifferenceFunction.apply(x, a, c, plan, plan.choose(method))
 
 
@@ -466,8 +283,7 @@ class NormalizedDifference(nn.Module):
 
     def __init__(self, n_features, pairs="all", epsilon=1e-6, variant="reflectance", method="auto"):
         super().__init__()
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}.")
+        check_variant(variant)
         if not epsilon > 0:
             raise ValueError(f"epsilon must be positive, got {epsilon!r}.")
         _check_method(method)
@@ -491,7 +307,7 @@ class NormalizedDifference(nn.Module):
         key = (dtype, device, self.pairs.data_ptr(), self.pairs._version)
         plan = self._plans.get(key)
         if plan is None:
-            plan = _PairPlan(self.pairs, self.n_features, self.variant, self.epsilon, dtype, device)
+            plan = PairPlan(self.pairs, self.n_features, self.variant, self.epsilon, dtype, device)
             self._plans = {key: plan}
         return plan
 
@@ -509,7 +325,6 @@ class NormalizedDifference(nn.Module):
 
     def __setstate__(self, state):
         state.setdefault("_plans", {})
-        state.setdefault("method", "auto")
         super().__setstate__(state)
 
     def extra_repr(self):

@@ -16,7 +16,9 @@ from __future__ import annotations
 import numpy as np
 
 from .indices import known_index
-from .inspection import _check_fitted, _softplus, get_bands
+from ._formula import softplus
+from ._validation import check_fitted_indices
+from .inspection import get_bands
 
 __all__ = [
     "plot_coefficient_matrix",
@@ -50,7 +52,7 @@ def _axes(ax):
 
 def _log2_ratios(estimator):
     """Pairs of the ND layer and log2 of their learned weighting k."""
-    _check_fitted(estimator)
+    check_fitted_indices(estimator)
     pairs = np.asarray(estimator.pairs_, dtype=np.intp).reshape(-1, 2)
     if len(pairs) == 0:
         raise ValueError(
@@ -59,7 +61,7 @@ def _log2_ratios(estimator):
         )
     a = np.asarray(estimator.coef_a_, dtype=np.float64).ravel()
     c = np.asarray(estimator.coef_c_, dtype=np.float64).ravel()
-    return pairs, np.log2(_softplus(a) / _softplus(c))
+    return pairs, np.log2(softplus(a) / softplus(c))
 
 
 # Ratios worth a tick on short scales; longer scales use powers of two. The

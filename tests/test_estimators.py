@@ -246,7 +246,7 @@ def test_fit_leaves_global_torch_state_alone():
 
 
 def test_fit_trains_with_one_torch_thread(monkeypatch):
-    from sknd._fused import FlatAdam
+    from sknd._adam import FlatAdam
 
     seen = []
     original = FlatAdam._update  # every optimizer step, fused or autograd path

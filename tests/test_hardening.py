@@ -489,7 +489,7 @@ def test_inputs_at_the_magnitude_limit(kind, method):
 
 def _poison_step_after(monkeypatch, n_steps, exception=None):
     """Make the optimizer's ``n_steps + 1``-th step write NaN into the weights (or raise)."""
-    from sknd._fused import FlatAdam
+    from sknd._adam import FlatAdam
 
     original = FlatAdam._update  # every optimizer step, fused or autograd path
     calls = []

@@ -257,7 +257,7 @@ def test_not_fitted():
 
 def test_get_bands_prefers_resolved_attribute():
     model = stand_in(n_bands=2)
-    model._bands = get_bands(SimpleNamespace(n_features_in_=2, bands=["B4", "B8"],
+    model.bands_ = get_bands(SimpleNamespace(n_features_in_=2, bands=["B4", "B8"],
                                              sensor="sentinel2"))
     assert [band.common_name for band in get_bands(model)] == ["red", "nir"]
 

@@ -1,9 +1,16 @@
-"""Network builders: the paper's architectures and parameter counts."""
+"""Network builders and their description: parameter counts, and every backend against autograd."""
 
+import numpy as np
 import pytest
 import torch
 
-from sknd.networks import AttentionND, build_network
+from sknd import _evaluator
+from sknd._adam import FlatAdam
+from sknd._evaluator import FastNetwork
+from sknd._formula import VARIANTS
+from sknd._fused import FusedTrainer, _Unsupported
+from sknd._training import TensorDataset
+from sknd.networks import ARCHITECTURES, AttentionND, build_network, describe
 from sknd.nn import NormalizedDifference
 
 # Paper, Table 2: 10 bands, binary target (one output unit).
@@ -48,3 +55,111 @@ def test_builder_rejects_unknown_architecture_and_shallow_depth():
         build_network("cnn", 4, 1)
     with pytest.raises(ValueError, match="depth"):
         build_network("nd", 4, 1, depth=1)
+
+
+# ------------------------------------------------------------ backend agreement
+# Every backend reads the network through sknd.networks.describe. Parametrised over every
+# architecture, variant, task and the raw passthrough: a new architecture or layer kind fails
+# here, naming the backend that lacks it, instead of silently losing a fast path.
+
+TASKS = {  # criterion and number of outputs
+    "binary": (torch.nn.BCEWithLogitsLoss(), 1),
+    "multiclass": (torch.nn.CrossEntropyLoss(), 3),
+    "regression": (torch.nn.MSELoss(), 2),
+}
+N_BANDS = 5
+
+
+def _network(architecture, variant, task, passthrough, depth):
+    generator = torch.Generator().manual_seed(0)
+    X = torch.rand(64, N_BANDS, generator=generator) + 0.05
+    if variant != "reflectance":
+        X = 4 * X - 2  # signed inputs
+    criterion, n_outputs = TASKS[task]
+    if task == "binary":
+        y = (X[:, 0] > X[:, 1]).float().reshape(-1, 1)
+    elif task == "multiclass":
+        y = torch.randint(0, n_outputs, (len(X),), generator=generator)
+    else:
+        y = torch.randn(len(X), n_outputs, generator=generator)
+    torch.manual_seed(1)
+    module = build_network(
+        architecture,
+        N_BANDS,
+        n_outputs,
+        depth=depth,
+        hidden_units=6,
+        variant=variant,
+        passthrough=(X.mean(0).numpy(), X.std(0).numpy()) if passthrough else None,
+    )
+    with torch.no_grad():  # move the band weights away from their all-equal start
+        for name, p in module.named_parameters():
+            if name.endswith((".a", ".c")):
+                p.normal_(0, 0.5, generator=generator)
+    return module, X, y, criterion
+
+
+BACKEND_CASES = [
+    pytest.param(architecture, variant, task, passthrough, depth,
+                 id=f"{architecture}-{variant}-{task}{'-raw' if passthrough else ''}-d{depth}")
+    for architecture in ARCHITECTURES
+    for variant in VARIANTS
+    for task in TASKS
+    for passthrough in (False, True)
+    for depth in (2, 3)
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("architecture, variant, task, passthrough, depth", BACKEND_CASES)
+def test_every_backend_agrees_with_autograd(architecture, variant, task, passthrough, depth):
+    module, X, y, criterion = _network(architecture, variant, task, passthrough, depth)
+    records = describe(module)
+    assert records is not None, "sknd.networks.describe does not know this network"
+
+    # Fused training step: the same loss and gradients as autograd.
+    optimizer = FlatAdam(module.parameters(), lr=0.01)
+    try:
+        trainer = FusedTrainer(module, criterion, optimizer, batch_size=16)
+    except _Unsupported as exc:
+        pytest.fail(f"the fused training step (sknd._fused) lacks: {exc}")
+    optimizer.zero_grad()
+    loss = criterion(module(X[:16]), y[:16])
+    loss.backward()
+    expected = [p.grad.clone() for p in module.parameters()]
+    optimizer.zero_grad()
+    prepared, aux, terms = trainer._prepare(TensorDataset(X, y))
+    with torch.no_grad():
+        trainer.forward_backward(prepared[:16], aux[:16], terms[:16])
+    for (name, p), grad in zip(module.named_parameters(), expected):
+        torch.testing.assert_close(p.grad, grad, rtol=1e-4, atol=1e-6, msg=f"gradient of {name}")
+    torch.testing.assert_close(trainer.loss.epoch_total(terms[:16]) / 16, loss.detach())
+
+    # Numpy and numba evaluators (raster inference): the torch forward pass.
+    with torch.no_grad():
+        reference = module(X).numpy()
+    checks = dict(non_negative=False, estimator_name="test", feature_names=None)
+    try:
+        fast = FastNetwork.for_network(records, N_BANDS, None, **checks)
+    except NotImplementedError as exc:
+        pytest.fail(str(exc))
+    pixels = X.numpy()
+    kernels = [None] + ([_evaluator._compiled_kernels()] if _evaluator._compiled_kernels() else [])
+    for compiled in kernels:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(_evaluator, "_compiled_kernels", lambda: compiled)
+            got = fast(pixels)
+        backend = "numba" if compiled else "numpy"
+        np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-5, err_msg=backend)
+
+
+def test_describe_refuses_unknown_layers():
+    class Custom(torch.nn.Linear):
+        pass
+
+    assert describe(torch.nn.Sequential(NormalizedDifference(3), Custom(3, 1))) is None
+    assert describe(torch.nn.Linear(3, 1)) is None
+    assert describe(torch.nn.Sequential()) is None
+    records = describe(build_network("mlp", 3, 2, passthrough=([0.0] * 3, [1.0] * 3)))
+    assert [layer.kind for layer in records] == ["passthrough", "linear"]
+    assert [layer.kind for layer in records[0].inner] == ["linear", "relu"]
+    assert records[0].nd is None and records[0].width == 3 + 3

@@ -190,7 +190,7 @@ def test_same_random_state_gives_identical_predictions_in_separate_processes():
 # ---------------------------------------------------------------------------------------
 # Interrupted fits: all or nothing
 def _interrupt_at_step(monkeypatch, n_steps):
-    from sknd._fused import FlatAdam
+    from sknd._adam import FlatAdam
 
     original = FlatAdam._update  # every optimizer step, fused or autograd path
     calls = []

@@ -14,7 +14,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sknd import NDClassifier, NDRegressor, NDTransformer, raster
+from sknd import NDClassifier, NDRegressor, NDTransformer, _evaluator, raster
 
 BANDS = ["blue", "green", "red", "nir"]
 
@@ -415,10 +415,16 @@ def test_bare_dask_array(clf):
 
 
 # ------------------------------------------------------------- sknd estimators
-# The raster module evaluates fitted sknd networks with its own numpy code
-# (raster._FastNetwork); these tests pin it to the estimators' public methods.
+# The raster module evaluates fitted sknd networks with numpy and numba code
+# (sknd._evaluator.FastNetwork); these tests pin it to the estimators' public methods.
 
 FAST = {"max_epochs": 3, "random_state": 0}
+
+
+def _fast(estimator, method):
+    """The fast evaluator raster uses for ``estimator.<method>``, or None."""
+    func = raster._pixel_function(estimator, method)
+    return func if isinstance(func, _evaluator.FastNetwork) else None
 
 
 @pytest.fixture(params=["compiled", "numpy"])
@@ -427,7 +433,7 @@ def implementation(request, monkeypatch):
     if request.param == "compiled":
         pytest.importorskip("numba", reason="the compiled kernels need numba")
     else:
-        monkeypatch.setattr(raster, "_compiled_kernels", lambda: None)
+        monkeypatch.setattr(_evaluator, "_compiled_kernels", lambda: None)
     return request.param
 
 
@@ -463,7 +469,7 @@ def test_fast_path_equals_classifier_methods(params, target, implementation):
     clf = _sknd_fit(NDClassifier(**params, **FAST), target)
     pixels = _pixels()
     for method in ("predict", "predict_proba"):
-        fast = raster._FastNetwork.from_estimator(clf, method)
+        fast = _fast(clf, method)
         assert fast is not None
         expected = getattr(clf, method)(pixels)
         got = fast(pixels)
@@ -488,7 +494,7 @@ def test_fast_path_with_raw_passthrough(params, implementation):
     reg = _sknd_fit(NDRegressor(**params, **FAST), "multi-output")
     pixels = _pixels()
     for estimator, method in [(clf, "predict_proba"), (clf, "predict"), (reg, "predict")]:
-        fast = raster._FastNetwork.from_estimator(estimator, method)
+        fast = _fast(estimator, method)
         assert fast is not None
         expected = getattr(estimator, method)(pixels)
         if method == "predict" and estimator is clf:
@@ -502,7 +508,7 @@ def test_fast_path_with_raw_passthrough(params, implementation):
 def test_fast_path_equals_regressor_predict(params, target, implementation):
     reg = _sknd_fit(NDRegressor(**params, **FAST), target)
     pixels = _pixels()
-    fast = raster._FastNetwork.from_estimator(reg, "predict")
+    fast = _fast(reg, "predict")
     expected = reg.predict(pixels)
     got = fast(pixels)
     assert got.dtype == expected.dtype and got.shape == expected.shape
@@ -514,7 +520,7 @@ def test_fast_path_equals_regressor_predict(params, target, implementation):
 def test_fast_path_equals_transformer(params, dtype, implementation):
     transformer = _sknd_fit(NDTransformer(**params, **FAST))
     pixels = _pixels(dtype=dtype)
-    fast = raster._FastNetwork.from_estimator(transformer, "transform")
+    fast = _fast(transformer, "transform")
     expected = transformer.transform(pixels)
     got = fast(pixels)
     assert got.dtype == expected.dtype == dtype
@@ -526,10 +532,10 @@ def test_fast_path_equals_transformer(params, dtype, implementation):
 @pytest.mark.parametrize("variant", ["reflectance", "softplus"])
 def test_fast_path_gather_form_for_many_bands(monkeypatch, variant):
     # Without numba, many-band inputs compute the ND layer by gathering columns instead of GEMMs.
-    monkeypatch.setattr(raster, "_compiled_kernels", lambda: None)
-    monkeypatch.setattr(raster, "_GEMM_MAX_BANDS", 3)
+    monkeypatch.setattr(_evaluator, "_compiled_kernels", lambda: None)
+    monkeypatch.setattr(_evaluator, "NUMPY_GEMM_MAX_BANDS", 3)
     clf = _sknd_fit(NDClassifier(variant=variant, **FAST))
-    fast = raster._FastNetwork.from_estimator(clf, "predict_proba")
+    fast = _fast(clf, "predict_proba")
     assert not fast.steps[0].nd.gemm
     pixels = _pixels()
     np.testing.assert_allclose(fast(pixels), clf.predict_proba(pixels), rtol=1e-5, atol=1e-6)
@@ -551,7 +557,7 @@ def test_fast_path_fuses_nd_with_a_narrow_output_layer(params, target, steps):
         clf = NDClassifier(**params, **FAST).fit(X, np.arange(len(X)) % 5)
     else:
         clf = _sknd_fit(NDClassifier(**params, **FAST), target)
-    fast = raster._FastNetwork.from_estimator(clf, "predict")
+    fast = _fast(clf, "predict")
     assert [type(step).__name__ for step in fast.steps] == steps
 
 
@@ -574,14 +580,17 @@ def test_compiled_kernels_equal_the_nd_layer(variant, dtype):
         layer.a.normal_(generator=torch.Generator().manual_seed(0))
         layer.c.normal_(generator=torch.Generator().manual_seed(1))
         expected = layer(torch.from_numpy(X.astype(np.float64))).numpy()
-    step = raster._nd_step(
+    (step,) = _evaluator.FastNetwork.for_indices(
         layer.pairs.numpy(),
         layer.a.detach().numpy(),
         layer.c.detach().numpy(),
         n_bands,
         1e-3,
         variant,
-    )
+        non_negative=False,
+        estimator_name="test",
+        feature_names=None,
+    ).steps
     arguments = step.kernel_arguments(np.dtype(dtype))
     out = np.empty((len(step.pairs), n_pixels), dtype=dtype)
     kernels.normalized_differences(X, *arguments, out)
@@ -599,7 +608,7 @@ def test_fast_path_blocks_and_pickling(monkeypatch, implementation):
     import pickle
 
     clf = _sknd_fit(NDClassifier(**FAST))
-    fast = raster._FastNetwork.from_estimator(clf, "predict_proba")
+    fast = _fast(clf, "predict_proba")
     pixels = _pixels(n_pixels=1000)
     expected = clf.predict_proba(pixels)
     fast.block_rows = 300  # several blocks through the reused buffers, the last one short
@@ -636,17 +645,17 @@ def test_fast_path_not_used_for_a_model_on_a_gpu(monkeypatch):
     import torch
 
     clf = _sknd_fit(NDClassifier(**FAST))
-    assert raster._FastNetwork.from_estimator(clf, "predict") is not None
+    assert _fast(clf, "predict") is not None
     # device="cuda" (or "auto" with a GPU visible): the estimator's own methods run on the GPU.
     monkeypatch.setattr(NDClassifier, "_inference_device", lambda self: torch.device("cuda"))
-    assert raster._FastNetwork.from_estimator(clf, "predict") is None
+    assert _fast(clf, "predict") is None
 
 
 def test_fast_path_not_used_for_other_estimators(clf):
-    assert raster._FastNetwork.from_estimator(clf, "predict") is None
+    assert _fast(clf, "predict") is None
     pipe = make_pipeline(StandardScaler(), NDClassifier(variant="signed", **FAST))
     pipe.fit(*_training_data(n_samples=60, n_bands=5))
-    assert raster._FastNetwork.from_estimator(pipe, "predict") is None
+    assert _fast(pipe, "predict") is None
     image = _image(n_bands=5)
     np.testing.assert_array_equal(
         raster.predict(pipe, image, fill_value=-1).ravel(), pipe.predict(image.reshape(-1, 5))

@@ -88,11 +88,12 @@ def test_methods_match_reference_formula(variant, method):
 
 
 def test_auto_method_picks_matmul_for_few_bands_and_gather_for_many():
-    from sknd.nn import MATMUL_MAX_INPUTS, _PairPlan
+    from sknd._nd_torch import PairPlan
+    from sknd.nn import MATMUL_MAX_INPUTS
 
     def plan(n_features, variant="reflectance"):
         pairs = torch.as_tensor(all_pairs(n_features))
-        return _PairPlan(pairs, n_features, variant, 1e-6, torch.float32, torch.device("cpu"))
+        return PairPlan(pairs, n_features, variant, 1e-6, torch.float32, torch.device("cpu"))
 
     assert plan(10).choose("auto") == "matmul"
     assert plan(MATMUL_MAX_INPUTS + 1).choose("auto") == "gather"
@@ -152,7 +153,8 @@ def test_matmul_and_gather_agree_on_many_pairs():
 
 
 # ---------------------------------------------------------------------- fused training step
-from sknd._fused import FlatAdam, FusedTrainer
+from sknd._adam import FlatAdam
+from sknd._fused import FusedTrainer
 from sknd._training import TensorBatches, TensorDataset
 from sknd.networks import build_network
 
@@ -414,7 +416,7 @@ def test_fit_uses_the_fused_trainer_and_keeps_epoch_history():
 def test_callbacks_asking_for_training_batches_get_them():
     from skorch.callbacks import Callback
 
-    from sknd._fused import FlatAdam as Adam
+    from sknd._adam import FlatAdam as Adam
     from sknd._training import Net
 
     class CountBatches(Callback):

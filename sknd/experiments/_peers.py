@@ -16,6 +16,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
+from .._formula import classic_index
+
 #: Peer names in the order they are reported, with the labels used in tables and figures.
 PEER_LABELS = {
     "sklearn_mlp": "sklearn MLPClassifier",
@@ -28,18 +30,20 @@ PEERS = tuple(PEER_LABELS)
 
 
 def _classic_nd(values, pairs, epsilon):
-    # |b_i| + |b_j| equals b_i + b_j for reflectances and keeps the index in [-1, 1] when a
-    # user's CSV holds signed values.
-    first, second = values[:, pairs[:, 0]], values[:, pairs[:, 1]]
-    return (first - second) / (np.abs(first) + np.abs(second) + epsilon)
+    # The ND layer at initialisation; with negative values in a user's CSV, its "signed"
+    # variant (smooth |b| in the denominator) keeps the index in [-1, 1].
+    variant = "reflectance" if (values >= 0).all() else "signed"
+    return classic_index(values, pairs, epsilon, variant)
 
 
 class ClassicNDFeatures(TransformerMixin, BaseEstimator):
     """All pairwise normalized differences with fixed unit coefficients.
 
-    Computes ``(b_i - b_j) / (|b_i| + |b_j| + epsilon)`` for every band pair ``i < j``: the
-    classic "compute the indices, then classify" feature set (NDVI-like indices for all
-    pairs) that a learnable ND layer generalises.
+    Computes ``(b_i - b_j) / (b_i + b_j + epsilon)`` for every band pair ``i < j`` (for
+    data with negative values, ``(b_i - b_j) / (r_i + r_j + epsilon)`` with the smooth
+    ``r = sqrt(b**2 + epsilon)``): the classic "compute the indices, then classify"
+    feature set (NDVI-like indices for all pairs) that a learnable ND layer generalises,
+    which equals that layer at initialisation.
 
     Parameters
     ----------
@@ -86,7 +90,7 @@ class ClassicNDFeatures(TransformerMixin, BaseEstimator):
 class BestPairNDClassifier(ClassifierMixin, BaseEstimator):
     """Classifier on the single best classic normalized difference, found by exhaustive search.
 
-    For every band pair the unit-coefficient index ``(b_i - b_j) / (|b_i| + |b_j|)`` is
+    For every band pair the unit-coefficient index ``(b_i - b_j) / (b_i + b_j)`` is
     computed and a copy of ``estimator`` is fitted on it alone; the pair with the highest
     accuracy on the validation set (or, without one, on the training set) is kept. This is
     the "find the best NDVI-like index, then threshold it" workflow.

@@ -14,6 +14,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
+from .._formula import softplus
 from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS, illumination_check, noise_robustness
 from ._peers import PEER_LABELS, PEERS, count_parameters, make_peer
 from ._progress import Progress
@@ -132,10 +133,6 @@ def _stack(frames, columns):
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
-def _softplus(x):
-    return np.logaddexp(0.0, x)
-
-
 def _final_step(estimator):
     return estimator[-1] if hasattr(estimator, "steps") else estimator
 
@@ -221,7 +218,7 @@ def _run_task(task, X, y, split, config):
         history.insert(0, "model", task["model"])
     if task["model"] in ("nd", "attnd") and len(final.pairs_):
         names = np.asarray(getattr(final, "feature_names_in_", X.columns), dtype=object)
-        weight_a, weight_c = _softplus(final.coef_a_), _softplus(final.coef_c_)
+        weight_a, weight_c = softplus(final.coef_a_), softplus(final.coef_c_)
         coefficients = pd.DataFrame(
             {
                 **key,

@@ -1,0 +1,204 @@
+"""Adam on one contiguous buffer per parameter group (the optimizer of sknd's training).
+
+At the batch sizes of spectral data a training step costs per-operation
+overhead, not arithmetic: ``torch.optim.Adam`` loops (or runs ``foreach``
+calls) over parameter tensors. :class:`FlatAdam` keeps all parameters,
+gradients and moments of a group in one buffer each, so that its step is
+seven tensor operations whatever the number of parameter tensors; the fused
+training step (:mod:`sknd._fused`) drives it batch by batch.
+"""
+
+import math
+
+import torch
+
+__all__ = ["FlatAdam"]
+
+
+class FlatAdam(torch.optim.Optimizer):
+    """Adam with L2 weight decay on one contiguous buffer per parameter group.
+
+    The update is that of ``torch.optim.Adam(weight_decay=...)`` (L2 penalty
+    added to the gradient, not AdamW), written as
+
+        g <- g + weight_decay * p
+        m <- lerp(m, g, 1 - beta1);   v <- beta2 v + (1 - beta2) g^2
+        p <- p - lr sqrt(1 - beta2^t) / (1 - beta1^t) * m / (sqrt(v) + eps sqrt(1 - beta2^t))
+
+    which equals Adam's ``p - lr / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)``
+    up to rounding. Parameters, gradients and both moments of a group live in one
+    buffer each and the module's parameters are views of it, so that the step is
+    seven operations on one tensor instead of a loop (or ``foreach`` calls) over
+    parameter tensors. Gradients stay views of the buffer: ``zero_grad`` zeroes
+    them in place (``set_to_none`` is ignored), and after a step they hold the
+    decayed gradient ``g + weight_decay * p``.
+
+    Parameters
+    ----------
+    params : iterable of torch.nn.Parameter or dict
+        Parameters (of one device and dtype per group) or parameter groups.
+    lr : float, default=1e-3
+    betas : tuple of float, default=(0.9, 0.999)
+    eps : float, default=1e-8
+    weight_decay : float, default=0
+
+    Examples
+    --------
+    >>> layer = torch.nn.Linear(3, 2)
+    >>> opt = FlatAdam(layer.parameters(), lr=0.1)
+    >>> layer(torch.ones(1, 3)).sum().backward()
+    >>> opt.step()
+    >>> layer.weight.grad.shape
+    torch.Size([2, 3])
+    """
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
+        if not lr >= 0 or not eps >= 0 or not weight_decay >= 0:
+            raise ValueError("lr, eps and weight_decay must be non-negative.")
+        if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
+            raise ValueError(f"betas must be in [0, 1), got {betas!r}.")
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
+        super().__init__(params, defaults)
+        self._flat = None
+
+    # ------------------------------------------------------------------ layout
+    def _pack(self):
+        """Move every group's parameters, gradients and moments into flat buffers."""
+        flat = []
+        for group in self.param_groups:
+            params = [p for p in group["params"]]
+            group.setdefault("step", 0)
+            if not params:
+                flat.append(None)
+                continue
+            devices = {(p.device, p.dtype) for p in params}
+            if len(devices) > 1:
+                raise ValueError("FlatAdam needs one device and dtype per parameter group.")
+            values = torch.cat([p.detach().reshape(-1) for p in params])
+            grads = torch.cat(
+                [
+                    (p.grad if p.grad is not None else torch.zeros_like(p)).detach().reshape(-1)
+                    for p in params
+                ]
+            )
+            moments = []
+            for key in ("exp_avg", "exp_avg_sq"):
+                moments.append(
+                    torch.cat(
+                        [
+                            self.state[p].get(key, torch.zeros_like(p)).detach().reshape(-1)
+                            for p in params
+                        ]
+                    )
+                )
+            exp_avg, exp_avg_sq = moments
+            offset = 0
+            for p in params:
+                size = p.numel()
+                span = slice(offset, offset + size)
+                p.data = values[span].view_as(p)
+                p.grad = grads[span].view_as(p)
+                self.state[p]["exp_avg"] = exp_avg[span].view_as(p)
+                self.state[p]["exp_avg_sq"] = exp_avg_sq[span].view_as(p)
+                offset += size
+            views = [(p, p.data, p.grad) for p in params]
+            flat.append(
+                {
+                    "param": values,
+                    "grad": grads,
+                    "exp_avg": exp_avg,
+                    "exp_avg_sq": exp_avg_sq,
+                    "denom": torch.empty_like(values),
+                    "views": views,
+                }
+            )
+            flat[-1]["arrays"] = tuple(
+                flat[-1][key] for key in ("param", "grad", "exp_avg", "exp_avg_sq", "denom")
+            )
+        self._flat = flat
+
+    def _check_layout(self):
+        """Re-pack if a parameter or gradient stopped being a view of the buffers."""
+        if self._flat is None:
+            self._pack()
+            return
+        for buffers in self._flat:
+            if buffers is None:
+                continue
+            for p, data, grad in buffers["views"]:
+                if p.grad is not grad:
+                    if p.grad is None:
+                        grad.zero_()
+                    else:  # autograd or the user replaced the gradient tensor
+                        grad.copy_(p.grad)
+                    p.grad = grad
+                if p.data_ptr() != data.data_ptr():  # p.data was reassigned (e.g. moved)
+                    self._pack()
+                    return
+
+    def flat_buffers(self):
+        """The flat ``param``/``grad`` buffers of each group (packing them if needed)."""
+        self._check_layout()
+        return self._flat
+
+    def release(self):
+        """Give every parameter and gradient its own storage again.
+
+        The module then no longer shares one buffer (pickles and copies of it
+        stay small); the next :meth:`step` packs the buffers again.
+        """
+        if self._flat is None:
+            return
+        for buffers in self._flat:
+            if buffers is None:
+                continue
+            for p, data, grad in buffers["views"]:
+                p.data = data.clone()
+                if p.grad is not None:
+                    p.grad = p.grad.clone()
+                state = self.state[p]
+                state["exp_avg"] = state["exp_avg"].clone()
+                state["exp_avg_sq"] = state["exp_avg_sq"].clone()
+        self._flat = None
+
+    def add_param_group(self, param_group):
+        super().add_param_group(param_group)
+        self._flat = None
+
+    def load_state_dict(self, state_dict):
+        super().load_state_dict(state_dict)
+        self._flat = None
+
+    # ------------------------------------------------------------------ steps
+    def zero_grad(self, set_to_none=True):
+        self._check_layout()
+        for buffers in self._flat:
+            if buffers is not None:
+                buffers["grad"].zero_()
+
+    @torch.no_grad()
+    def _update(self):
+        for group, buffers in zip(self.param_groups, self._flat):
+            if buffers is None:
+                continue
+            group["step"] = step = group["step"] + 1
+            beta1, beta2 = group["betas"]
+            root_bias_correction2 = math.sqrt(1 - beta2**step)
+            param, grad, exp_avg, exp_avg_sq, denom = buffers["arrays"]
+            if group["weight_decay"]:
+                grad.add_(param, alpha=group["weight_decay"])
+            exp_avg.lerp_(grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+            torch.sqrt(exp_avg_sq, out=denom).add_(group["eps"] * root_bias_correction2)
+            param.addcdiv_(
+                exp_avg, denom, value=-group["lr"] * root_bias_correction2 / (1 - beta1**step)
+            )
+
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        self._check_layout()
+        self._update()
+        return loss

@@ -1,0 +1,414 @@
+"""Fast evaluation of fitted sknd networks on pixel tables: numpy, and numba where installed.
+
+The estimators predict through their torch network, written for training: it
+gathers the two bands of every pair and runs several small kernels per pair.
+Applied to millions of pixels (:mod:`sknd.raster`), the same function is
+cheaper as a compiled kernel (:mod:`sknd._kernels`, with numba) or, in numpy,
+as dense linear algebra. :class:`FastNetwork` is built from the layer records
+of :func:`sknd.networks.describe`, one numpy step per layer kind
+(:data:`_STEPS`); the ND step follows :mod:`sknd._formula`.
+tests/test_networks.py checks every architecture, variant and task against the
+torch forward pass.
+"""
+
+import functools
+import threading
+
+import numpy as np
+
+from ._formula import NUMPY_GEMM_MAX_BANDS, smooth_abs, softplus
+from ._validation import check_band_values
+
+__all__ = []
+
+
+# Dense layers up to this many outputs are computed one output at a time.
+_BY_OUTPUT_MAX_WIDTH = 4
+# Rows per pass through the network: intermediates of a few MB stay in cache.
+_MAX_BLOCK_ROWS = 8192
+_MIN_BLOCK_ROWS = 256
+_BLOCK_BYTES = 4 * 2**20
+
+
+class _Workspace(threading.local):
+    """Per-thread scratch arrays reused across calls.
+
+    Fresh multi-megabyte arrays cost a page fault per 4 kB page on every call;
+    on the virtual machines this was measured on, that made the GEMMs of a
+    block 3-4x slower than writing into a reused buffer.
+    """
+
+    def __init__(self):
+        self.buffers = {}
+
+    def get(self, key, shape, dtype):
+        size = int(np.prod(shape))
+        buffer = self.buffers.get(key)
+        if buffer is None or buffer.size < size or buffer.dtype != dtype:
+            buffer = np.empty(max(size, 1), dtype=dtype)
+            self.buffers[key] = buffer
+        return buffer[:size].reshape(shape)
+
+
+class FastNetwork:
+    """Evaluation of a fitted sknd network on pixel tables.
+
+    For the ``n_pairs`` pairs ``(i, j)`` with band weights ``wa = softplus(a)``,
+    ``wc = softplus(c)``, the ND layer is (see :mod:`sknd._formula`)::
+
+        numerator   = X @ Wn,  Wn[i, p] = +wa[p],  Wn[j, p] = -wc[p]
+        denominator = R @ Wd,  Wd[i, p] = +wa[p],  Wd[j, p] = +wc[p]
+        N = numerator / (denominator + epsilon)
+
+    with ``R = X`` (``"reflectance"``), ``sqrt(X**2 + epsilon)`` (``"signed"``)
+    and ``X = R = softplus(X)`` (``"softplus"``): two GEMMs with an inner
+    dimension of ``n_bands`` (gathered columns above
+    :data:`~sknd._formula.NUMPY_GEMM_MAX_BANDS` bands), or the compiled kernel.
+    Then come the dense layers as GEMMs (a narrow layer right after the ND
+    layer is accumulated by the compiled kernel) and the estimator's own
+    decoding of the network output (labels, probabilities, rescaled
+    regression targets). Rows go through the network in blocks of a few
+    thousand, in per-thread buffers. Networks run in float32 like the torch
+    forward pass; the ND outputs alone (``transform``) run in the input's
+    float dtype like :meth:`sknd.NDTransformer.transform`.
+
+    Built by :meth:`for_network` or :meth:`for_indices`; the input checks are
+    those of the estimator's own validation.
+    """
+
+    # Chunks run in parallel threads: BLAS must stay single-threaded inside them.
+    single_threaded_blas = True
+
+    def __init__(self, steps, finish, dtype, *, non_negative, estimator_name, feature_names):
+        self.steps = steps
+        self.finish = finish
+        self.dtype = dtype
+        self.non_negative = non_negative
+        self.estimator_name = estimator_name
+        self.feature_names = feature_names
+        width = max([step.width for step in steps] + [1])
+        self.block_rows = int(
+            np.clip(_BLOCK_BYTES // (4 * width), _MIN_BLOCK_ROWS, _MAX_BLOCK_ROWS)
+        )
+        self._workspace = _Workspace()
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        del state["_workspace"]  # thread-local scratch: rebuilt where unpickled
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._workspace = _Workspace()
+
+    @classmethod
+    def for_network(cls, records, n_features, finish, **checks):
+        """The whole network (records of :func:`sknd.networks.describe`), then ``finish``.
+
+        Raises ``NotImplementedError`` for a layer kind without a numpy step.
+        """
+        steps = _fuse([_step(record, n_features) for record in records])
+        return cls(steps, finish, np.dtype(np.float32), **checks)
+
+    @classmethod
+    def for_indices(cls, pairs, a, c, n_features, epsilon, variant, **checks):
+        """ND outputs of ``pairs`` with raw parameters ``a``, ``c``, in the input's dtype."""
+        wa, wc = softplus(np.asarray(a, dtype=np.float64)), softplus(np.asarray(c, dtype=np.float64))
+        step = _NDStep(np.asarray(pairs), wa, wc, n_features, float(epsilon), variant)
+        return cls([step], None, None, **checks)
+
+    def __call__(self, X):
+        """Outputs for the pixel table ``X``."""
+        X = np.asarray(X)
+        source_dtype = X.dtype
+        dtype = self.dtype
+        if dtype is None:  # transform keeps float32/float64 as the estimator does
+            dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        X = np.ascontiguousarray(X, dtype=dtype)
+        self._check(X, source_dtype)
+        workspace = self._workspace
+        result = None
+        for start in range(0, max(len(X), 1), self.block_rows):
+            block = X[start : start + self.block_rows]
+            values = block
+            for step in self.steps:
+                values = step(values, block, workspace)
+            if self.finish is not None:
+                values = self.finish(values)
+            if result is None:  # dtype and width are known after the first block
+                result = np.empty((len(X),) + values.shape[1:], dtype=values.dtype)
+            result[start : start + len(block)] = values
+        return result
+
+    def _check(self, X, source_dtype):
+        """Reject what the estimator's own validation rejects (NaN rows are masked before)."""
+        try:
+            check_band_values(
+                X,
+                name="pixels",
+                estimator_name=self.estimator_name,
+                feature_names=self.feature_names,
+                non_negative=self.non_negative,
+                source_dtype=source_dtype,
+            )
+        except ValueError as error:
+            raise ValueError(
+                f"{error} (Rows count the pixels of one chunk of the image.) If such a value "
+                "marks no-data, pass it as nodata=... and those pixels are skipped."
+            ) from None
+
+
+class _Step:
+    """A network layer with float64 weights, cast on first use to the data's dtype."""
+
+    def _cast(self, dtype):
+        cache = self.__dict__.setdefault("_weights_by_dtype", {})
+        if dtype not in cache:  # a race only computes the same arrays twice
+            cache[dtype] = tuple(w.astype(dtype) for w in self.weights)
+        return cache[dtype]
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_weights_by_dtype", None)  # ship the float64 weights only
+        return state
+
+
+class _NDStep(_Step):
+    """ND outputs of all pairs (see :class:`FastNetwork`).
+
+    Computed by the compiled kernel of :mod:`sknd._kernels` when numba is
+    installed, else with numpy in GEMM or gather form.
+    """
+
+    def __init__(self, pairs, wa, wc, n_features, epsilon, variant):
+        self.pairs = pairs
+        # The bands of every pair as contiguous arrays, as the compiled kernel takes them.
+        self.first_band = np.ascontiguousarray(pairs[:, 0], dtype=np.intp)
+        self.second_band = np.ascontiguousarray(pairs[:, 1], dtype=np.intp)
+        self.width = len(pairs)
+        self.epsilon = epsilon
+        self.variant = variant
+        self.gemm = n_features <= NUMPY_GEMM_MAX_BANDS
+        matrices = ()
+        if self.gemm:
+            columns = np.arange(len(pairs))
+            first = np.zeros((n_features, len(pairs)))
+            second = np.zeros((n_features, len(pairs)))
+            first[pairs[:, 0], columns] = wa
+            first[pairs[:, 1], columns] = -wc
+            second[pairs[:, 0], columns] = wa
+            second[pairs[:, 1], columns] = wc
+            matrices = (first, second)
+        self.weights = (wa, wc) + matrices
+
+    def __call__(self, X, inputs, workspace):
+        kernels = _compiled_kernels()
+        if kernels is not None:
+            out = workspace.get((id(self), "t"), (self.width, len(X)), X.dtype)
+            kernels.normalized_differences(X, *self.kernel_arguments(X.dtype), out)
+            return out.T
+        return self._numpy(X, workspace)
+
+    def kernel_arguments(self, dtype):
+        """The arguments of the compiled kernels after the pixel table."""
+        wa, wc = self._cast(dtype)[:2]
+        code = _compiled_kernels().VARIANT_CODES[self.variant]
+        return self.first_band, self.second_band, wa, wc, dtype.type(self.epsilon), code
+
+    def _numpy(self, X, workspace):
+        n = len(X)
+        key = id(self)
+        dtype = X.dtype
+        eps = dtype.type(self.epsilon)
+        if self.variant == "softplus":
+            X = softplus(X, out=workspace.get((key, "x"), X.shape, dtype))
+        B = X
+        if self.variant == "signed":
+            B = smooth_abs(X, self.epsilon, out=workspace.get((key, "b"), X.shape, dtype))
+        wa, wc, *matrices = self._cast(dtype)
+        numerator = workspace.get((key, "n"), (n, self.width), dtype)
+        denominator = workspace.get((key, "d"), (n, self.width), dtype)
+        if self.gemm:
+            np.matmul(X, matrices[0], out=numerator)
+            np.matmul(B, matrices[1], out=denominator)
+        else:
+            i, j = self.first_band, self.second_band
+            scratch = workspace.get((key, "s"), (n, self.width), dtype)
+            np.take(X, i, axis=1, out=numerator)
+            numerator *= wa
+            np.take(X, j, axis=1, out=scratch)
+            scratch *= wc
+            numerator -= scratch
+            np.take(B, i, axis=1, out=denominator)
+            denominator *= wa
+            np.take(B, j, axis=1, out=scratch)
+            scratch *= wc
+            denominator += scratch
+        denominator += eps
+        numerator /= denominator
+        return numerator
+
+
+@functools.cache
+def _compiled_kernels():
+    """:mod:`sknd._kernels` when numba is installed, else None (numpy fallback)."""
+    try:
+        from . import _kernels
+    except ImportError:
+        return None
+    return _kernels
+
+
+class _NDDenseStep:
+    """An ND step and the narrow dense layer after it (the output layer of a depth-2 model).
+
+    The compiled kernel computes both in one pass without writing the ND
+    outputs to memory; without numba the two steps run one after the other.
+    """
+
+    def __init__(self, nd, dense):
+        self.nd = nd
+        self.dense = dense
+        self.width = max(nd.width, dense.width)
+
+    def __call__(self, X, inputs, workspace):
+        kernels = _compiled_kernels()
+        if kernels is None:
+            return self.dense(self.nd(X, inputs, workspace), inputs, workspace)
+        weight, bias = self.dense._cast(X.dtype)
+        out = workspace.get((id(self), "y"), (self.dense.width, len(X)), X.dtype)
+        kernels.normalized_differences_dense(
+            X, *self.nd.kernel_arguments(X.dtype), weight, bias, out
+        )
+        return out.T
+
+
+def _fuse(steps):
+    """Merge every ND step followed by a narrow dense layer into one :class:`_NDDenseStep`."""
+    fused = []
+    for step in steps:
+        if (
+            isinstance(step, _LinearStep)
+            and step.by_output
+            and fused
+            and type(fused[-1]) is _NDStep
+        ):
+            fused[-1] = _NDDenseStep(fused[-1], step)
+        else:
+            fused.append(step)
+    return fused
+
+
+class _AttentionStep:
+    """AttND: ND outputs times ``sigmoid(gate(x))``, the gate reading the raw bands."""
+
+    def __init__(self, nd, weight, bias):
+        self.nd = nd
+        self.gate = _LinearStep(weight, bias)
+        self.width = nd.width
+
+    def __call__(self, X, inputs, workspace):
+        from scipy.special import expit
+
+        values = self.nd(X, inputs, workspace)
+        gate = self.gate(inputs, inputs, workspace)
+        values *= expit(gate, out=gate)
+        return values
+
+
+class _LinearStep(_Step):
+    """A dense layer; narrow ones (the output layer) one output at a time.
+
+    OpenBLAS multiplies ``(n, k) @ (k, m)`` for m of 2 to 4 about as slowly as
+    for m = 8, and adding the bias along rows of m values is slow too; one
+    matrix-vector product and one bias addition per output, written to the rows
+    of an ``(m, n)`` array, cost about half as much. The step then returns the
+    transposed view, an ``(n, m)`` array with contiguous columns.
+    """
+
+    def __init__(self, weight, bias):
+        self.width = len(weight)
+        self.by_output = self.width <= _BY_OUTPUT_MAX_WIDTH
+        self.weights = (weight if self.by_output else weight.T, bias)
+
+    def __call__(self, X, inputs, workspace):
+        weight, bias = self._cast(X.dtype)
+        key = (id(self), "y")
+        if self.by_output:
+            out = workspace.get(key, (self.width, len(X)), X.dtype)
+            for row, weights, offset in zip(out, weight, bias):
+                np.matmul(X, weights, out=row)
+                row += offset
+            return out.T
+        out = np.matmul(X, weight, out=workspace.get(key, (len(X), self.width), X.dtype))
+        out += bias
+        return out
+
+
+class _PassthroughStep(_Step):
+    """The first block's outputs followed by the standardized raw bands."""
+
+    def __init__(self, first, mean, scale):
+        self.first = first
+        self.weights = (mean, scale)
+        self.width = max(step.width for step in first) + len(mean)
+
+    def __call__(self, X, inputs, workspace):
+        values = X
+        for step in self.first:
+            values = step(values, inputs, workspace)
+        n_first = values.shape[1]
+        out = workspace.get((id(self), "y"), (len(X), n_first + X.shape[1]), X.dtype)
+        out[:, :n_first] = values
+        mean, scale = self._cast(X.dtype)
+        raw = np.subtract(X, mean, out=out[:, n_first:])
+        raw /= scale
+        return out
+
+
+class _ReLUStep:
+    width = 0
+
+    def __call__(self, X, inputs, workspace):
+        return np.maximum(X, 0, out=X)
+
+
+def _to_numpy(tensor):
+    return tensor.detach().cpu().double().numpy()
+
+
+def _nd_step(layer, n_features):
+    wa, wc = softplus(_to_numpy(layer.a)), softplus(_to_numpy(layer.c))
+    pairs = layer.pairs.cpu().numpy()
+    return _NDStep(pairs, wa, wc, n_features, layer.epsilon, layer.variant)
+
+
+def _linear_weights(linear):
+    weight = _to_numpy(linear.weight)
+    bias = np.zeros(len(weight)) if linear.bias is None else _to_numpy(linear.bias)
+    return weight, bias
+
+
+def _passthrough_step(record, n_features):
+    first = [_step(inner, n_features) for inner in record.inner]
+    mean, scale = (_to_numpy(buffer).ravel() for buffer in (record.module.mean, record.module.scale))
+    return _PassthroughStep(first, mean, scale)
+
+
+#: The numpy step of each layer kind of sknd.networks.describe.
+_STEPS = {
+    "nd": lambda record, n_features: _nd_step(record.module, n_features),
+    "attnd": lambda record, n_features: _AttentionStep(
+        _nd_step(record.module.nd, n_features), *_linear_weights(record.module.gate)
+    ),
+    "passthrough": _passthrough_step,
+    "linear": lambda record, n_features: _LinearStep(*_linear_weights(record.module)),
+    "relu": lambda record, n_features: _ReLUStep(),
+}
+
+
+def _step(record, n_features):
+    build = _STEPS.get(record.kind)
+    if build is None:
+        raise NotImplementedError(f"sknd._evaluator has no numpy step for {record.kind!r} layers.")
+    return build(record, n_features)
