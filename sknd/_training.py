@@ -25,7 +25,8 @@ import torch
 from skorch import NeuralNet
 from skorch.callbacks import Callback, EpochTimer, PrintLog
 
-from ._fused import FlatAdam, FusedTrainer
+from ._adam import FlatAdam
+from ._fused import FusedTrainer
 from ._fused import _Unsupported as _FusedUnsupported
 
 __all__ = []
