@@ -362,10 +362,9 @@ class BaseND(BaseEstimator):
             sensor=self.sensor,
         )
         self.band_names_ = np.asarray([band.name for band in self.bands_], dtype=object)
-        screening = (isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)) or (
-            isinstance(self.pairs, str) and self.pairs == "auto"
-        )
-        if screening:
+        if isinstance(self.pairs, str) or (
+            isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)
+        ):  # "all", or all pairs to screen ("auto", a count)
             pairs = all_pairs(n_features)
         else:
             pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self.bands_))
@@ -375,7 +374,7 @@ class BaseND(BaseEstimator):
         X_train, c_train, X_valid, c_valid = self._validation_split(
             X, task.encoded, task, X_val, y_val, seed
         )
-        n_keep = n_pairs_to_keep(self.pairs, len(pairs)) if screening else None
+        n_keep = n_pairs_to_keep(self.pairs, len(pairs))
         if n_keep is not None:
             # Scored on the training part only: the validation data stays unseen until
             # early stopping looks at it.

@@ -87,13 +87,6 @@ class RawPassthrough(nn.Module):
         self.register_buffer("mean", torch.as_tensor(mean, dtype=torch.float32).reshape(1, -1))
         self.register_buffer("scale", torch.as_tensor(scale, dtype=torch.float32).reshape(1, -1))
 
-    @property
-    def nd(self):
-        """The wrapped ND layer, or None for the MLP's first block."""
-        if isinstance(self.first, NormalizedDifference):
-            return self.first
-        return getattr(self.first, "nd", None)
-
     def forward(self, x):
         return torch.cat([self.first(x), (x - self.mean) / self.scale], dim=1)
 
