@@ -102,7 +102,7 @@ class _NDBlock:
 
     def __init__(self, layer, batch_size):
         self.layer = layer
-        self.plan = layer._plan(layer.a.dtype, layer.a.device)
+        self.plan = layer.pair_plan(layer.a.dtype, layer.a.device)
         method = self.plan.choose(layer.method)
         if layer.method == "auto" and batch_size < FUSED_MATMUL_MIN_BATCH:
             # At small batches both forms cost their operation count, and gathering has fewer.
@@ -111,7 +111,7 @@ class _NDBlock:
         self.ac = _pair_views(layer.a.data, layer.c.data)
         self.grad_ac = _pair_views(layer.a.grad, layer.c.grad)
         if self.ac is None or self.grad_ac is None:
-            raise _Unsupported("a and c are not adjacent in memory")
+            raise Unsupported("a and c are not adjacent in memory")
         self.h = {}
 
     def prepare(self, X):
@@ -189,7 +189,7 @@ class _PassthroughBlock:
     def __init__(self, record, batch_size):
         inner = _blocks(record.inner, batch_size)
         if len(inner) != 1:
-            raise _Unsupported("a passthrough block around several layers")
+            raise Unsupported("a passthrough block around several layers")
         self.first = inner[0]
         self.mean = record.module.mean
         self.scale = record.module.scale
@@ -219,7 +219,7 @@ _FIRST_BLOCKS = {
 
 
 def _blocks(records, batch_size):
-    """Fused blocks for layer records, or raise :class:`_Unsupported`."""
+    """Fused blocks for layer records, or raise :class:`Unsupported`."""
     blocks = []
     position = 0
     while position < len(records):
@@ -233,12 +233,12 @@ def _blocks(records, batch_size):
             blocks.append(_FIRST_BLOCKS[record.kind](record, batch_size))
         else:
             where = "first layer" if first else "layer after the first"
-            raise _Unsupported(f"{record.kind!r} as {where}")
+            raise Unsupported(f"{record.kind!r} as {where}")
         position += 1
     return blocks
 
 
-class _Unsupported(Exception):
+class Unsupported(Exception):
     """The network or loss has a part the fused step does not implement."""
 
 
@@ -313,29 +313,29 @@ class _MeanSquaredError:
 def _loss_for(criterion, n_outputs, batch_size):
     kind = type(criterion)
     if getattr(criterion, "reduction", None) != "mean":
-        raise _Unsupported("loss reduction")
+        raise Unsupported("loss reduction")
     if kind is nn.BCEWithLogitsLoss and n_outputs == 1:
         if criterion.weight is not None or criterion.pos_weight is not None:
-            raise _Unsupported("weighted BCE")
+            raise Unsupported("weighted BCE")
         return _BinaryCrossEntropy(batch_size)
     if kind is nn.CrossEntropyLoss:
         if criterion.weight is not None or criterion.label_smoothing:
-            raise _Unsupported("weighted or smoothed cross-entropy")
+            raise Unsupported("weighted or smoothed cross-entropy")
         return _CrossEntropy(n_outputs)
     if kind is nn.MSELoss:
         return _MeanSquaredError(n_outputs)
-    raise _Unsupported(f"loss {kind.__name__}")
+    raise Unsupported(f"loss {kind.__name__}")
 
 
 def _blocks_for(module, batch_size):
-    """Fused blocks of a whole network and its number of outputs, or raise :class:`_Unsupported`."""
+    """Fused blocks of a whole network and its number of outputs, or raise :class:`Unsupported`."""
     records = describe(module)
     if records is None:
-        raise _Unsupported("a network sknd.networks.describe does not know")
+        raise Unsupported("a network sknd.networks.describe does not know")
     blocks = _blocks(records, batch_size)
     last = blocks[-1]
     if not isinstance(last, _LinearBlock) or last.relu:
-        raise _Unsupported("the network must end with a linear layer")
+        raise Unsupported("the network must end with a linear layer")
     return blocks, last.weight.shape[0]
 
 
@@ -350,14 +350,14 @@ class FusedTrainer:
 
     def __init__(self, module, criterion, optimizer, batch_size):
         if not isinstance(optimizer, FlatAdam):
-            raise _Unsupported("optimizer is not FlatAdam")
+            raise Unsupported("optimizer is not FlatAdam")
         buffers = optimizer.flat_buffers()
         params = list(module.parameters())
         group_params = [p for group in optimizer.param_groups for p in group["params"]]
         if {id(p) for p in params} != {id(p) for p in group_params} or len(buffers) != 1:
-            raise _Unsupported("optimizer does not hold exactly the module's parameters")
+            raise Unsupported("optimizer does not hold exactly the module's parameters")
         if any(p.grad is None or p.dtype != params[0].dtype for p in params):
-            raise _Unsupported("parameters of several dtypes")
+            raise Unsupported("parameters of several dtypes")
         self.blocks, n_outputs = _blocks_for(module, batch_size)
         self.loss = _loss_for(criterion, n_outputs, batch_size)
         self.module = module
@@ -373,7 +373,7 @@ class FusedTrainer:
         """A trainer, or None when some part of the setup is not supported."""
         try:
             return cls(module, criterion, optimizer, batch_size)
-        except _Unsupported:
+        except Unsupported:
             return None
 
     def is_current(self, module, criterion, optimizer, batch_size):
@@ -393,7 +393,7 @@ class FusedTrainer:
             return self._data[1:]
         X = dataset.X
         if X.dtype != self.dtype or X.device != self.device:
-            raise _Unsupported("data and parameters differ in dtype or device")
+            raise Unsupported("data and parameters differ in dtype or device")
         prepared = self.blocks[0].prepare(X)
         aux = self.loss.targets(dataset.y).to(self.dtype)
         terms = torch.empty(len(X), self.loss.n_columns, dtype=self.dtype, device=self.device)

@@ -26,8 +26,8 @@ from skorch import NeuralNet
 from skorch.callbacks import Callback, EpochTimer, PrintLog
 
 from ._adam import FlatAdam
-from ._fused import FusedTrainer
-from ._fused import _Unsupported as _FusedUnsupported
+from ._fused import FusedTrainer, Unsupported
+
 
 __all__ = []
 
@@ -232,7 +232,7 @@ class Net(NeuralNet):
                 self._set_training(True)
                 try:
                     total, n_samples, n_batches = trainer.run_epoch(iterator)
-                except _FusedUnsupported:  # e.g. data of another dtype than the module
+                except Unsupported:  # e.g. data of another dtype than the module
                     self.fused_trainer_ = None
                     self.fused_failed_ = True
                 else:

@@ -302,8 +302,12 @@ class NormalizedDifference(nn.Module):
         """Number of band pairs, i.e. of outputs."""
         return self.pairs.shape[0]
 
-    def _plan(self, dtype, device):
-        """The pair layout for this dtype and device, rebuilt if ``pairs`` changed."""
+    def pair_plan(self, dtype, device):
+        """The pair layout (index tensors) for this dtype and device, cached.
+
+        Rebuilt when ``pairs`` changes; the fused training step uses the same
+        layout as the layer's forward pass.
+        """
         key = (dtype, device, self.pairs.data_ptr(), self.pairs._version)
         plan = self._plans.get(key)
         if plan is None:
@@ -312,7 +316,7 @@ class NormalizedDifference(nn.Module):
         return plan
 
     def forward(self, x):
-        plan = self._plan(x.dtype, x.device)
+        plan = self.pair_plan(x.dtype, x.device)
         return _NormalizedDifferenceFunction.apply(
             x, self.a, self.c, plan, plan.choose(self.method)
         )

@@ -8,7 +8,7 @@ from sknd import _evaluator
 from sknd._adam import FlatAdam
 from sknd._evaluator import FastNetwork
 from sknd._formula import VARIANTS
-from sknd._fused import FusedTrainer, _Unsupported
+from sknd._fused import FusedTrainer, Unsupported
 from sknd._training import TensorDataset
 from sknd.networks import ARCHITECTURES, AttentionND, build_network, describe
 from sknd.nn import NormalizedDifference
@@ -120,7 +120,7 @@ def test_every_backend_agrees_with_autograd(architecture, variant, task, passthr
     optimizer = FlatAdam(module.parameters(), lr=0.01)
     try:
         trainer = FusedTrainer(module, criterion, optimizer, batch_size=16)
-    except _Unsupported as exc:
+    except Unsupported as exc:
         pytest.fail(f"the fused training step (sknd._fused) lacks: {exc}")
     optimizer.zero_grad()
     loss = criterion(module(X[:16]), y[:16])
