@@ -1,6 +1,5 @@
 """Shared fitting logic of the sknd estimators (over skorch)."""
 
-import contextlib
 import copy
 import functools
 import threading
@@ -22,6 +21,7 @@ from . import __version__
 from ._fused import FlatAdam
 from ._screening import n_pairs_to_keep, screen_pairs
 from ._tasks import ClassificationTask
+from ._threads import torch_threads
 from ._training import (
     EarlyStopping,
     FiniteTraining,
@@ -53,6 +53,11 @@ __all__ = []
 MIN_DEFAULT_HIDDEN_UNITS = 8
 MAX_DEFAULT_HIDDEN_UNITS = 256
 
+
+def default_hidden_units(n_pairs):
+    """Hidden width used when ``hidden_units=None``: ``n_pairs`` clipped to the bounds above."""
+    return int(np.clip(n_pairs, MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS))
+
 #: Range of ``epsilon``. Below about 5e-20 its square underflows float32 and all-zero
 #: rows get infinite gradients (below 1e-45 it is 0 and they get 0 / 0); far above
 #: any band value it flattens every index to 0.
@@ -76,47 +81,9 @@ def _chunk_rows(module):
     return int(min(_INFERENCE_CHUNK, max(1, _CHUNK_ELEMENTS // width)))
 
 
-# Thread policy: fits and predictions run in ONE torch intra-op thread. sknd's layers are
-# small: intra-op threads save little even on idle cores, and on shared cores (other
-# processes busy) they made a tiny fit and a 250-band fit about 9x slower
-# (benchmarks/bench_threads.py, RESULTS.md). One thread also makes results independent of
-# the core count. Parallelism belongs outside: GridSearchCV / cross_val_score n_jobs (loky
-# worker processes, which joblib starts with one thread each when n_jobs = cores), dask or
-# joblib over image chunks.
-#
-# torch.set_num_threads is process-wide: fits or predictions running concurrently in
-# threads (joblib's threading backend, dask's threaded scheduler) share one setting, so the
-# value in force before the first of them is restored when the last one leaves.
-_threads_lock = threading.Lock()
+# Fits of one process draw initial weights from torch's global generator under this lock
+# (see BaseND._fit). The thread policy (one torch thread) lives in sknd._threads.
 _init_lock = threading.Lock()
-_threads_users = 0
-_threads_saved = None
-
-
-@contextlib.contextmanager
-def torch_threads(n_threads):
-    """Run the block with ``n_threads`` torch intra-op threads (``None``: unchanged).
-
-    Safe when entered from several threads at once: the thread count in force
-    before the first entry is restored when the last one exits.
-    """
-    global _threads_users, _threads_saved
-    if n_threads is None:
-        yield
-        return
-    with _threads_lock:
-        if _threads_users == 0:
-            _threads_saved = torch.get_num_threads()
-        _threads_users += 1
-        if torch.get_num_threads() != n_threads:
-            torch.set_num_threads(n_threads)
-    try:
-        yield
-    finally:
-        with _threads_lock:
-            _threads_users -= 1
-            if _threads_users == 0 and torch.get_num_threads() != _threads_saved:
-                torch.set_num_threads(_threads_saved)
 
 
 def _resolve_device(device):
@@ -384,9 +351,7 @@ class BaseND(BaseEstimator):
             )
         hidden_units = self.hidden_units
         if hidden_units is None:
-            hidden_units = int(
-                np.clip(len(pairs), MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS)
-            )
+            hidden_units = default_hidden_units(len(pairs))
 
         train_data = TensorDataset(
             torch.tensor(X_train, dtype=torch.float32, device=device),

@@ -39,6 +39,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from . import _threads
 from ._validation import check_band_values
 
 __all__ = ["DEFAULT_CHUNK_PIXELS", "predict", "predict_proba", "transform"]
@@ -1034,8 +1035,8 @@ def _apply_block(block, *, func, spec, chunk_pixels, nodata, n_jobs, single_thre
     out = np.empty(block.shape[:-1] + spec.tail, dtype=spec.dtype)
     if out.size == 0:  # dask's meta inference probes with empty arrays
         return out
-    context = _single_threaded_blas() if single_threaded_blas else contextlib.nullcontext()
-    with context:
+    context = _threads.single_threaded_blas if single_threaded_blas else contextlib.nullcontext
+    with context():
         _apply_pixels(
             block, func, spec, out=out, chunk_pixels=chunk_pixels, nodata=nodata, n_jobs=n_jobs
         )
@@ -1057,7 +1058,7 @@ def _apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1):
 
     indices = list(_chunk_indices(pixels.shape[:-1], chunk_pixels))
     single_threaded = n_jobs > 1 or getattr(func, "single_threaded_blas", False)
-    with _single_threaded_blas() if single_threaded else contextlib.nullcontext():
+    with _threads.single_threaded_blas() if single_threaded else contextlib.nullcontext():
         if n_jobs == 1 or len(indices) == 1:
             for index in indices:
                 run(index)
@@ -1138,37 +1139,3 @@ def _invalid_pixels(X, nodata):
             equal |= X[:, band] == nodata
         invalid = equal if invalid is None else invalid | equal
     return invalid
-
-
-# ------------------------------------------------------------------ BLAS threads
-_BLAS_LOCK = threading.Lock()
-_blas_state = {"users": 0, "limiter": None}
-
-
-@functools.cache
-def _threadpool_controller():
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
-@contextlib.contextmanager
-def _single_threaded_blas():
-    """Run BLAS single-threaded while any chunk worker of this process is running.
-
-    Chunks are processed in parallel by threads (ours or dask's); a multi-threaded
-    BLAS inside each of them would oversubscribe the cores. The BLAS setting is
-    process-wide, so concurrent workers share one limit, lifted by the last to leave.
-    """
-    with _BLAS_LOCK:
-        if _blas_state["users"] == 0:
-            _blas_state["limiter"] = _threadpool_controller().limit(limits=1, user_api="blas")
-        _blas_state["users"] += 1
-    try:
-        yield
-    finally:
-        with _BLAS_LOCK:
-            _blas_state["users"] -= 1
-            if _blas_state["users"] == 0:
-                _blas_state["limiter"].restore_original_limits()
-                _blas_state["limiter"] = None
