@@ -232,10 +232,6 @@ def test_index_table_follows_transform_order():
     pairs = model.pairs_[[5, 2]]
     assert table["band_i"].tolist() == [model.bands[i] for i in pairs[:, 0]]
     np.testing.assert_allclose(table["importance"], model.index_importances_[[5, 2]])
-    # The same selection given as band pairs.
-    del model.selected_indices_
-    model.selected_pairs_ = pairs
-    assert index_table(model)["band_i"].tolist() == table["band_i"].tolist()
 
 
 def test_index_table_explicit_pairs_and_empty_layer():
