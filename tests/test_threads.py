@@ -8,37 +8,28 @@ from sknd._threads import one_thread, single_threaded_blas, threadpool_controlle
 
 
 def _blas_threads():
+    # Read from the main thread: OpenBLAS may report another count to a worker thread.
     return [pool["num_threads"] for pool in threadpool_controller().select(user_api="blas").info()]
 
 
-def test_one_thread_nests_across_threads_and_restores_the_settings():
+def _enter_and_leave():
+    with one_thread(), single_threaded_blas():
+        pass
+
+
+def test_one_thread_is_reference_counted_across_threads_and_restores_the_settings():
     previous = torch.get_num_threads()
     torch.set_num_threads(2)
     blas_before = _blas_threads()
-    first_inside, second_left = threading.Event(), threading.Event()
-    seen = []
-
-    def first():
-        with one_thread():
-            first_inside.set()
-            second_left.wait()
-            # The second user left: the limits stay while this one is inside.
-            seen.append((torch.get_num_threads(), _blas_threads()))
-
-    def second():
-        first_inside.wait()
-        with one_thread(), single_threaded_blas():
-            seen.append((torch.get_num_threads(), _blas_threads()))
-        second_left.set()
-
+    single = [1] * len(blas_before)
     try:
-        workers = [threading.Thread(target=first), threading.Thread(target=second)]
-        for worker in workers:
+        with one_thread():
+            assert (torch.get_num_threads(), _blas_threads()) == (1, single)
+            worker = threading.Thread(target=_enter_and_leave)
             worker.start()
-        for worker in workers:
             worker.join()
-        assert seen == [(1, [1] * len(blas_before))] * 2
-        assert torch.get_num_threads() == 2
-        assert _blas_threads() == blas_before
+            # Another thread entered and left: the limits stay while this block runs.
+            assert (torch.get_num_threads(), _blas_threads()) == (1, single)
+        assert (torch.get_num_threads(), _blas_threads()) == (2, blas_before)
     finally:
         torch.set_num_threads(previous)
