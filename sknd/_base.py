@@ -1,10 +1,10 @@
 """Shared fitting logic of the sknd estimators (over skorch)."""
 
-from abc import ABCMeta, abstractmethod
 import copy
 import functools
 import threading
 import warnings
+from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
@@ -58,6 +58,7 @@ MAX_DEFAULT_HIDDEN_UNITS = 256
 def default_hidden_units(n_pairs):
     """Hidden width used when ``hidden_units=None``: ``n_pairs`` clipped to the bounds above."""
     return int(np.clip(n_pairs, MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS))
+
 
 #: Range of ``epsilon``. Below about 5e-20 its square underflows float32 and all-zero
 #: rows get infinite gradients (below 1e-45 it is 0 and they get 0 / 0); far above
