@@ -170,4 +170,3 @@ class NDClassifier(ClassifierMixin, BaseND):
         """
         output = self._network_output(X)
         return self._task.decode(output)
-

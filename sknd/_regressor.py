@@ -145,4 +145,3 @@ class NDRegressor(RegressorMixin, BaseND):
         """
         output = self._network_output(X)
         return self._task.decode(output)
-

@@ -10,8 +10,8 @@ from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ._base import BaseND, restore_on_failure
 from ._docstrings import ATTRIBUTES_DOC, NOTES_DOC, TRANSFORMER_PARAMETERS_DOC, Substitution
-from ._threads import torch_threads
 from ._tasks import infer_task
+from ._threads import torch_threads
 from .nn import normalized_difference
 
 __all__ = ["NDTransformer"]
@@ -222,4 +222,3 @@ class NDTransformer(TransformerMixin, BaseND):
             [f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_[self.selected_indices_]],
             dtype=object,
         )
-

@@ -78,7 +78,9 @@ def _resolve(name):
 
 def _documented_parameters(obj):
     """``{name: type line}`` of the Parameters section (``a, b : int`` gives both)."""
-    doc_class = numpydoc_docscrape.ClassDoc if inspect.isclass(obj) else numpydoc_docscrape.FunctionDoc
+    doc_class = (
+        numpydoc_docscrape.ClassDoc if inspect.isclass(obj) else numpydoc_docscrape.FunctionDoc
+    )
     doc = doc_class(obj, config={"show_class_members": False})
     documented = {}
     for parameter in doc["Parameters"]:
