@@ -93,9 +93,8 @@ def section_ratio(repeats):
         label = "x.requires_grad" if input_grad else "x without grad (first layer)"
         print(f"{label}: linear {base * 1e3:.3f} ms")
         for name in ("gather", "matmul", "naive"):
-            print(
-                f"  {name:7s} {times[name] * 1e3:7.3f} ms   ratio to linear {times[name] / base:5.2f}"
-            )
+            milliseconds, ratio = times[name] * 1e3, times[name] / base
+            print(f"  {name:7s} {milliseconds:7.3f} ms   ratio to linear {ratio:5.2f}")
 
 
 def section_crossover(repeats):

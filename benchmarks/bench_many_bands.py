@@ -102,9 +102,8 @@ def main():
     image = X[rng.integers(0, len(X), 100_000)]
     start = time.perf_counter()
     model.predict(image)
-    print(
-        f"predict 100,000 pixels x 250 bands with the default model: {time.perf_counter() - start:.1f} s"
-    )
+    seconds = time.perf_counter() - start
+    print(f"predict 100,000 pixels x 250 bands with the default model: {seconds:.1f} s")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 

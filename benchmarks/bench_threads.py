@@ -154,9 +154,8 @@ def grid_search(repeats, epochs):
     )
     with joblib.parallel_config(n_jobs=2):
         seen = joblib.Parallel()(joblib.delayed(_worker_threads)() for _ in range(2))
-    print(
-        f"torch threads in this process: {torch.get_num_threads()} (os.cpu_count() = {os.cpu_count()})"
-    )
+    threads, cores = torch.get_num_threads(), os.cpu_count()
+    print(f"torch threads in this process: {threads} (os.cpu_count() = {cores})")
     print(f"torch threads, OMP_NUM_THREADS in loky workers with n_jobs=2: {seen}")
 
 

@@ -147,7 +147,7 @@ def main():
         f"median of {repeats}"
     )
     with threadpool_limits(1):
-        for name, make in configs.items():  # warm-up (imports, allocator)
+        for make in configs.values():  # warm-up (imports, allocator)
             make().fit(X[:300], y[:300])
         for _ in range(repeats):
             for name, make in configs.items():

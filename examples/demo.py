@@ -20,8 +20,10 @@ data = load_forest_type(as_frame=True)  # DataFrame columns name the bands
 X_train, X_test, y_train, y_test = train_test_split(
     data.data, data.target, test_size=0.3, stratify=data.target, random_state=0
 )
-print(f"UCI forest type: {len(data.data)} samples, {X_train.shape[1]} ASTER bands, "
-      f"{len(data.target_names)} classes ({', '.join(data.target_names)})\n")
+print(
+    f"UCI forest type: {len(data.data)} samples, {X_train.shape[1]} ASTER bands, "
+    f"{len(data.target_names)} classes ({', '.join(data.target_names)})\n"
+)
 
 models = {}
 for architecture in ("nd", "mlp"):
@@ -29,8 +31,10 @@ for architecture in ("nd", "mlp"):
     model = NDClassifier(architecture=architecture, random_state=0).fit(X_train, y_train)
     seconds = time.perf_counter() - start
     models[architecture] = model
-    print(f"{architecture.upper():>4}: test accuracy {model.score(X_test, y_test):.3f}  "
-          f"({model.n_parameters_} parameters, {model.n_iter_} epochs, {seconds:.1f} s)")
+    print(
+        f"{architecture.upper():>4}: test accuracy {model.score(X_test, y_test):.3f}  "
+        f"({model.n_parameters_} parameters, {model.n_iter_} epochs, {seconds:.1f} s)"
+    )
 
 table = models["nd"].indices_.sort_values("importance", ascending=False).head(5)
 print("\nTop learned indices (k = weight of band_i relative to band_j; k = 1: the classic index)")

@@ -53,11 +53,13 @@ def main():
     rows = []
     for name, model in models.items():
         model.fit(X_train, y_train)
-        rows.append({
-            "model": name,
-            "test accuracy": model.score(X_test, y_test),
-            "test accuracy, 30% darker": model.score(darker, y_test),
-        })
+        rows.append(
+            {
+                "model": name,
+                "test accuracy": model.score(X_test, y_test),
+                "test accuracy, 30% darker": model.score(darker, y_test),
+            }
+        )
     print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
 
     nd_only = models["NDClassifier (ND only)"]
@@ -68,8 +70,13 @@ def main():
     with_raw = models["NDClassifier (passthrough=True)"]
     print("\nWith passthrough: importance of the indices vs the raw bands")
     print("  indices:  ", np.round(np.sort(with_raw.index_importances_)[::-1], 3))
-    print("  raw bands:", {name: round(float(value), 3) for name, value in
-                           zip(with_raw.band_names_, with_raw.passthrough_importances_)})
+    print(
+        "  raw bands:",
+        {
+            name: round(float(value), 3)
+            for name, value in zip(with_raw.band_names_, with_raw.passthrough_importances_)
+        },
+    )
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
 """Shared fitting logic of the sknd estimators (over skorch)."""
 
-import contextlib
 import copy
 import functools
 import threading
 import warnings
+from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
@@ -23,6 +23,7 @@ from ._adam import FlatAdam
 from ._formula import VARIANTS
 from ._screening import n_pairs_to_keep, screen_pairs
 from ._tasks import ClassificationTask
+from ._threads import torch_threads
 from ._training import (
     EarlyStopping,
     FiniteTraining,
@@ -54,6 +55,12 @@ __all__ = []
 MIN_DEFAULT_HIDDEN_UNITS = 8
 MAX_DEFAULT_HIDDEN_UNITS = 256
 
+
+def default_hidden_units(n_pairs):
+    """Hidden width used when ``hidden_units=None``: ``n_pairs`` clipped to the bounds above."""
+    return int(np.clip(n_pairs, MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS))
+
+
 #: Range of ``epsilon``. Below about 5e-20 its square underflows float32 and all-zero
 #: rows get infinite gradients (below 1e-45 it is 0 and they get 0 / 0); far above
 #: any band value it flattens every index to 0.
@@ -82,47 +89,9 @@ def _chunk_rows(module):
     return int(min(_INFERENCE_CHUNK, max(1, _CHUNK_ELEMENTS // width)))
 
 
-# Thread policy: fits and predictions run in ONE torch intra-op thread. sknd's layers are
-# small: intra-op threads save little even on idle cores, and on shared cores (other
-# processes busy) they made a tiny fit and a 250-band fit about 9x slower
-# (benchmarks/bench_threads.py, RESULTS.md). One thread also makes results independent of
-# the core count. Parallelism belongs outside: GridSearchCV / cross_val_score n_jobs (loky
-# worker processes, which joblib starts with one thread each when n_jobs = cores), dask or
-# joblib over image chunks.
-#
-# torch.set_num_threads is process-wide: fits or predictions running concurrently in
-# threads (joblib's threading backend, dask's threaded scheduler) share one setting, so the
-# value in force before the first of them is restored when the last one leaves.
-_threads_lock = threading.Lock()
+# Fits of one process draw initial weights from torch's global generator under this lock
+# (see BaseND._fit). The thread policy (one torch thread) lives in sknd._threads.
 _init_lock = threading.Lock()
-_threads_users = 0
-_threads_saved = None
-
-
-@contextlib.contextmanager
-def torch_threads(n_threads):
-    """Run the block with ``n_threads`` torch intra-op threads (``None``: unchanged).
-
-    Safe when entered from several threads at once: the thread count in force
-    before the first entry is restored when the last one exits.
-    """
-    global _threads_users, _threads_saved
-    if n_threads is None:
-        yield
-        return
-    with _threads_lock:
-        if _threads_users == 0:
-            _threads_saved = torch.get_num_threads()
-        _threads_users += 1
-        if torch.get_num_threads() != n_threads:
-            torch.set_num_threads(n_threads)
-    try:
-        yield
-    finally:
-        with _threads_lock:
-            _threads_users -= 1
-            if _threads_users == 0 and torch.get_num_threads() != _threads_saved:
-                torch.set_num_threads(_threads_saved)
 
 
 def _resolve_device(device):
@@ -161,7 +130,7 @@ def restore_on_failure(fit):
     return wrapper
 
 
-class BaseND(BaseEstimator):
+class BaseND(BaseEstimator, metaclass=ABCMeta):
     """Parameters, validation, training and inference shared by all sknd estimators.
 
     Subclasses set ``_make_task(y)`` (a task from :mod:`sknd._tasks`) and their
@@ -194,27 +163,31 @@ class BaseND(BaseEstimator):
         "passthrough": ["boolean"],
     }
 
+    # As scikit-learn's BaseMultilayerPerceptron: no defaults here, each public estimator
+    # writes its own keyword-only __init__ (the signature users and get_params see).
+    @abstractmethod
     def __init__(
         self,
-        depth=2,
-        architecture="nd",
-        hidden_units=None,
-        epsilon=1e-6,
-        variant="reflectance",
-        pairs="all",
-        lr=0.01,
-        weight_decay=1e-4,
-        batch_size=32,
-        max_epochs=150,
-        early_stopping=True,
-        patience=25,
-        validation_fraction=0.2,
-        device="cpu",
-        random_state=None,
-        verbose=0,
-        bands=None,
-        sensor=None,
-        passthrough=False,
+        *,
+        depth,
+        architecture,
+        hidden_units,
+        epsilon,
+        variant,
+        pairs,
+        lr,
+        weight_decay,
+        batch_size,
+        max_epochs,
+        early_stopping,
+        patience,
+        validation_fraction,
+        device,
+        random_state,
+        verbose,
+        bands,
+        sensor,
+        passthrough,
     ):
         self.depth = depth
         self.architecture = architecture
@@ -389,9 +362,7 @@ class BaseND(BaseEstimator):
             )
         hidden_units = self.hidden_units
         if hidden_units is None:
-            hidden_units = int(
-                np.clip(len(pairs), MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS)
-            )
+            hidden_units = default_hidden_units(len(pairs))
 
         train_data = TensorDataset(
             torch.tensor(X_train, dtype=torch.float32, device=device),
@@ -649,149 +620,3 @@ class BaseND(BaseEstimator):
                 stacklevel=2,
             )
         super().__setstate__(state)
-
-
-# Docstring sections shared by the estimators (each estimator adds its own).
-PARAMETERS_DOC = """\
-    depth : int, default=2
-        Number of layers counted from input to output, at least 2: the first
-        layer, ``depth - 2`` hidden ``Linear + ReLU`` layers, the output layer.
-    architecture : {"nd", "attnd", "mlp"}, default="nd"
-        ``"nd"``: Normalized Difference layer first; ``"attnd"``: ND outputs
-        gated by ``sigmoid(W b + c)``; ``"mlp"``: the paper's baseline with a
-        ``Linear + ReLU`` first layer.
-    hidden_units : int, default=None
-        Width of the hidden layers (and of the MLP's first layer). ``None``
-        uses the number of band pairs as in the paper, clipped to [8, 256] so
-        that few bands still give a usable layer and many bands do not build
-        huge dense layers.
-    epsilon : float, default=1e-6
-        Positive stabilising constant of the ND denominator, in
-        ``[1e-15, 1e15]`` (smaller values vanish in float32).
-    variant : {"reflectance", "signed", "softplus"}, default="reflectance"
-        ``"reflectance"`` requires non-negative inputs (and says so in its
-        tags); ``"signed"`` uses ``sqrt(b**2 + epsilon)`` in the denominator
-        and ``"softplus"`` applies softplus to the inputs, both for signed data.
-    pairs : "all", "auto", int or array-like of shape (n_pairs, 2), default="all"
-        Band pairs of the ND layer: every pair ``i < j``, explicit ``(i, j)``
-        pairs of band indices or band names, e.g. ``[("B8", "B4"), ("B8", "B11")]``
-        (names as in ``bands`` or the DataFrame columns; under a ``sensor`` also
-        its spellings and common names such as ``("nir", "red")``), or pairs
-        screened before training. An integer ``m`` keeps the ``m`` pairs whose
-        classic index ``(b_i - b_j) / (b_i + b_j)`` best explains the target on
-        the training data (squared correlation for regression, correlation
-        ratio for classification), in their ``i < j`` order; ``"auto"`` keeps
-        all pairs up to 1,024 (46 bands) and the best 1,024 above. Screening
-        makes hyperspectral data (hundreds of bands, tens of thousands of
-        pairs) cheaper to fit.
-    lr : float, default=0.01
-        Adam learning rate.
-    weight_decay : float, default=1e-4
-        Adam weight decay (L2 penalty).
-    batch_size : int, default=32
-        Mini-batch size.
-    max_epochs : int, default=150
-        Maximum number of passes over the training data.
-    early_stopping : bool, default=True
-        Hold out ``validation_fraction`` of the training data (or use
-        ``X_val``/``y_val`` passed to ``fit``), stop after ``patience`` epochs
-        without improvement of the validation score and restore the weights of
-        the best epoch.
-    patience : int, default=25
-        Epochs without improvement before early stopping.
-    validation_fraction : float, default=0.2
-        Share of the training data held out for early stopping (stratified for
-        classification), as in the paper's 70/20/10 protocol.
-    device : {"cpu", "cuda", "auto"}, default="cpu"
-        Where to train. ``"auto"`` picks a CUDA GPU when PyTorch sees one.
-    random_state : int, RandomState instance or None, default=None
-        Seeds weight initialisation, shuffling and the validation split. Fits
-        with the same integer give bit-identical models on the same machine;
-        the global torch random state is never touched.
-    verbose : int, default=0
-        Print a per-epoch log when positive.
-    bands : array-like of str, default=None
-        Band names, one per column of ``X``. By default the DataFrame column
-        names seen in ``fit``, else ``x0, x1, ...``; ``bands`` wins over column
-        names. They label ``indices_``, ``export_formulas`` and the feature
-        names, and may be used in ``pairs``.
-    sensor : str, default=None
-        Sensor preset of :mod:`sknd.bands` (``"sentinel2"``, ``"landsat8"``,
-        ``"landsat_mss"``, ``"landsat_mss_1_3"``, ``"modis"``) mapping the band
-        names to common names, so that ``indices_`` can name the classic index
-        each pair forms. Band names the sensor lacks raise a ``ValueError``.
-    passthrough : bool, default=False
-        Also feed the raw bands, standardized with the mean and standard
-        deviation of the training data (stored in the network), to the dense
-        layers beside the ND outputs. Normalized differences discard overall
-        brightness, which some tasks need; the raw branch brings it back but
-        is not illumination-invariant, while the ND branch stays so.
-"""
-
-ATTRIBUTES_DOC = """\
-    n_features_in_ : int
-        Number of bands seen during ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Band names, when ``X`` was a DataFrame with string column names.
-    pairs_ : ndarray of shape (n_pairs, 2)
-        Band index pairs ``(i, j)`` of the ND layer (empty for the MLP).
-    coef_a_, coef_c_ : ndarray of shape (n_pairs,)
-        Learned raw parameters; band ``i`` is weighted by ``softplus(a)`` and
-        band ``j`` by ``softplus(c)`` (empty for the MLP).
-    index_importances_ : ndarray of shape (n_pairs,)
-        Norm of each index's outgoing weights times its standard deviation on
-        the training data (empty for the MLP).
-    n_parameters_ : int
-        Number of trainable parameters of the network.
-    n_outputs_ : int
-        Number of output units.
-    history_ : pandas.DataFrame
-        One row per epoch: ``epoch``, ``train_loss``, ``valid_loss`` and
-        ``valid_score`` (NaN without a validation set).
-    loss_curve_ : list of float
-        Training loss per epoch.
-    validation_scores_ : list of float
-        Validation score per epoch.
-    best_validation_score_ : float or None
-        Validation score of the restored epoch.
-    best_epoch_ : int or None
-        1-based epoch whose weights were restored by early stopping.
-    n_iter_ : int
-        Number of epochs run.
-    band_names_ : ndarray of shape (n_features_in_,)
-        Band names used for ``indices_``, ``export_formulas`` and feature
-        names (see ``bands``).
-    indices_ : pandas.DataFrame
-        One row per learned index, in the order of ``pairs_`` (for
-        ``NDTransformer``: of the columns of ``transform``), see
-        :func:`sknd.inspection.index_table`:
-        ``band_i``, ``band_j``, raw parameters ``a`` and ``c``, the weighting
-        ``k = softplus(a) / softplus(c)`` of ``band_i`` relative to ``band_j``,
-        ``importance`` (``index_importances_``) and ``known_index``, the
-        classic index the pair forms (``"-NDVI"`` for a reversed pair, ``""``
-        if none). Empty for the MLP.
-    passthrough_importances_ : ndarray of shape (n_features_in_,) or (0,)
-        With ``passthrough=True``, the importance of each standardized raw
-        band, measured like ``index_importances_``; empty otherwise.
-"""
-
-NOTES_DOC = """\
-    ``X`` holds one row per sample (pixel) and one column per band: a numpy
-    array, a DataFrame or a sparse matrix (made dense, up to 50 million
-    values). float32 and float64 are used as given; float16, integer (e.g.
-    digital numbers) and boolean bands are converted to float64. The network
-    computes in float32 whatever the input; half-precision training is not
-    supported. Band values must be finite and within ``[-1e15, 1e15]``, and
-    non-negative for ``variant="reflectance"``: NaN, infinite, fill and
-    negative values raise a ``ValueError`` that says where they are and how to
-    fix them. Training rows whose bands are all 0 (a common no-data value)
-    raise a ``UserWarning``.
-
-    ``fit`` is all or nothing: if it raises (invalid data, a ``KeyboardInterrupt``,
-    or a training divergence, reported with its epoch), the estimator is left
-    as it was before the call: unfitted, or with its previous model.
-
-    Pickles hold a CPU copy of the network and the sknd version (loading
-    under another version warns): a model trained with ``device="cuda"``
-    loads and predicts on a machine without a GPU.
-"""

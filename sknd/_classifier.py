@@ -2,13 +2,105 @@
 
 from sklearn.base import ClassifierMixin, _fit_context
 
-from ._base import ATTRIBUTES_DOC, NOTES_DOC, PARAMETERS_DOC, BaseND, restore_on_failure
+from ._base import BaseND, restore_on_failure
+from ._docstrings import ATTRIBUTES_DOC, NOTES_DOC, PARAMETERS_DOC, Substitution
 from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]
 
 
+@Substitution(
+    parameters=PARAMETERS_DOC,
+    attributes=ATTRIBUTES_DOC,
+    notes=NOTES_DOC,
+)
 class NDClassifier(ClassifierMixin, BaseND):
+    """Classifier whose first layer learns normalized-difference indices.
+
+    Every band pair ``(i, j)`` becomes an index
+    ``(sp(a) b_i - sp(c) b_j) / (sp(a) b_i + sp(c) b_j + epsilon)`` with learned
+    weights (``sp`` = softplus, ``a = c = 0`` at start: the classic index), fed
+    to a small dense network. Binary targets use one logit and binary
+    cross-entropy, multiclass targets softmax and cross-entropy.
+
+    Parameters
+    ----------
+    {parameters}
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+    {attributes}
+
+    See Also
+    --------
+    NDRegressor : The same network for continuous targets.
+    NDTransformer : The learned indices as features for other models.
+
+    Notes
+    -----
+    {notes}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknd import NDClassifier
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0.05, 0.5, size=(200, 4))   # four reflectance bands
+    >>> y = (X[:, 3] > X[:, 2]).astype(int)         # "NIR brighter than red"
+    >>> clf = NDClassifier(max_epochs=40, random_state=0).fit(X, y)
+    >>> clf.n_parameters_
+    19
+    >>> bool(clf.score(X, y) > 0.9)
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        depth=2,
+        architecture="nd",
+        hidden_units=None,
+        epsilon=1e-6,
+        variant="reflectance",
+        pairs="all",
+        lr=0.01,
+        weight_decay=1e-4,
+        batch_size=32,
+        max_epochs=150,
+        early_stopping=True,
+        patience=25,
+        validation_fraction=0.2,
+        device="cpu",
+        random_state=None,
+        verbose=0,
+        bands=None,
+        sensor=None,
+        passthrough=False,
+    ):
+        super().__init__(
+            depth=depth,
+            architecture=architecture,
+            hidden_units=hidden_units,
+            epsilon=epsilon,
+            variant=variant,
+            pairs=pairs,
+            lr=lr,
+            weight_decay=weight_decay,
+            batch_size=batch_size,
+            max_epochs=max_epochs,
+            early_stopping=early_stopping,
+            patience=patience,
+            validation_fraction=validation_fraction,
+            device=device,
+            random_state=random_state,
+            verbose=verbose,
+            bands=bands,
+            sensor=sensor,
+            passthrough=passthrough,
+        )
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # Normalized differences keep only band ratios. On scikit-learn's reference problem
@@ -78,42 +170,3 @@ class NDClassifier(ClassifierMixin, BaseND):
         """
         output = self._network_output(X)
         return self._task.decode(output)
-
-
-NDClassifier.__doc__ = f"""Classifier whose first layer learns normalized-difference indices.
-
-    Every band pair ``(i, j)`` becomes an index
-    ``(sp(a) b_i - sp(c) b_j) / (sp(a) b_i + sp(c) b_j + epsilon)`` with learned
-    weights (``sp`` = softplus, ``a = c = 0`` at start: the classic index), fed
-    to a small dense network. Binary targets use one logit and binary
-    cross-entropy, multiclass targets softmax and cross-entropy.
-
-    Parameters
-    ----------
-{PARAMETERS_DOC}
-    Attributes
-    ----------
-    classes_ : ndarray of shape (n_classes,)
-        Class labels.
-{ATTRIBUTES_DOC}
-    See Also
-    --------
-    NDRegressor : The same network for continuous targets.
-    NDTransformer : The learned indices as features for other models.
-
-    Notes
-    -----
-{NOTES_DOC}
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sknd import NDClassifier
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(0.05, 0.5, size=(200, 4))   # four reflectance bands
-    >>> y = (X[:, 3] > X[:, 2]).astype(int)         # "NIR brighter than red"
-    >>> clf = NDClassifier(max_epochs=40, random_state=0).fit(X, y)
-    >>> clf.n_parameters_
-    19
-    >>> bool(clf.score(X, y) > 0.9)
-    True
-    """

@@ -39,16 +39,9 @@ __all__ = []
 # backward writes its parameter gradients into the (flat) gradient views and
 # returns the gradient of its input (None for the first block).
 
-try:
-    _threshold_backward = torch.ops.aten.threshold_backward
-    _softplus_backward = torch.ops.aten.softplus_backward.grad_input
-except (AttributeError, RuntimeError):  # pragma: no cover - older or stripped builds
-
-    def _threshold_backward(grad, output, threshold):
-        return grad * (output > threshold)
-
-    def _softplus_backward(grad, x, beta, threshold, grad_input):
-        return torch.mul(grad, torch.sigmoid(x), out=grad_input)
+# aten's own backward kernels (present in every supported torch, >= 2.2): one pass each.
+_threshold_backward = torch.ops.aten.threshold_backward
+_softplus_backward = torch.ops.aten.softplus_backward.grad_input
 
 
 class _LinearBlock:

@@ -2,13 +2,99 @@
 
 from sklearn.base import RegressorMixin, _fit_context
 
-from ._base import ATTRIBUTES_DOC, NOTES_DOC, PARAMETERS_DOC, BaseND, restore_on_failure
+from ._base import BaseND, restore_on_failure
+from ._docstrings import ATTRIBUTES_DOC, NOTES_DOC, PARAMETERS_DOC, Substitution
 from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]
 
 
+@Substitution(
+    parameters=PARAMETERS_DOC,
+    attributes=ATTRIBUTES_DOC,
+    notes=NOTES_DOC,
+)
 class NDRegressor(RegressorMixin, BaseND):
+    """Regressor whose first layer learns normalized-difference indices.
+
+    The network of :class:`NDClassifier` with one linear output per target,
+    trained with mean squared error on standardized targets (predictions are
+    returned on the original scale). Early stopping monitors the validation
+    loss.
+
+    Parameters
+    ----------
+    {parameters}
+
+    Attributes
+    ----------
+    {attributes}
+
+    See Also
+    --------
+    NDClassifier : The same network for class labels.
+
+    Notes
+    -----
+    {notes}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknd import NDRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0.05, 0.5, size=(300, 3))
+    >>> y = (X[:, 2] - X[:, 1]) / (X[:, 2] + X[:, 1])  # an NDVI-like target
+    >>> reg = NDRegressor(max_epochs=60, random_state=0).fit(X, y)
+    >>> bool(reg.score(X, y) > 0.9)
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        depth=2,
+        architecture="nd",
+        hidden_units=None,
+        epsilon=1e-6,
+        variant="reflectance",
+        pairs="all",
+        lr=0.01,
+        weight_decay=1e-4,
+        batch_size=32,
+        max_epochs=150,
+        early_stopping=True,
+        patience=25,
+        validation_fraction=0.2,
+        device="cpu",
+        random_state=None,
+        verbose=0,
+        bands=None,
+        sensor=None,
+        passthrough=False,
+    ):
+        super().__init__(
+            depth=depth,
+            architecture=architecture,
+            hidden_units=hidden_units,
+            epsilon=epsilon,
+            variant=variant,
+            pairs=pairs,
+            lr=lr,
+            weight_decay=weight_decay,
+            batch_size=batch_size,
+            max_epochs=max_epochs,
+            early_stopping=early_stopping,
+            patience=patience,
+            validation_fraction=validation_fraction,
+            device=device,
+            random_state=random_state,
+            verbose=verbose,
+            bands=bands,
+            sensor=sensor,
+            passthrough=passthrough,
+        )
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
@@ -59,36 +145,3 @@ class NDRegressor(RegressorMixin, BaseND):
         """
         output = self._network_output(X)
         return self._task.decode(output)
-
-
-NDRegressor.__doc__ = f"""Regressor whose first layer learns normalized-difference indices.
-
-    The network of :class:`NDClassifier` with one linear output per target,
-    trained with mean squared error on standardized targets (predictions are
-    returned on the original scale). Early stopping monitors the validation
-    loss.
-
-    Parameters
-    ----------
-{PARAMETERS_DOC}
-    Attributes
-    ----------
-{ATTRIBUTES_DOC}
-    See Also
-    --------
-    NDClassifier : The same network for class labels.
-
-    Notes
-    -----
-{NOTES_DOC}
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sknd import NDRegressor
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(0.05, 0.5, size=(300, 3))
-    >>> y = (X[:, 2] - X[:, 1]) / (X[:, 2] + X[:, 1])  # an NDVI-like target
-    >>> reg = NDRegressor(max_epochs=60, random_state=0).fit(X, y)
-    >>> bool(reg.score(X, y) > 0.9)
-    True
-    """

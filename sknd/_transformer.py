@@ -8,21 +8,67 @@ from sklearn.base import TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
-from ._base import (
-    ATTRIBUTES_DOC,
-    NOTES_DOC,
-    PARAMETERS_DOC,
-    BaseND,
-    restore_on_failure,
-    torch_threads,
-)
+from ._base import BaseND, restore_on_failure
+from ._docstrings import ATTRIBUTES_DOC, NOTES_DOC, TRANSFORMER_PARAMETERS_DOC, Substitution
 from ._tasks import infer_task
+from ._threads import torch_threads
 from .nn import normalized_difference
 
 __all__ = ["NDTransformer"]
 
 
+@Substitution(
+    parameters=TRANSFORMER_PARAMETERS_DOC,
+    attributes=ATTRIBUTES_DOC,
+    notes=NOTES_DOC,
+)
 class NDTransformer(TransformerMixin, BaseND):
+    """Supervised transformer producing learned normalized-difference indices.
+
+    Fits the network of :class:`NDClassifier` (class labels) or
+    :class:`NDRegressor` (continuous targets) and transforms band values into
+    the learned indices, ready to feed any other model. ``n_indices`` keeps the
+    most important ones, ranked by ``index_importances_``: the norm of an
+    index's outgoing weights in the next layer times its standard deviation on
+    the training data (how far the index can move the network).
+
+    Parameters
+    ----------
+    n_indices : int, default=None
+        Number of indices to keep, most important first; ``None`` keeps all.
+    {parameters}
+
+    Attributes
+    ----------
+    selected_indices_ : ndarray of shape (n_indices,)
+        Positions in ``pairs_`` of the indices returned by :meth:`transform`.
+    {attributes}
+
+    See Also
+    --------
+    NDClassifier, NDRegressor
+
+    Notes
+    -----
+    {notes}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from sknd import NDTransformer
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
+    >>> y = (X[:, 3] > X[:, 2]).astype(int)
+    >>> model = make_pipeline(NDTransformer(n_indices=2, max_epochs=30, random_state=0),
+    ...                       LogisticRegression())
+    >>> model.fit(X, y).predict(X[:3]).shape
+    (3,)
+    >>> model[0].get_feature_names_out()
+    array(['nd_x...', 'nd_x...'], dtype=object)
+    """
+
     _parameter_constraints = {
         **BaseND._parameter_constraints,
         "n_indices": [Interval(Integral, 1, None, closed="left"), None],
@@ -31,8 +77,8 @@ class NDTransformer(TransformerMixin, BaseND):
 
     def __init__(
         self,
-        n_indices=None,
         *,
+        n_indices=None,
         depth=2,
         architecture="nd",
         hidden_units=None,
@@ -193,47 +239,3 @@ class NDTransformer(TransformerMixin, BaseND):
             [f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_[self.selected_indices_]],
             dtype=object,
         )
-
-
-NDTransformer.__doc__ = f"""Supervised transformer producing learned normalized-difference indices.
-
-    Fits the network of :class:`NDClassifier` (class labels) or
-    :class:`NDRegressor` (continuous targets) and transforms band values into
-    the learned indices, ready to feed any other model. ``n_indices`` keeps the
-    most important ones, ranked by ``index_importances_``: the norm of an
-    index's outgoing weights in the next layer times its standard deviation on
-    the training data (how far the index can move the network).
-
-    Parameters
-    ----------
-    n_indices : int, default=None
-        Number of indices to keep, most important first; ``None`` keeps all.
-{PARAMETERS_DOC.replace('{{"nd", "attnd", "mlp"}}', '{{"nd", "attnd"}}')}
-    Attributes
-    ----------
-    selected_indices_ : ndarray of shape (n_indices,)
-        Positions in ``pairs_`` of the indices returned by :meth:`transform`.
-{ATTRIBUTES_DOC}
-    See Also
-    --------
-    NDClassifier, NDRegressor
-
-    Notes
-    -----
-{NOTES_DOC}
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> from sklearn.pipeline import make_pipeline
-    >>> from sknd import NDTransformer
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
-    >>> y = (X[:, 3] > X[:, 2]).astype(int)
-    >>> model = make_pipeline(NDTransformer(n_indices=2, max_epochs=30, random_state=0),
-    ...                       LogisticRegression())
-    >>> model.fit(X, y).predict(X[:3]).shape
-    (3,)
-    >>> model[0].get_feature_names_out()
-    array(['nd_x...', 'nd_x...'], dtype=object)
-    """

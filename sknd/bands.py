@@ -272,9 +272,7 @@ def get_sensor(sensor):
     key = re.sub(r"[^0-9a-z]", "", sensor.lower())
     if key in _SENSOR_ALIASES:
         return SENSORS[_SENSOR_ALIASES[key]]
-    raise ValueError(
-        f"Unknown sensor {sensor!r}. Valid presets are: {', '.join(sorted(SENSORS))}."
-    )
+    raise ValueError(f"Unknown sensor {sensor!r}. Valid presets are: {', '.join(sorted(SENSORS))}.")
 
 
 def sensor_bands(sensor):
@@ -411,9 +409,7 @@ def resolve_bands(bands=None, *, n_features=None, feature_names=None, sensor=Non
     names = [str(name) for name in names]
     if n_features is not None and len(names) != int(n_features):
         source = "bands" if bands is not None else "feature names"
-        raise ValueError(
-            f"Got {len(names)} {source} for {int(n_features)} input features."
-        )
+        raise ValueError(f"Got {len(names)} {source} for {int(n_features)} input features.")
     duplicated = sorted({name for name in names if names.count(name) > 1})
     if duplicated:
         raise ValueError(f"Band names must be unique; duplicated: {duplicated}.")
@@ -469,7 +465,8 @@ def _band_index(name, bands):
     matches = [
         position
         for position, band in enumerate(bands)
-        if band.common_name is not None and band.common_name == str(name).lower()
+        if band.common_name is not None
+        and band.common_name == str(name).lower()
         and band.group is None
     ]
     if len(matches) == 1:

@@ -81,19 +81,10 @@ def _output_positions(estimator):
     Predictors expose every index of their ND layer; the transformer only the
     ones ``transform`` returns.
     """
-    n_pairs = len(np.asarray(estimator.pairs_).reshape(-1, 2))
     selected = getattr(estimator, "selected_indices_", None)
     if selected is not None:
         return np.asarray(selected, dtype=np.intp)
-    selected_pairs = getattr(estimator, "selected_pairs_", None)
-    if selected_pairs is not None:
-        pairs = np.asarray(estimator.pairs_).reshape(-1, 2)
-        lookup = {tuple(pair): position for position, pair in enumerate(pairs.tolist())}
-        return np.asarray(
-            [lookup[tuple(pair)] for pair in np.asarray(selected_pairs).reshape(-1, 2).tolist()],
-            dtype=np.intp,
-        )
-    return np.arange(n_pairs, dtype=np.intp)
+    return np.arange(len(np.asarray(estimator.pairs_).reshape(-1, 2)), dtype=np.intp)
 
 
 def index_table(estimator, catalogue=None):

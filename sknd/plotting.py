@@ -91,8 +91,9 @@ def _set_ratio_ticks(axis, half_range):
     axis.set_minor_locator(FixedLocator([]))
 
 
-def plot_coefficient_matrix(estimator, ax=None, *, mirror=False, annotate=False,
-                            cmap="RdBu_r", colorbar=True):
+def plot_coefficient_matrix(
+    estimator, ax=None, *, mirror=False, annotate=False, cmap="RdBu_r", colorbar=True
+):
     """Draw the learned weighting of every band pair as a band x band matrix.
 
     Cell ``(i, j)`` shows ``k = softplus(a_ij) / softplus(c_ij)`` of the index
@@ -167,8 +168,15 @@ def plot_coefficient_matrix(estimator, ax=None, *, mirror=False, annotate=False,
     if annotate:
         for i, j in zip(*np.nonzero(~np.isnan(matrix))):
             value = matrix[i, j]
-            ax.text(j, i, f"{2.0**value:.2g}", ha="center", va="center", fontsize="x-small",
-                    color="white" if abs(value) > 0.6 * half_range else "black")
+            ax.text(
+                j,
+                i,
+                f"{2.0**value:.2g}",
+                ha="center",
+                va="center",
+                fontsize="x-small",
+                color="white" if abs(value) > 0.6 * half_range else "black",
+            )
     if colorbar:
         bar = ax.figure.colorbar(image, ax=ax)
         _set_ratio_ticks(bar.ax.yaxis, half_range)
@@ -281,8 +289,9 @@ def plot_training_curves(estimator, ax=None):
     epochs = np.asarray(history["epoch"])
     handles = ax.plot(epochs, history["train_loss"], color="tab:blue", label="training loss")
     if "valid_loss" in history and history["valid_loss"].notna().any():
-        handles += ax.plot(epochs, history["valid_loss"], color="tab:orange",
-                           label="validation loss")
+        handles += ax.plot(
+            epochs, history["valid_loss"], color="tab:orange", label="validation loss"
+        )
     from matplotlib.ticker import MaxNLocator
 
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -290,13 +299,19 @@ def plot_training_curves(estimator, ax=None):
     ax.set_ylabel("loss")
     if "valid_score" in history and history["valid_score"].notna().any():
         score_ax = ax.twinx()
-        handles += score_ax.plot(epochs, history["valid_score"], color="tab:green",
-                                 linestyle="--", label="validation score")
+        handles += score_ax.plot(
+            epochs,
+            history["valid_score"],
+            color="tab:green",
+            linestyle="--",
+            label="validation score",
+        )
         score_ax.set_ylabel("validation score")
     best_epoch = getattr(estimator, "best_epoch_", None)
     if best_epoch is not None:
-        handles.append(ax.axvline(best_epoch, color="grey", linestyle=":",
-                                  label=f"best epoch ({best_epoch})"))
+        handles.append(
+            ax.axvline(best_epoch, color="grey", linestyle=":", label=f"best epoch ({best_epoch})")
+        )
     ax.legend(handles=handles, loc="best")
     ax.set_title("Training curves")
     return ax
@@ -342,19 +357,22 @@ def plot_noise_robustness(results, ax=None, *, x="noise", y="accuracy", hue="mod
         raise TypeError("results must be a pandas DataFrame.")
     missing = [column for column in (x, y) if column not in results.columns]
     if missing:
-        raise ValueError(
-            f"results lacks the column(s) {missing}; it has {list(results.columns)}."
-        )
+        raise ValueError(f"results lacks the column(s) {missing}; it has {list(results.columns)}.")
     ax = _axes(ax)
     groups = results.groupby(hue, sort=False) if hue in results.columns else [(None, results)]
     for name, group in groups:
         stats = group.groupby(x, sort=True)[y].agg(["mean", "std"])
         levels = stats.index.to_numpy(dtype=float)
-        line, = ax.plot(levels, stats["mean"], marker="o", label=name)
+        (line,) = ax.plot(levels, stats["mean"], marker="o", label=name)
         spread = stats["std"].fillna(0.0).to_numpy()
         if np.any(spread > 0):
-            ax.fill_between(levels, stats["mean"] - spread, stats["mean"] + spread,
-                            color=line.get_color(), alpha=0.2)
+            ax.fill_between(
+                levels,
+                stats["mean"] - spread,
+                stats["mean"] + spread,
+                color=line.get_color(),
+                alpha=0.2,
+            )
     if len(results) and results[x].max() <= 1:
         ax.xaxis.set_major_formatter(PercentFormatter(xmax=1))
     ax.set_xlabel("noise level")

@@ -39,6 +39,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from . import _threads
+from ._docstrings import Substitution
 from ._validation import check_band_values
 
 __all__ = ["DEFAULT_CHUNK_PIXELS", "predict", "predict_proba", "transform"]
@@ -54,7 +56,7 @@ _TMP_OUTPUT_DIM = "__sknd_output__"
 
 
 # --------------------------------------------------------------------- public API
-_COMMON_PARAMETERS = """\
+_IMAGE_PARAMETERS = """\
     estimator : fitted estimator
         Any fitted scikit-learn compatible estimator that takes a table of
         pixels ``(n_pixels, n_bands)``; fitted sknd estimators take a fast
@@ -70,9 +72,15 @@ _COMMON_PARAMETERS = """\
         band coordinate holds strings and the estimator has
         ``feature_names_in_`` (or is an sknd estimator fitted with
         ``bands=``), bands are selected and reordered by name.
+"""
+
+_NODATA_PARAMETER = """\
     nodata : scalar or None, default=None
         Value marking missing data in the input, in addition to NaN. A pixel
         is no-data when any of its bands is NaN or equals ``nodata``.
+"""
+
+_CHUNK_PARAMETERS = """\
     chunk_pixels : int, default=DEFAULT_CHUNK_PIXELS
         Maximum number of pixels passed to the estimator at once. Bounds the
         memory of each call; dask blocks larger than this are split too.
@@ -94,6 +102,12 @@ _RETURN_NOTES = """\
 """
 
 
+@Substitution(
+    image_parameters=_IMAGE_PARAMETERS,
+    nodata_parameter=_NODATA_PARAMETER,
+    chunk_parameters=_CHUNK_PARAMETERS,
+    return_notes=_RETURN_NOTES,
+)
 def predict(
     estimator,
     image,
@@ -105,26 +119,15 @@ def predict(
     chunk_pixels=DEFAULT_CHUNK_PIXELS,
     n_jobs=None,
 ):
-    return _apply(
-        "predict",
-        estimator,
-        image,
-        band_dim=band_dim,
-        output_dim=output_dim,
-        nodata=nodata,
-        fill_value=fill_value,
-        chunk_pixels=chunk_pixels,
-        n_jobs=n_jobs,
-    )
-
-
-predict.__doc__ = f"""Predict every pixel of an image with ``estimator.predict``.
+    """Predict every pixel of an image with ``estimator.predict``.
 
     Parameters
     ----------
-{_COMMON_PARAMETERS}    output_dim : str, default="output"
+    {image_parameters}
+    output_dim : str, default="output"
         Name of the output dimension, used only by multi-output estimators
         (e.g. a regressor fitted on several targets).
+    {nodata_parameter}
     fill_value : scalar or None, default=None
         Prediction written to no-data pixels. ``None`` means NaN: float
         predictions keep their dtype, integer or boolean labels are promoted
@@ -133,6 +136,7 @@ predict.__doc__ = f"""Predict every pixel of an image with ``estimator.predict``
         the labels' kind (e.g. ``-1`` for integer classes, ``"nodata"`` for
         string classes) to keep the dtype of ``classes_``; the output dtype is
         the one numpy's type promotion gives for labels and ``fill_value``.
+    {chunk_parameters}
 
     Returns
     -------
@@ -144,7 +148,8 @@ predict.__doc__ = f"""Predict every pixel of an image with ``estimator.predict``
 
     Notes
     -----
-{_RETURN_NOTES}
+    {return_notes}
+
     Examples
     --------
     >>> import numpy as np
@@ -161,8 +166,25 @@ predict.__doc__ = f"""Predict every pixel of an image with ``estimator.predict``
     >>> raster.predict(clf, image).dtype            # NaN needs floats
     dtype('float64')
     """
+    return _apply(
+        "predict",
+        estimator,
+        image,
+        band_dim=band_dim,
+        output_dim=output_dim,
+        nodata=nodata,
+        fill_value=fill_value,
+        chunk_pixels=chunk_pixels,
+        n_jobs=n_jobs,
+    )
 
 
+@Substitution(
+    image_parameters=_IMAGE_PARAMETERS,
+    nodata_parameter=_NODATA_PARAMETER,
+    chunk_parameters=_CHUNK_PARAMETERS,
+    return_notes=_RETURN_NOTES,
+)
 def predict_proba(
     estimator,
     image,
@@ -174,6 +196,47 @@ def predict_proba(
     chunk_pixels=DEFAULT_CHUNK_PIXELS,
     n_jobs=None,
 ):
+    """Class probabilities of every pixel with ``estimator.predict_proba``.
+
+    Parameters
+    ----------
+    {image_parameters}
+    output_dim : str, default="class"
+        Name of the class dimension; its coordinate is ``estimator.classes_``.
+    {nodata_parameter}
+    fill_value : float or None, default=None
+        Probability written to no-data pixels; ``None`` means NaN.
+    {chunk_parameters}
+
+    Returns
+    -------
+    proba : ndarray, dask array or xarray.DataArray
+        The image with a class axis of length ``n_classes`` in place of the
+        band axis, e.g. ``(H, W, n_classes)`` for ``(H, W, bands)`` and
+        ``(class, y, x)`` for a DataArray ``(band, y, x)``.
+
+    Notes
+    -----
+    {return_notes}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sknd import raster
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(100, 3))
+    >>> clf = LogisticRegression().fit(X, np.where(X[:, 0] > X[:, 1], "bright", "dark"))
+    >>> image = xr.DataArray(
+    ...     rng.uniform(0, 1, size=(3, 4, 5)),
+    ...     dims=("band", "y", "x"),
+    ...     coords={"y": np.arange(4), "x": np.arange(5)},
+    ... )
+    >>> proba = raster.predict_proba(clf, image)
+    >>> proba.dims, proba["class"].values.tolist()
+    (('class', 'y', 'x'), ['bright', 'dark'])
+    """
     return _apply(
         "predict_proba",
         estimator,
@@ -187,45 +250,12 @@ def predict_proba(
     )
 
 
-predict_proba.__doc__ = f"""Class probabilities of every pixel with ``estimator.predict_proba``.
-
-    Parameters
-    ----------
-{_COMMON_PARAMETERS}    output_dim : str, default="class"
-        Name of the class dimension; its coordinate is ``estimator.classes_``.
-    fill_value : float or None, default=None
-        Probability written to no-data pixels; ``None`` means NaN.
-
-    Returns
-    -------
-    proba : ndarray, dask array or xarray.DataArray
-        The image with a class axis of length ``n_classes`` in place of the
-        band axis, e.g. ``(H, W, n_classes)`` for ``(H, W, bands)`` and
-        ``(class, y, x)`` for a DataArray ``(band, y, x)``.
-
-    Notes
-    -----
-{_RETURN_NOTES}
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import xarray as xr
-    >>> from sklearn.linear_model import LogisticRegression
-    >>> from sknd import raster
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.uniform(0, 1, size=(100, 3))
-    >>> clf = LogisticRegression().fit(X, np.where(X[:, 0] > X[:, 1], "bright", "dark"))
-    >>> image = xr.DataArray(
-    ...     rng.uniform(0, 1, size=(3, 4, 5)),
-    ...     dims=("band", "y", "x"),
-    ...     coords={{"y": np.arange(4), "x": np.arange(5)}},
-    ... )
-    >>> proba = raster.predict_proba(clf, image)
-    >>> proba.dims, proba["class"].values.tolist()
-    (('class', 'y', 'x'), ['bright', 'dark'])
-    """
-
-
+@Substitution(
+    image_parameters=_IMAGE_PARAMETERS,
+    nodata_parameter=_NODATA_PARAMETER,
+    chunk_parameters=_CHUNK_PARAMETERS,
+    return_notes=_RETURN_NOTES,
+)
 def transform(
     estimator,
     image,
@@ -237,6 +267,42 @@ def transform(
     chunk_pixels=DEFAULT_CHUNK_PIXELS,
     n_jobs=None,
 ):
+    """Transform every pixel of an image with ``estimator.transform``.
+
+    Typically used with :class:`sknd.NDTransformer` to turn a scene into maps
+    of its learned indices.
+
+    Parameters
+    ----------
+    {image_parameters}
+    output_dim : str, default="index"
+        Name of the output dimension; its coordinate is
+        ``estimator.get_feature_names_out()`` when the estimator has it.
+    {nodata_parameter}
+    fill_value : float or None, default=None
+        Value written to no-data pixels; ``None`` means NaN.
+    {chunk_parameters}
+
+    Returns
+    -------
+    features : ndarray, dask array or xarray.DataArray
+        The image with an axis of ``n_features_out`` in place of the band
+        axis.
+
+    Notes
+    -----
+    {return_notes}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.decomposition import PCA
+    >>> from sknd import raster
+    >>> rng = np.random.default_rng(0)
+    >>> pca = PCA(n_components=2).fit(rng.uniform(0, 1, size=(50, 4)))
+    >>> raster.transform(pca, rng.uniform(0, 1, size=(6, 7, 4))).shape
+    (6, 7, 2)
+    """
     return _apply(
         "transform",
         estimator,
@@ -248,40 +314,6 @@ def transform(
         chunk_pixels=chunk_pixels,
         n_jobs=n_jobs,
     )
-
-
-transform.__doc__ = f"""Transform every pixel of an image with ``estimator.transform``.
-
-    Typically used with :class:`sknd.NDTransformer` to turn a scene into maps
-    of its learned indices.
-
-    Parameters
-    ----------
-{_COMMON_PARAMETERS}    output_dim : str, default="index"
-        Name of the output dimension; its coordinate is
-        ``estimator.get_feature_names_out()`` when the estimator has it.
-    fill_value : float or None, default=None
-        Value written to no-data pixels; ``None`` means NaN.
-
-    Returns
-    -------
-    features : ndarray, dask array or xarray.DataArray
-        The image with an axis of ``n_features_out`` in place of the band
-        axis.
-
-    Notes
-    -----
-{_RETURN_NOTES}
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sklearn.decomposition import PCA
-    >>> from sknd import raster
-    >>> rng = np.random.default_rng(0)
-    >>> pca = PCA(n_components=2).fit(rng.uniform(0, 1, size=(50, 4)))
-    >>> raster.transform(pca, rng.uniform(0, 1, size=(6, 7, 4))).shape
-    (6, 7, 2)
-    """
 
 
 # ------------------------------------------------------------------ dispatching
@@ -595,8 +627,8 @@ def _apply_block(block, *, func, spec, chunk_pixels, nodata, n_jobs, single_thre
     out = np.empty(block.shape[:-1] + spec.tail, dtype=spec.dtype)
     if out.size == 0:  # dask's meta inference probes with empty arrays
         return out
-    context = _single_threaded_blas() if single_threaded_blas else contextlib.nullcontext()
-    with context:
+    context = _threads.single_threaded_blas if single_threaded_blas else contextlib.nullcontext
+    with context():
         _apply_pixels(
             block, func, spec, out=out, chunk_pixels=chunk_pixels, nodata=nodata, n_jobs=n_jobs
         )
@@ -618,7 +650,7 @@ def _apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1):
 
     indices = list(_chunk_indices(pixels.shape[:-1], chunk_pixels))
     single_threaded = n_jobs > 1 or getattr(func, "single_threaded_blas", False)
-    with _single_threaded_blas() if single_threaded else contextlib.nullcontext():
+    with _threads.single_threaded_blas() if single_threaded else contextlib.nullcontext():
         if n_jobs == 1 or len(indices) == 1:
             for index in indices:
                 run(index)
@@ -699,37 +731,3 @@ def _invalid_pixels(X, nodata):
             equal |= X[:, band] == nodata
         invalid = equal if invalid is None else invalid | equal
     return invalid
-
-
-# ------------------------------------------------------------------ BLAS threads
-_BLAS_LOCK = threading.Lock()
-_blas_state = {"users": 0, "limiter": None}
-
-
-@functools.cache
-def _threadpool_controller():
-    from threadpoolctl import ThreadpoolController
-
-    return ThreadpoolController()
-
-
-@contextlib.contextmanager
-def _single_threaded_blas():
-    """Run BLAS single-threaded while any chunk worker of this process is running.
-
-    Chunks are processed in parallel by threads (ours or dask's); a multi-threaded
-    BLAS inside each of them would oversubscribe the cores. The BLAS setting is
-    process-wide, so concurrent workers share one limit, lifted by the last to leave.
-    """
-    with _BLAS_LOCK:
-        if _blas_state["users"] == 0:
-            _blas_state["limiter"] = _threadpool_controller().limit(limits=1, user_api="blas")
-        _blas_state["users"] += 1
-    try:
-        yield
-    finally:
-        with _BLAS_LOCK:
-            _blas_state["users"] -= 1
-            if _blas_state["users"] == 0:
-                _blas_state["limiter"].restore_original_limits()
-                _blas_state["limiter"] = None

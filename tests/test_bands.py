@@ -48,7 +48,19 @@ def test_preset_band_common_names(sensor, name, common):
 def test_sentinel2_preset_is_complete_and_ordered():
     table = sensor_bands("sentinel2")
     assert table["band"].tolist() == [
-        "B1", "B2", "B3", "B4", "B5", "B6", "B7", "B8", "B8A", "B9", "B10", "B11", "B12"
+        "B1",
+        "B2",
+        "B3",
+        "B4",
+        "B5",
+        "B6",
+        "B7",
+        "B8",
+        "B8A",
+        "B9",
+        "B10",
+        "B11",
+        "B12",
     ]
     assert table["wavelength"].is_monotonic_increasing
     assert set(table["common_name"]) <= set(COMMON_NAMES)
@@ -139,7 +151,8 @@ def test_band_pair_indices():
     # Free names: exact names and unique common names.
     free = resolve_bands(["green_sep10", "red_sep10", "nir", "red"])
     assert band_pair_indices([("nir", "red"), ("red_sep10", "green_sep10")], free) == [
-        (2, 3), (1, 0)
+        (2, 3),
+        (1, 0),
     ]
     with pytest.raises(ValueError, match="Unknown band 'green'"):
         band_pair_indices([("green", "nir")], free)  # only grouped green bands

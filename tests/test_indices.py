@@ -15,8 +15,21 @@ from sknd.indices import (
     spyndex_catalogue,
 )
 
-REQUIRED = ["NDVI", "GNDVI", "NDRE1", "NDRE2", "NDRE3", "NDWI", "MNDWI", "NDMI", "NBR",
-            "NBR2", "NDBI", "NDSI", "NDTI"]
+REQUIRED = [
+    "NDVI",
+    "GNDVI",
+    "NDRE1",
+    "NDRE2",
+    "NDRE3",
+    "NDWI",
+    "MNDWI",
+    "NDMI",
+    "NBR",
+    "NBR2",
+    "NDBI",
+    "NDSI",
+    "NDTI",
+]
 
 
 def test_catalogue_has_the_classic_indices_with_references():
@@ -31,8 +44,13 @@ def test_catalogue_has_the_classic_indices_with_references():
 
 @pytest.mark.parametrize(
     "sensor, nir, red",
-    [("sentinel2", "B8", "B4"), ("sentinel2", "B8A", "B4"), ("landsat8", "B5", "B4"),
-     ("landsat_mss", "B4", "B2"), ("modis", "B2", "B1")],
+    [
+        ("sentinel2", "B8", "B4"),
+        ("sentinel2", "B8A", "B4"),
+        ("landsat8", "B5", "B4"),
+        ("landsat_mss", "B4", "B2"),
+        ("modis", "B2", "B1"),
+    ],
 )
 def test_ndvi_on_every_sensor(sensor, nir, red):
     b_nir, b_red = resolve_bands([nir, red], sensor=sensor)
@@ -82,7 +100,13 @@ def test_groups_and_unknown_bands_do_not_match():
 def test_known_indices_table():
     table = known_indices()
     assert list(table.columns) == [
-        "name", "long_name", "band_i", "band_j", "domain", "reference", "source"
+        "name",
+        "long_name",
+        "band_i",
+        "band_j",
+        "domain",
+        "reference",
+        "source",
     ]
     assert set(REQUIRED) <= set(table["name"])
     assert (table["source"] == "sknd").all()
@@ -93,8 +117,12 @@ def _fake_spyndex():
 
     def index(short, long, formula, domain="vegetation"):
         return types.SimpleNamespace(
-            short_name=short, long_name=long, formula=formula, reference="https://x.org",
-            application_domain=domain, bands=(),
+            short_name=short,
+            long_name=long,
+            formula=formula,
+            reference="https://x.org",
+            application_domain=domain,
+            bands=(),
         )
 
     module = types.ModuleType("spyndex")

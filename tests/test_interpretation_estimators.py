@@ -20,8 +20,11 @@ COLUMNS = ["band_i", "band_j", "a", "c", "k", "importance", "known_index"]
 def reflectance_data(n=120, seed=0, names=S2):
     rng = np.random.default_rng(seed)
     X = pd.DataFrame(rng.uniform(0.02, 0.5, (n, len(names))), columns=names)
-    y = np.where(X["B8"] > 1.5 * X["B4"], "vegetation", "other") if "B8" in names else (
-        X.iloc[:, 0] > X.iloc[:, 1]).to_numpy()
+    y = (
+        np.where(X["B8"] > 1.5 * X["B4"], "vegetation", "other")
+        if "B8" in names
+        else (X.iloc[:, 0] > X.iloc[:, 1]).to_numpy()
+    )
     return X, y
 
 
@@ -85,8 +88,12 @@ def test_classifier_formulas_match_its_nd_layer():
     values = np.column_stack([eval_numpy(f, S2, X.to_numpy()) for f in clf.export_formulas()])
     x = torch.tensor(X.to_numpy())
     expected = normalized_difference(
-        x, torch.tensor(clf.coef_a_), torch.tensor(clf.coef_c_), torch.tensor(clf.pairs_),
-        clf.epsilon, clf.variant,
+        x,
+        torch.tensor(clf.coef_a_),
+        torch.tensor(clf.coef_c_),
+        torch.tensor(clf.pairs_),
+        clf.epsilon,
+        clf.variant,
     ).numpy()
     np.testing.assert_allclose(values, expected, rtol=0, atol=1e-5)
     top = clf.export_formulas(format="text", top=2)
@@ -150,8 +157,7 @@ def test_passthrough_gives_up_illumination_invariance():
     assert np.abs(model.predict_proba(darker) - model.predict_proba(X)).max() > 1e-3
     # The learned indices themselves stay invariant.
     transformer = NDTransformer(passthrough=True, **FAST).fit(X, y)
-    np.testing.assert_allclose(transformer.transform(darker), transformer.transform(X),
-                               atol=1e-4)
+    np.testing.assert_allclose(transformer.transform(darker), transformer.transform(X), atol=1e-4)
 
 
 def test_passthrough_works_for_every_architecture():
@@ -188,5 +194,4 @@ def test_band_identifiers_match_numpy_formulas():
     names = ["band 2", "band 3", "band 4", "band 8", "band 11"]
     clf = NDClassifier(bands=names, **FAST).fit(X.to_numpy(), y)
     env = dict(zip(band_identifiers(clf.band_names_), X.to_numpy().T))
-    assert all(np.all(np.abs(eval(f, {"np": np}, env)) <= 1)
-               for f in clf.export_formulas())
+    assert all(np.all(np.abs(eval(f, {"np": np}, env)) <= 1) for f in clf.export_formulas())

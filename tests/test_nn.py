@@ -38,9 +38,7 @@ def random_inputs(variant, n_samples=7, n_features=5, seed=0):
 def test_gradcheck_closed_form_backward(variant):
     x, a, c, pairs = random_inputs(variant)
     inputs = tuple(t.clone().requires_grad_() for t in (x, a, c))
-    assert gradcheck(
-        lambda x, a, c: normalized_difference(x, a, c, pairs, 1e-3, variant), inputs
-    )
+    assert gradcheck(lambda x, a, c: normalized_difference(x, a, c, pairs, 1e-3, variant), inputs)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

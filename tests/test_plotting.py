@@ -50,12 +50,14 @@ def stand_in(n_bands=None, seed=0, pairs=None):
         coef_a_=rng.normal(0, 1, len(pairs)),
         coef_c_=rng.normal(0, 1, len(pairs)),
         index_importances_=rng.uniform(size=len(pairs)),
-        history_=pd.DataFrame({
-            "epoch": epochs,
-            "train_loss": 1 / epochs,
-            "valid_loss": 1.2 / epochs + 0.01 * epochs,
-            "valid_score": 1 - 1 / (epochs + 1),
-        }),
+        history_=pd.DataFrame(
+            {
+                "epoch": epochs,
+                "train_loss": 1 / epochs,
+                "valid_loss": 1.2 / epochs + 0.01 * epochs,
+                "valid_score": 1 - 1 / (epochs + 1),
+            }
+        ),
         best_epoch_=11,
     )
 

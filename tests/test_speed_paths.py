@@ -469,7 +469,7 @@ def test_fitted_module_owns_its_parameters():
 
 # ---------------------------------------------------------------------- thread policy
 def test_fits_and_predictions_run_in_one_thread_and_restore_the_setting():
-    from sknd import _base
+    from sknd import _threads
 
     X, y = _binary_data()
     seen = []
@@ -491,13 +491,13 @@ def test_fits_and_predictions_run_in_one_thread_and_restore_the_setting():
         FusedTrainer.run_epoch = original
         torch.set_num_threads(previous)
     assert seen == [1, 1]
-    assert _base._threads_users == 0
+    assert _threads._threads_users == 0
 
 
 def test_torch_threads_is_safe_across_threads():
     import threading
 
-    from sknd._base import torch_threads
+    from sknd._threads import torch_threads
 
     previous = torch.get_num_threads()
     torch.set_num_threads(2)

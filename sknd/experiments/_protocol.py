@@ -1,7 +1,6 @@
 """The paper's cross-validation protocol: fit every model on the same folds, score it clean,
 under multiplicative noise and under an illumination change, and collect the results."""
 
-import contextlib
 import numbers
 import time
 import warnings
@@ -14,7 +13,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
+from .._base import default_hidden_units
 from .._formula import softplus
+from .._threads import one_thread
 from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS, illumination_check, noise_robustness
 from ._peers import PEER_LABELS, PEERS, count_parameters, make_peer
 from ._progress import Progress
@@ -104,29 +105,6 @@ class ExperimentResults:
     wall_time: float = 0.0
 
 
-@contextlib.contextmanager
-def _one_thread():
-    # Tiny networks gain nothing from intra-op threads, and on a shared machine extra
-    # threads of parallel folds only fight each other (see the project's PERF_NOTES).
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        with threadpool_limits(limits=1):
-            yield
-    finally:
-        torch.set_num_threads(previous)
-
-
-def _default_hidden_units(n_pairs):
-    """The hidden width NDClassifier uses by default, so the scikit-learn MLP matches it."""
-    from .._base import MAX_DEFAULT_HIDDEN_UNITS, MIN_DEFAULT_HIDDEN_UNITS
-
-    return int(np.clip(n_pairs, MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS))
-
-
 def _stack(frames, columns):
     """Stack the per-task frames (None where a task has none), or an empty frame of ``columns``."""
     frames = [frame for frame in frames if frame is not None]
@@ -173,7 +151,7 @@ def _fit(task, X, y, split, config):
 
 def _run_task(task, X, y, split, config):
     """Fit and evaluate one (model, depth, fold); runs in a joblib worker."""
-    with _one_thread(), warnings.catch_warnings():
+    with one_thread(), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         estimator, fit_time = _fit(task, X, y, split, config)
         test = split[2]
@@ -440,7 +418,7 @@ def run_experiments(
         "dataset": dataset_name or "",
         "estimator_params": params,
         "settings": params,
-        "n_hidden": params.get("hidden_units") or _default_hidden_units(n_pairs),
+        "n_hidden": params.get("hidden_units") or default_hidden_units(n_pairs),
         "n_estimators": n_estimators,
         "noise_levels": noise_levels,
         "noise_repeats": noise_repeats,

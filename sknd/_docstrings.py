@@ -1,0 +1,243 @@
+"""Docstring sections shared by the sknd estimators, and the decorator that inserts them.
+
+Each estimator writes its own docstring with placeholders such as ``{parameters}`` on a
+line of their own; :class:`Substitution`, applied at the class (or function, as in
+:mod:`sknd.raster`), replaces each by a section below, indented like the placeholder.
+"""
+
+import re
+import textwrap
+
+__all__ = [
+    "ATTRIBUTES_DOC",
+    "NOTES_DOC",
+    "PARAMETERS_DOC",
+    "TRANSFORMER_PARAMETERS_DOC",
+    "Substitution",
+]
+
+
+class Substitution:
+    r"""Decorator filling the ``{name}`` placeholders of a docstring with named sections.
+
+    Applied at the class or function whose docstring it completes (as
+    imbalanced-learn's ``Substitution``), so the docstring reads in place.
+
+    A placeholder stands alone on its line; the section replacing it is
+    dedented, stripped of blank lines at its ends and indented like the
+    placeholder, so that sections read the same in every docstring. Braces
+    elsewhere in the docstring are left alone (no ``str.format`` escaping).
+
+    Parameters
+    ----------
+    **sections : str
+        Text of each placeholder, by name.
+
+    Examples
+    --------
+    >>> @Substitution(params="x : int\n    The value.")
+    ... class A:
+    ...     '''Example.
+    ...
+    ...     Parameters
+    ...     ----------
+    ...     {params}
+    ...     '''
+    >>> print(A.__doc__)
+    Example.
+    <BLANKLINE>
+        Parameters
+        ----------
+        x : int
+            The value.
+    <BLANKLINE>
+    """
+
+    def __init__(self, **sections):
+        self.sections = sections
+
+    def __call__(self, obj):
+        doc = obj.__doc__
+        if doc is None:
+            raise ValueError(f"{obj.__qualname__} has no docstring to substitute into.")
+        missing = [name for name in self.sections if not self._pattern(name).search(doc)]
+        if missing:
+            raise ValueError(f"The docstring of {obj.__qualname__} lacks placeholders {missing}.")
+        for name, text in self.sections.items():
+            section = textwrap.dedent(text).strip("\n")
+            doc = self._pattern(name).sub(
+                lambda match, section=section: textwrap.indent(section, match.group(1)), doc
+            )
+        obj.__doc__ = doc
+        return obj
+
+    @staticmethod
+    def _pattern(name):
+        return re.compile(rf"^([ \t]*)\{{{re.escape(name)}\}}[ \t]*$", re.MULTILINE)
+
+
+_DEPTH_DOC = """\
+    depth : int, default=2
+        Number of layers counted from input to output, at least 2: the first
+        layer, ``depth - 2`` hidden ``Linear + ReLU`` layers, the output layer.
+"""
+
+ARCHITECTURE_DOC = """\
+    architecture : {"nd", "attnd", "mlp"}, default="nd"
+        ``"nd"``: Normalized Difference layer first; ``"attnd"``: ND outputs
+        gated by ``sigmoid(W b + c)``; ``"mlp"``: the paper's baseline with a
+        ``Linear + ReLU`` first layer.
+"""
+
+# NDTransformer learns indices: the MLP baseline has none, so its constraints reject it.
+TRANSFORMER_ARCHITECTURE_DOC = """\
+    architecture : {"nd", "attnd"}, default="nd"
+        ``"nd"``: Normalized Difference layer first; ``"attnd"``: ND outputs
+        gated by ``sigmoid(W b + c)``.
+"""
+
+_OTHER_PARAMETERS_DOC = """\
+    hidden_units : int, default=None
+        Width of the hidden layers (and of the MLP's first layer). ``None``
+        uses the number of band pairs as in the paper, clipped to [8, 256] so
+        that few bands still give a usable layer and many bands do not build
+        huge dense layers.
+    epsilon : float, default=1e-6
+        Positive stabilising constant of the ND denominator, in
+        ``[1e-15, 1e15]`` (smaller values vanish in float32).
+    variant : {"reflectance", "signed", "softplus"}, default="reflectance"
+        ``"reflectance"`` requires non-negative inputs (and says so in its
+        tags); ``"signed"`` uses ``sqrt(b**2 + epsilon)`` in the denominator
+        and ``"softplus"`` applies softplus to the inputs, both for signed data.
+    pairs : "all", "auto", int or array-like of shape (n_pairs, 2), default="all"
+        Band pairs of the ND layer: every pair ``i < j``, explicit ``(i, j)``
+        pairs of band indices or band names, e.g. ``[("B8", "B4"), ("B8", "B11")]``
+        (names as in ``bands`` or the DataFrame columns; under a ``sensor`` also
+        its spellings and common names such as ``("nir", "red")``), or pairs
+        screened before training. An integer ``m`` keeps the ``m`` pairs whose
+        classic index ``(b_i - b_j) / (b_i + b_j)`` best explains the target on
+        the training data (squared correlation for regression, correlation
+        ratio for classification), in their ``i < j`` order; ``"auto"`` keeps
+        all pairs up to 1,024 (46 bands) and the best 1,024 above. Screening
+        makes hyperspectral data (hundreds of bands, tens of thousands of
+        pairs) cheaper to fit.
+    lr : float, default=0.01
+        Adam learning rate.
+    weight_decay : float, default=1e-4
+        Adam weight decay (L2 penalty).
+    batch_size : int, default=32
+        Mini-batch size.
+    max_epochs : int, default=150
+        Maximum number of passes over the training data.
+    early_stopping : bool, default=True
+        Hold out ``validation_fraction`` of the training data (or use
+        ``X_val``/``y_val`` passed to ``fit``), stop after ``patience`` epochs
+        without improvement of the validation score and restore the weights of
+        the best epoch.
+    patience : int, default=25
+        Epochs without improvement before early stopping.
+    validation_fraction : float, default=0.2
+        Share of the training data held out for early stopping (stratified for
+        classification), as in the paper's 70/20/10 protocol.
+    device : {"cpu", "cuda", "auto"}, default="cpu"
+        Where to train. ``"auto"`` picks a CUDA GPU when PyTorch sees one.
+    random_state : int, RandomState instance or None, default=None
+        Seeds weight initialisation, shuffling and the validation split. Fits
+        with the same integer give bit-identical models on the same machine;
+        the global torch random state is never touched.
+    verbose : int, default=0
+        Print a per-epoch log when positive.
+    bands : array-like of str, default=None
+        Band names, one per column of ``X``. By default the DataFrame column
+        names seen in ``fit``, else ``x0, x1, ...``; ``bands`` wins over column
+        names. They label ``indices_``, ``export_formulas`` and the feature
+        names, and may be used in ``pairs``.
+    sensor : str, default=None
+        Sensor preset of :mod:`sknd.bands` (``"sentinel2"``, ``"landsat8"``,
+        ``"landsat_mss"``, ``"landsat_mss_1_3"``, ``"modis"``) mapping the band
+        names to common names, so that ``indices_`` can name the classic index
+        each pair forms. Band names the sensor lacks raise a ``ValueError``.
+    passthrough : bool, default=False
+        Also feed the raw bands, standardized with the mean and standard
+        deviation of the training data (stored in the network), to the dense
+        layers beside the ND outputs. Normalized differences discard overall
+        brightness, which some tasks need; the raw branch brings it back but
+        is not illumination-invariant, while the ND branch stays so.
+"""
+
+#: The parameters of NDClassifier and NDRegressor, in the order of their signature.
+PARAMETERS_DOC = _DEPTH_DOC + ARCHITECTURE_DOC + _OTHER_PARAMETERS_DOC
+#: The same for NDTransformer (after its own ``n_indices``).
+TRANSFORMER_PARAMETERS_DOC = _DEPTH_DOC + TRANSFORMER_ARCHITECTURE_DOC + _OTHER_PARAMETERS_DOC
+
+ATTRIBUTES_DOC = """\
+    n_features_in_ : int
+        Number of bands seen during ``fit``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Band names, when ``X`` was a DataFrame with string column names.
+    pairs_ : ndarray of shape (n_pairs, 2)
+        Band index pairs ``(i, j)`` of the ND layer (empty for the MLP).
+    coef_a_, coef_c_ : ndarray of shape (n_pairs,)
+        Learned raw parameters; band ``i`` is weighted by ``softplus(a)`` and
+        band ``j`` by ``softplus(c)`` (empty for the MLP).
+    index_importances_ : ndarray of shape (n_pairs,)
+        Norm of each index's outgoing weights times its standard deviation on
+        the training data (empty for the MLP).
+    n_parameters_ : int
+        Number of trainable parameters of the network.
+    n_outputs_ : int
+        Number of output units.
+    history_ : pandas.DataFrame
+        One row per epoch: ``epoch``, ``train_loss``, ``valid_loss`` and
+        ``valid_score`` (NaN without a validation set).
+    loss_curve_ : list of float
+        Training loss per epoch.
+    validation_scores_ : list of float
+        Validation score per epoch.
+    best_validation_score_ : float or None
+        Validation score of the restored epoch.
+    best_epoch_ : int or None
+        1-based epoch whose weights were restored by early stopping.
+    n_iter_ : int
+        Number of epochs run.
+    band_names_ : ndarray of shape (n_features_in_,)
+        Band names used for ``indices_``, ``export_formulas`` and feature
+        names (see ``bands``).
+    bands_ : tuple of sknd.bands.Band
+        The bands resolved at fit time: their names and, under a ``sensor``,
+        common names and wavelengths. Later changes of ``bands`` or
+        ``sensor`` do not relabel a fitted model.
+    indices_ : pandas.DataFrame
+        One row per learned index, in the order of ``pairs_`` (for
+        ``NDTransformer``: of the columns of ``transform``), see
+        :func:`sknd.inspection.index_table`:
+        ``band_i``, ``band_j``, raw parameters ``a`` and ``c``, the weighting
+        ``k = softplus(a) / softplus(c)`` of ``band_i`` relative to ``band_j``,
+        ``importance`` (``index_importances_``) and ``known_index``, the
+        classic index the pair forms (``"-NDVI"`` for a reversed pair, ``""``
+        if none). Empty for the MLP.
+    passthrough_importances_ : ndarray of shape (n_features_in_,) or (0,)
+        With ``passthrough=True``, the importance of each standardized raw
+        band, measured like ``index_importances_``; empty otherwise.
+"""
+
+NOTES_DOC = """\
+    ``X`` holds one row per sample (pixel) and one column per band: a numpy
+    array, a DataFrame or a sparse matrix (made dense, up to 50 million
+    values). float32 and float64 are used as given; float16, integer (e.g.
+    digital numbers) and boolean bands are converted to float64. The network
+    computes in float32 whatever the input; half-precision training is not
+    supported. Band values must be finite and within ``[-1e15, 1e15]``, and
+    non-negative for ``variant="reflectance"``: NaN, infinite, fill and
+    negative values raise a ``ValueError`` that says where they are and how to
+    fix them. Training rows whose bands are all 0 (a common no-data value)
+    raise a ``UserWarning``.
+
+    ``fit`` is all or nothing: if it raises (invalid data, a ``KeyboardInterrupt``,
+    or a training divergence, reported with its epoch), the estimator is left
+    as it was before the call: unfitted, or with its previous model.
+
+    Pickles hold a CPU copy of the network and the sknd version (loading
+    under another version warns): a model trained with ``device="cuda"``
+    loads and predicts on a machine without a GPU.
+"""
