@@ -152,7 +152,7 @@ class FlatAdam(torch.optim.Optimizer):
         for buffers in self._flat:
             if buffers is None:
                 continue
-            for p, data, grad in buffers["views"]:
+            for p, data, _ in buffers["views"]:
                 p.data = data.clone()
                 if p.grad is not None:
                     p.grad = p.grad.clone()

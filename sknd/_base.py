@@ -455,7 +455,9 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         stopper = dict(net.callbacks_).get("early_stopping")
         if stopper is not None and stopper.best_epoch_ is not None:
             self.best_epoch_ = stopper.best_epoch_
-            self.best_validation_score_ = float(history["valid_score"].iloc[stopper.best_epoch_ - 1])
+            self.best_validation_score_ = float(
+                history["valid_score"].iloc[stopper.best_epoch_ - 1]
+            )
         else:
             self.best_epoch_ = None
             self.best_validation_score_ = (

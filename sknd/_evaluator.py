@@ -113,7 +113,10 @@ class FastNetwork:
     @classmethod
     def for_indices(cls, pairs, a, c, n_features, epsilon, variant, **checks):
         """ND outputs of ``pairs`` with raw parameters ``a``, ``c``, in the input's dtype."""
-        wa, wc = softplus(np.asarray(a, dtype=np.float64)), softplus(np.asarray(c, dtype=np.float64))
+        wa, wc = (
+            softplus(np.asarray(a, dtype=np.float64)),
+            softplus(np.asarray(c, dtype=np.float64)),
+        )
         step = _NDStep(np.asarray(pairs), wa, wc, n_features, float(epsilon), variant)
         return cls([step], None, None, **checks)
 
@@ -391,7 +394,9 @@ def _linear_weights(linear):
 
 def _passthrough_step(record, n_features):
     first = [_step(inner, n_features) for inner in record.inner]
-    mean, scale = (_to_numpy(buffer).ravel() for buffer in (record.module.mean, record.module.scale))
+    mean, scale = (
+        _to_numpy(buffer).ravel() for buffer in (record.module.mean, record.module.scale)
+    )
     return _PassthroughStep(first, mean, scale)
 
 

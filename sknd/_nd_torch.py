@@ -66,13 +66,22 @@ class PairPlan:
         self._selection = None  # matmul layout, built on first use (see matmul_selection)
 
     def matmul_selection(self):
-        """Dense ``(2, 2, n_inputs, P)`` selection tensors of the matmul form, built once.
+        """The matmul form's layout, built once: ``(place, collect_index, collect_sign)``.
 
+        ``place`` holds dense ``(2, 2, n_inputs, P)`` selection tensors:
         ``S[0]`` places ``wa`` and ``S[1]`` places ``wc`` in ``W`` (with the
-        numerator's minus sign): ``W = S[0] * wa + S[1] * wc``. The same
-        tensors, with the denominator block negated (``G[k] = S[k] * [1, -1]``),
-        collect ``dL/dwa`` and ``dL/dwc`` from ``M = u.T @ [G/D, G N/D]``.
-        Only built for few inputs, where ``4 n_inputs P`` numbers are small.
+        numerator's minus sign), ``W = S[0] * wa + S[1] * wc``. Only built for
+        few inputs, where ``4 n_inputs P`` numbers are small.
+
+        ``dL/dwa`` and ``dL/dwc`` are read from ``M = u.T @ [G/D, G N/D]``
+        (shape ``(2, n_inputs, P)``) at the two entries of each weight:
+        ``dL/dwa = M[0, i] - M[1, r_i]`` and ``dL/dwc = -M[0, j] - M[1, r_j]``
+        (``r_i = i`` except for "signed"). ``collect_index`` holds their flat
+        positions in ``M``, shape ``(2, 2, P)``, and ``collect_sign`` the signs.
+        Reading only these entries matters: the other products of ``u.T @ G/D``
+        pair a band with another pair's ``1 / D`` and may overflow (a band of
+        1e23 and a pair of zero bands, ``D = epsilon``); multiplied by a zero
+        selection, their ``inf`` would turn into NaN.
         """
         if self._selection is None:
             i, j = self.pairs[:, 0], self.pairs[:, 1]
@@ -84,9 +93,13 @@ class PairPlan:
             place[0, 1, i + n, arange] = 1
             place[1, 0, j, arange] = -1
             place[1, 1, j + n, arange] = 1
-            collect = place.clone()
-            collect[:, 1].neg_()
-            self._selection = (place, collect)
+            rows = torch.stack([torch.stack([i, i + n]), torch.stack([j, j + n])])
+            block = torch.tensor([0, 1], device=i.device).reshape(1, 2, 1)
+            collect_index = (block * self.n_inputs + rows) * p + arange
+            collect_sign = torch.tensor(
+                [[[1.0], [-1.0]], [[-1.0], [-1.0]]], dtype=self.dtype, device=i.device
+            )
+            self._selection = (place, collect_index, collect_sign)
         return self._selection
 
     def choose(self, method):
@@ -223,5 +236,6 @@ def matmul_backward(grad, out, denominator, u, weight, plan, need_input):
     torch.mm(ut, h, out=m[1])
     if need_input:
         grad_u.addmm_(h, weight[1].t(), alpha=-1)
-    grad_w2 = (plan.matmul_selection()[1] * m).sum((1, 2)).view(-1)
+    _, collect_index, collect_sign = plan.matmul_selection()
+    grad_w2 = torch.take(m, collect_index).mul_(collect_sign).sum(1).view(-1)
     return grad_w2, grad_u

@@ -28,7 +28,6 @@ from skorch.callbacks import Callback, EpochTimer, PrintLog
 from ._adam import FlatAdam
 from ._fused import FusedTrainer, Unsupported
 
-
 __all__ = []
 
 

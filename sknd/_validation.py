@@ -217,9 +217,7 @@ def check_fitted_indices(estimator):
     Used by :mod:`sknd.inspection` and :mod:`sknd.plotting`, which work from
     the fitted attributes ``pairs_``, ``coef_a_`` and ``coef_c_`` alone.
     """
-    missing = [
-        name for name in ("pairs_", "coef_a_", "coef_c_") if not hasattr(estimator, name)
-    ]
+    missing = [name for name in ("pairs_", "coef_a_", "coef_c_") if not hasattr(estimator, name)]
     if missing:
         from sklearn.exceptions import NotFittedError
 

@@ -167,8 +167,15 @@ def index_table(estimator, catalogue=None):
     columns = ["band_i", "band_j", "a", "c", "k", "importance", "known_index"]
     table = pd.DataFrame(rows, columns=columns)
     return table.astype(
-        {"band_i": object, "band_j": object, "a": float, "c": float, "k": float,
-         "importance": float, "known_index": object}
+        {
+            "band_i": object,
+            "band_j": object,
+            "a": float,
+            "c": float,
+            "k": float,
+            "importance": float,
+            "known_index": object,
+        }
     )
 
 
@@ -274,8 +281,7 @@ def _band_symbols(names, fmt):
         return symbols
     if fmt == "latex":
         return [
-            r"\mathrm{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in name) + "}"
-            for name in names
+            r"\mathrm{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in name) + "}" for name in names
         ]
     # text: plain names, bracketed when they would not read as one token.
     return [name if name.isidentifier() else f"[{name}]" for name in names]

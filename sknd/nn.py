@@ -69,6 +69,7 @@ __all__ = [
     "resolve_pairs",
 ]
 
+
 def all_pairs(n_features):
     """Return every band pair ``(i, j)`` with ``i < j``.
 
@@ -307,6 +308,17 @@ class NormalizedDifference(nn.Module):
 
         Rebuilt when ``pairs`` changes; the fused training step uses the same
         layout as the layer's forward pass.
+
+        Parameters
+        ----------
+        dtype : torch.dtype
+            Dtype of the inputs.
+        device : torch.device
+            Device of the inputs.
+
+        Returns
+        -------
+        sknd._nd_torch.PairPlan
         """
         key = (dtype, device, self.pairs.data_ptr(), self.pairs._version)
         plan = self._plans.get(key)

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .indices import known_index
 from ._formula import softplus
 from ._validation import check_fitted_indices
+from .indices import known_index
 from .inspection import get_bands
 
 __all__ = [

@@ -29,10 +29,8 @@ other estimator is called through its public methods.
 """
 
 import contextlib
-import functools
 import os
 import sys
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral
 
@@ -41,7 +39,6 @@ from sklearn.utils.validation import check_is_fitted
 
 from . import _threads
 from ._docstrings import Substitution
-from ._validation import check_band_values
 
 __all__ = ["DEFAULT_CHUNK_PIXELS", "predict", "predict_proba", "transform"]
 

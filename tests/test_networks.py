@@ -146,7 +146,7 @@ def test_every_backend_agrees_with_autograd(architecture, variant, task, passthr
     kernels = [None] + ([_evaluator._compiled_kernels()] if _evaluator._compiled_kernels() else [])
     for compiled in kernels:
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(_evaluator, "_compiled_kernels", lambda: compiled)
+            patch.setattr(_evaluator, "_compiled_kernels", lambda compiled=compiled: compiled)
             got = fast(pixels)
         backend = "numba" if compiled else "numpy"
         np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-5, err_msg=backend)

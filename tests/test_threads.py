@@ -2,8 +2,12 @@
 
 import threading
 
+import numpy as np
 import torch
+from test_training import _binary_data
 
+from sknd import NDClassifier
+from sknd._fused import FusedTrainer
 from sknd._threads import one_thread, single_threaded_blas, threadpool_controller
 
 
@@ -31,5 +35,67 @@ def test_one_thread_is_reference_counted_across_threads_and_restores_the_setting
             # Another thread entered and left: the limits stay while this block runs.
             assert (torch.get_num_threads(), _blas_threads()) == (1, single)
         assert (torch.get_num_threads(), _blas_threads()) == (2, blas_before)
+    finally:
+        torch.set_num_threads(previous)
+
+
+# ------------------------------------------------------- the policy inside fits
+def test_fits_and_predictions_run_in_one_thread_and_restore_the_setting():
+    from sknd import _threads
+
+    X, y = _binary_data()
+    seen = []
+    original = FusedTrainer.run_epoch
+
+    def spy(self, iterator):
+        seen.append(torch.get_num_threads())
+        return original(self, iterator)
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        FusedTrainer.run_epoch = spy
+        model = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
+        assert torch.get_num_threads() == 2
+        model.predict(np.tile(X, (600, 1)))  # 72,000 rows
+        assert torch.get_num_threads() == 2
+    finally:
+        FusedTrainer.run_epoch = original
+        torch.set_num_threads(previous)
+    assert seen == [1, 1]
+    assert _threads._threads_users == 0
+
+
+def test_torch_threads_is_safe_across_threads():
+    import threading
+
+    from sknd._threads import torch_threads
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    inside = threading.Barrier(2)
+    leave_first = threading.Event()
+    counts = []
+
+    def first():
+        with torch_threads(1):
+            inside.wait()
+            counts.append(torch.get_num_threads())
+        leave_first.set()
+
+    def second():
+        with torch_threads(1):
+            inside.wait()
+            leave_first.wait()
+            counts.append(torch.get_num_threads())  # still 1 after the first one left
+
+    try:
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert counts == [1, 1]
+        assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(previous)
