@@ -101,7 +101,7 @@ pstats.Stats(profile).sort_stats("tottime").print_stats(14)
 PYEOF
 
     if "$PY" -c "import xdist" 2>/dev/null; then workers=(-n 8); else workers=(); fi
-    step 90 "whole test suite on the GPU machine" \
+    step 80 "whole test suite on the GPU machine" \
         "$PY" -m pytest -q -p no:cacheprovider -rfE --tb=short "${workers[@]}"
 }
 
