@@ -9,6 +9,8 @@
 #
 # Run from the repository root on a machine with a CUDA build of PyTorch:
 #     OUT=/some/dir bash benchmarks/gpu_check.sh        # log in $OUT/log (default ./gpu_check_out)
+# GPU_CHECK_STEPS picks steps (default "tests bench transfer suite"), e.g. GPU_CHECK_STEPS=tests
+# for the CUDA tests and estimator checks alone (about 1 minute on an H100).
 # Missing pure-Python dependencies (skorch, dask, distributed, ...) may be brought as wheels in
 # .whl/; they are installed with --no-deps into /tmp/site (PyTorch is never touched).
 set -u
@@ -16,6 +18,8 @@ OUT=${OUT:-$PWD/gpu_check_out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
 PY=${PYTHON:-python3}
+STEPS=" ${GPU_CHECK_STEPS:-tests bench transfer suite} "
+wanted() { [[ $STEPS == *" $1 "* ]]; }
 
 step() {  # step SECONDS NAME COMMAND...: run COMMAND with a time limit, report its status
     local limit=$1 name=$2
@@ -56,14 +60,15 @@ print("CUDA available:", torch.cuda.is_available(),
       torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
 PYEOF
 
-    step 100 "CUDA tests and estimator checks on cuda" \
+    wanted tests && step 100 "CUDA tests and estimator checks on cuda" \
         "$PY" -m pytest -q -p no:cacheprovider -rfEs --tb=short --durations=8 \
         tests/test_estimators.py tests/test_persistence.py tests/test_raster.py tests/test_common.py \
         -k "cuda or gpu"
 
-    step 120 "benchmarks/bench_gpu.py" "$PY" benchmarks/bench_gpu.py
+    wanted bench && step 120 "benchmarks/bench_gpu.py" "$PY" benchmarks/bench_gpu.py
 
-    step 30 "transfer of a pixel table and profile of raster.predict on the GPU" "$PY" - <<'PYEOF'
+    wanted transfer && step 30 "transfer of a pixel table and profile of raster.predict on the GPU" \
+        "$PY" - <<'PYEOF'
 import cProfile, pstats, time
 import numpy as np, torch
 from sknd import NDClassifier, raster
@@ -101,7 +106,8 @@ pstats.Stats(profile).sort_stats("tottime").print_stats(14)
 PYEOF
 
     if "$PY" -c "import xdist" 2>/dev/null; then workers=(-n 8); else workers=(); fi
-    step 80 "whole test suite on the GPU machine" \
+    # 75 s on an H100 with 8 workers, plus their shutdown.
+    wanted suite && step 110 "whole test suite on the GPU machine" \
         "$PY" -m pytest -q -p no:cacheprovider -rfE --tb=short "${workers[@]}"
 }
 
