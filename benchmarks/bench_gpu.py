@@ -15,8 +15,14 @@ Prints the card's name and, as ratios GPU time / CPU time in one process:
    GPU model (its own methods, on the GPU) against the CPU model (sknd's CPU
    fast path, with numba when installed, using every core through ``n_jobs=-1``).
 
-Without a GPU it says so and exits with status 1. Record results in
-benchmarks/RESULTS.md with the date, the card and the CPU.
+3. Batch sweep: fit time GPU / CPU on the 200,000 x 10 samples for batch sizes
+   from 64 to 65,536 (3 epochs each), to find from which batch the GPU pays off.
+
+Scene throughput also lists the CPU fast path on one core (``n_jobs=1``).
+
+Without a GPU it says so and exits with status 1; ``--cpu-dry-run`` runs every
+step on the CPU instead, on small data, to check the script itself. Record
+results in benchmarks/RESULTS.md with the date, the card and the CPU.
 """
 
 import argparse
@@ -40,40 +46,64 @@ def data(n_samples, seed=0):
 
 def fit_seconds(device, X, y, **params):
     start = time.perf_counter()
-    model = NDClassifier(device=device, early_stopping=False, random_state=0, **params).fit(X, y)
-    if device == "cuda":
-        torch.cuda.synchronize()
+    model = NDClassifier(
+        device=device, depth=2, early_stopping=False, random_state=0, **params
+    ).fit(X, y)
+    _synchronize()
     return time.perf_counter() - start, model
+
+
+def _synchronize():
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="fewer epochs, smaller scene")
+    parser.add_argument(
+        "--cpu-dry-run",
+        action="store_true",
+        help="no GPU: run every step on the CPU, on small data (checks the script only)",
+    )
     args = parser.parse_args()
-    if not torch.cuda.is_available():
+    gpu_device = "cuda"
+    if args.cpu_dry_run:
+        gpu_device, args.quick = "cpu", True
+    elif not torch.cuda.is_available():
         print("No CUDA GPU visible to PyTorch: nothing to measure.")
         sys.exit(1)
+    card = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none (dry run)"
     print(
-        f"{time.strftime('%Y-%m-%d %H:%M')}; GPU: {torch.cuda.get_device_name(0)}; "
+        f"{time.strftime('%Y-%m-%d %H:%M')}; GPU: {card}; "
         f"{os.cpu_count()} CPU cores; torch {torch.__version__}; "
         f"numba kernels: {raster._compiled_kernels() is not None}"
     )
     epochs = 30 if args.quick else 150
+    large = 20_000 if args.cpu_dry_run else 200_000
     small_X, small_y = data(2000)
-    large_X, large_y = data(200_000, seed=1)
+    large_X, large_y = data(large, seed=1)
     fits = [
         ("2,000 x 10, batch 32", small_X, small_y, {"batch_size": 32, "max_epochs": epochs}),
         ("2,000 x 10, batch 256", small_X, small_y, {"batch_size": 256, "max_epochs": epochs}),
-        ("200,000 x 10, batch 4096, 20 epochs", large_X, large_y,
+        (f"{large:,} x 10, batch 4096, 20 epochs", large_X, large_y,
          {"batch_size": 4096, "max_epochs": 20}),
     ]  # fmt: skip
     print("\n== Fit time, NDClassifier(depth=2), no early stopping")
     print(f"  {'work':<38} {'CPU s':>8} {'GPU s':>8} {'GPU / CPU':>10}")
-    fit_seconds("cuda", small_X[:200], small_y[:200], max_epochs=2)  # CUDA context, kernels
+    fit_seconds(gpu_device, small_X[:200], small_y[:200], max_epochs=2)  # CUDA context, kernels
     for name, X, y, params in fits:
         cpu, _ = fit_seconds("cpu", X, y, **params)
-        gpu, model = fit_seconds("cuda", X, y, **params)
+        gpu, model = fit_seconds(gpu_device, X, y, **params)
         print(f"  {name:<38} {cpu:>8.2f} {gpu:>8.2f} {gpu / cpu:>10.2f}")
+
+    print(f"\n== Batch sweep, {large:,} x 10, 3 epochs")
+    print(f"  {'batch':>8} {'CPU s':>8} {'GPU s':>8} {'GPU / CPU':>10}")
+    for batch_size in (64, 256, 1024, 4096, 16384, 65536):
+        params = {"batch_size": batch_size, "max_epochs": 3}
+        cpu, _ = fit_seconds("cpu", large_X, large_y, **params)
+        gpu, _ = fit_seconds(gpu_device, large_X, large_y, **params)
+        print(f"  {batch_size:>8} {cpu:>8.2f} {gpu:>8.2f} {gpu / cpu:>10.2f}")
 
     side = 1024 if args.quick else 4096
     scene = np.random.default_rng(2).uniform(0.05, 0.5, size=(side, side, 10)).astype(np.float32)
@@ -86,8 +116,14 @@ def main():
         "raster.predict, GPU model, chunks of 1,048,576 px": lambda: raster.predict(
             model, scene, chunk_pixels=2**20
         ),
+        "raster.predict, GPU model, chunks of 4,194,304 px": lambda: raster.predict(
+            model, scene, chunk_pixels=2**22
+        ),
         "raster.predict, CPU model (fast path), n_jobs=-1": lambda: raster.predict(
             cpu_model, scene, n_jobs=-1
+        ),
+        "raster.predict, CPU model (fast path), n_jobs=1": lambda: raster.predict(
+            cpu_model, scene, n_jobs=1
         ),
     }
     labels = {name: method() for name, method in methods.items()}  # warm-up
@@ -98,15 +134,16 @@ def main():
         rates[name] = side * side / best / 1e6
         agree = np.mean(labels[name] == reference)
         print(f"  {name:<52} {rates[name]:>10.1f}   (labels agree on {agree:.4%})")
-    gpu_best = max(rates[name] for name in list(methods)[:2])
-    cpu_rate = rates[list(methods)[2]]
-    print(f"  ratio best GPU / CPU fast path: {gpu_best / cpu_rate:.2f}x")
+    names = list(methods)
+    gpu_best = max(rates[name] for name in names[:3])
+    print(f"  ratio best GPU / CPU fast path, n_jobs=-1: {gpu_best / rates[names[3]]:.2f}x")
+    print(f"  ratio best GPU / CPU fast path, one core: {gpu_best / rates[names[4]]:.2f}x")
 
 
 def _timed(function):
     start = time.perf_counter()
     function()
-    torch.cuda.synchronize()
+    _synchronize()
     return time.perf_counter() - start
 
 

@@ -1,5 +1,6 @@
 """scikit-learn's estimator checks over every public estimator and input variant."""
 
+import torch
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
@@ -22,4 +23,19 @@ ESTIMATORS = [
 
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible_estimator(estimator, check):
+    check(estimator)
+
+
+# The same checks with the network on a CUDA GPU (skipped, as an empty parameter set,
+# where PyTorch sees none): fits, predictions and pickles of a model that lives on the GPU.
+CUDA_ESTIMATORS = (
+    [NDClassifier(device="cuda", **FAST), NDRegressor(device="cuda", **FAST),
+     NDTransformer(device="cuda", **FAST)]
+    if torch.cuda.is_available()
+    else []
+)  # fmt: skip
+
+
+@parametrize_with_checks(CUDA_ESTIMATORS)
+def test_sklearn_compatible_estimator_on_cuda(estimator, check):
     check(estimator)

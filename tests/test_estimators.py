@@ -299,6 +299,47 @@ def test_cuda_fit_and_cpu_predictions():
     )
 
 
+CUDA_CASES = {
+    "classifier": (NDClassifier(**FAST), "predict_proba"),
+    "auto-device": (NDClassifier(device="auto", **FAST), "predict_proba"),
+    "no-early-stopping": (NDClassifier(early_stopping=False, **FAST), "predict_proba"),
+    "regressor": (NDRegressor(**FAST), "predict"),
+    "transformer": (NDTransformer(n_indices=3, **FAST), "transform"),
+    "attnd": (NDClassifier(architecture="attnd", **FAST), "predict_proba"),
+    "mlp": (NDClassifier(architecture="mlp", **FAST), "predict_proba"),
+    "signed-deep-passthrough": (
+        NDClassifier(variant="signed", depth=3, passthrough=True, **FAST),
+        "predict_proba",
+    ),
+}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("case", list(CUDA_CASES))
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_cuda_fits_are_reproducible_and_match_cpu_fits(case, dtype):
+    estimator, method = CUDA_CASES[case]
+    X, labels = spectra()
+    X = X.astype(dtype)
+    y = X[:, 3] / X[:, 2] if case == "regressor" else labels
+    device = "auto" if case == "auto-device" else "cuda"
+    cuda_rng = torch.cuda.get_rng_state()
+    gpu = clone(estimator).set_params(device=device).fit(X, y)
+    assert all(p.device.type == "cuda" for p in gpu._module.parameters())
+    assert torch.equal(torch.cuda.get_rng_state(), cuda_rng)  # the caller's CUDA RNG is left alone
+    again = clone(estimator).set_params(device=device).fit(X, y)
+    cpu = clone(estimator).set_params(device="cpu").fit(X, y)
+    result = getattr(gpu, method)(X)
+    # random_state makes a GPU fit reproducible, bit for bit.
+    np.testing.assert_array_equal(result, getattr(again, method)(X))
+    expected = getattr(cpu, method)(X)
+    assert result.dtype == expected.dtype and result.shape == expected.shape
+    # Same initial weights and shuffles (drawn on the CPU): the GPU fit follows the CPU fit up
+    # to float32 rounding.
+    np.testing.assert_allclose(gpu.loss_curve_[0], cpu.loss_curve_[0], rtol=1e-4)
+    np.testing.assert_allclose(result, expected, atol=1e-3, rtol=1e-3)
+
+
 def test_poor_score_tag_is_true():
     """The ND model's poor_score tag tells the truth on scikit-learn's reference problem.
 

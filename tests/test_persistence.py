@@ -355,7 +355,10 @@ def test_cuda_trained_model_loads_in_a_process_without_gpu(tmp_path):
         pickle.dump(model, f)
     assert next(model._module.parameters()).device.type == "cuda"  # pickling left it there
     np.save(tmp_path / "X.npy", X)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CUDA_VISIBLE_DEVICES": ""}
+    # The repository first, then whatever the caller's PYTHONPATH holds (e.g. dependencies
+    # installed outside site-packages).
+    path = os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "CUDA_VISIBLE_DEVICES": ""}
     subprocess.run(
         [sys.executable, "-c", CUDA_LOADER, str(tmp_path / "model.pkl"),
          str(tmp_path / "proba.npy"), str(tmp_path / "X.npy")],
