@@ -34,7 +34,7 @@ import time
 import numpy as np
 import torch
 
-from sknd import NDClassifier, raster
+from sknd import NDClassifier, _evaluator, raster
 
 
 def data(n_samples, seed=0):
@@ -77,7 +77,7 @@ def main():
     print(
         f"{time.strftime('%Y-%m-%d %H:%M')}; GPU: {card}; "
         f"{os.cpu_count()} CPU cores; torch {torch.__version__}; "
-        f"numba kernels: {raster._compiled_kernels() is not None}"
+        f"numba kernels: {_evaluator._compiled_kernels() is not None}"
     )
     epochs = 30 if args.quick else 150
     large = 20_000 if args.cpu_dry_run else 200_000

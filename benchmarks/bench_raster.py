@@ -85,20 +85,20 @@ def naive_torch_predict(clf, scene, n_threads):
 
 
 def without_numba(function, *args, **kwargs):
-    """Call ``function`` with sknd.raster's numpy fallback instead of its compiled kernels."""
-    from sknd import raster
+    """Call ``function`` with sknd's numpy evaluator instead of its compiled kernels."""
+    from sknd import _evaluator
 
-    compiled = raster._compiled_kernels
-    raster._compiled_kernels = lambda: None
+    compiled = _evaluator._compiled_kernels
+    _evaluator._compiled_kernels = lambda: None
     try:
         return function(*args, **kwargs)
     finally:
-        raster._compiled_kernels = compiled
+        _evaluator._compiled_kernels = compiled
 
 
 # ------------------------------------------------------------------ throughput
 def throughput(args):
-    from sknd import raster
+    from sknd import _evaluator, raster
 
     rng = np.random.default_rng(1)
     height, width = (512, 1024) if args.quick else (1024, 2048)
@@ -108,7 +108,7 @@ def throughput(args):
         f"\n== Throughput: {height} x {width} = {n_pixels / 1e6:.1f} Mpx, {N_BANDS} bands, "
         f"float32 in memory ({scene.nbytes / 2**20:.0f} MB)"
     )
-    kernels = "numba kernels" if raster._compiled_kernels() else "numba missing: numpy only"
+    kernels = "numba kernels" if _evaluator._compiled_kernels() else "numba missing: numpy only"
     results = {}
     for n_classes in (2, 3):
         clf = fit_model(n_classes)

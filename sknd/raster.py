@@ -28,17 +28,15 @@ numba is installed (``pip install sknd[fast]``, see :mod:`sknd._kernels`). Any
 other estimator is called through its public methods.
 """
 
-import contextlib
 import os
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from numbers import Integral
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from . import _threads
 from ._docstrings import Substitution
+from ._pixels import apply_block, apply_pixels, prepare
 
 __all__ = ["DEFAULT_CHUNK_PIXELS", "predict", "predict_proba", "transform"]
 
@@ -385,7 +383,7 @@ def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options):
     axis = _band_axis(image.ndim, band_dim)
     n_bands = image.shape[axis]
     _check_n_bands(estimator, n_bands, f"on axis {axis}")
-    func, spec = _prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
+    func, spec = prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
     pixels = np.moveaxis(image, axis, -1)  # a view: chunks are copied one at a time
     if spec.n_outputs is None:
         out = np.empty(pixels.shape[:-1], dtype=spec.dtype)
@@ -395,7 +393,7 @@ def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options):
         shape[axis] = spec.n_outputs
         out = np.empty(shape, dtype=spec.dtype)
         out_view = np.moveaxis(out, axis, -1)
-    _apply_pixels(
+    apply_pixels(
         pixels,
         func,
         spec,
@@ -435,7 +433,7 @@ def _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opt
     image = _match_bands(estimator, image, band_dim)
     n_bands = image.sizes[band_dim]
     _check_n_bands(estimator, n_bands, f"along dimension {band_dim!r}")
-    func, spec = _prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
+    func, spec = prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
 
     lazy = image.chunks is not None
     if lazy:
@@ -456,7 +454,7 @@ def _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opt
     if spec.n_outputs is not None:
         gufunc_kwargs["output_sizes"] = {_TMP_OUTPUT_DIM: spec.n_outputs}
     result = xr.apply_ufunc(
-        _apply_block,
+        apply_block,
         image,
         kwargs=block_kwargs,
         input_core_dims=[[band_dim]],
@@ -512,219 +510,3 @@ def _match_bands(estimator, image, band_dim):
     if labels == list(names):
         return image
     return image.sel({band_dim: list(names)})
-
-
-# ---------------------------------------------------------------- output layout
-class _OutputSpec:
-    """What a method returns per pixel: dtype, optional output axis and its labels."""
-
-    def __init__(self, dtype, fill, n_outputs=None, output_labels=None):
-        self.dtype = np.dtype(dtype)
-        self.fill = fill
-        self.n_outputs = n_outputs
-        self.output_labels = output_labels
-
-    @property
-    def tail(self):
-        return () if self.n_outputs is None else (self.n_outputs,)
-
-
-def _prepare(method, estimator, n_bands, dtype, fill_value):
-    """Pick the pixel function and learn its output layout from a two-pixel probe.
-
-    The probe runs eagerly (also for lazy images): dask needs the output dtype
-    and size before any block is computed.
-    """
-    func = _pixel_function(estimator, method)
-    probe_dtype = dtype if dtype.kind in "iuf" else np.float64
-    probe = np.asarray(func(np.ones((2, n_bands), dtype=probe_dtype)))
-    if probe.ndim not in (1, 2) or probe.shape[0] != 2:
-        raise ValueError(
-            f"{type(estimator).__name__}.{method} returned an array of shape {probe.shape} for "
-            "2 pixels; expected (2,) or (2, n_outputs)."
-        )
-    n_outputs = probe.shape[1] if probe.ndim == 2 else None
-    if method == "predict":
-        out_dtype, fill = _label_fill(probe.dtype, fill_value)
-    else:
-        out_dtype = probe.dtype if probe.dtype.kind == "f" else np.dtype(np.float64)
-        fill = np.nan if fill_value is None else fill_value
-    labels = None
-    if n_outputs is not None:
-        labels = _output_labels(method, estimator, n_outputs)
-    return func, _OutputSpec(out_dtype, fill, n_outputs, labels)
-
-
-def _label_fill(dtype, fill_value):
-    """Output dtype and fill of ``predict`` (see the ``fill_value`` docs)."""
-    if fill_value is None:
-        if dtype.kind == "f":
-            return dtype, np.nan
-        if dtype.kind in "iub":
-            return np.dtype(np.float64), np.nan
-        # Object arrays holding NaN (not None): xarray turns None into NaN anyway.
-        return np.dtype(object), np.nan
-    try:
-        out_dtype = np.result_type(dtype, np.asarray(fill_value).dtype)
-    except TypeError:  # e.g. string labels with a numeric fill
-        out_dtype = np.dtype(object)
-    return out_dtype, fill_value
-
-
-def _output_labels(method, estimator, n_outputs):
-    labels = None
-    if method == "predict_proba":
-        labels = getattr(estimator, "classes_", None)
-    elif method == "transform" and hasattr(estimator, "get_feature_names_out"):
-        try:
-            labels = estimator.get_feature_names_out()
-        except (AttributeError, TypeError, ValueError):
-            labels = None
-    if labels is None or np.ndim(labels) != 1 or len(labels) != n_outputs:
-        return np.arange(n_outputs)
-    return np.asarray(labels)
-
-
-# -------------------------------------------------------------- pixel functions
-class _NamedColumns:
-    """Call an estimator method with a DataFrame carrying its ``feature_names_in_``.
-
-    Estimators fitted on a DataFrame warn on every call with a bare array;
-    naming the columns also lets pipelines select columns by name.
-    """
-
-    def __init__(self, method, names):
-        self.method = method
-        self.names = names
-
-    def __call__(self, X):
-        import pandas as pd
-
-        return self.method(pd.DataFrame(X, columns=self.names, copy=False))
-
-
-def _pixel_function(estimator, method):
-    """A picklable callable mapping a pixel table (n, n_bands) to the method's output."""
-    from ._base import BaseND
-
-    # Fitted sknd estimators hand out a fast evaluator of their network (sknd._evaluator).
-    fast = estimator._fast_evaluator(method) if isinstance(estimator, BaseND) else None
-    if fast is not None:
-        return fast
-    bound = getattr(estimator, method)
-    names = getattr(estimator, "feature_names_in_", None)
-    if names is None:
-        return bound
-    return _NamedColumns(bound, list(names))
-
-
-# ------------------------------------------------------------------- processing
-def _apply_block(block, *, func, spec, chunk_pixels, nodata, n_jobs, single_threaded_blas):
-    """Apply ``func`` to an array ``(..., n_bands)``; the dask and xarray entry point."""
-    out = np.empty(block.shape[:-1] + spec.tail, dtype=spec.dtype)
-    if out.size == 0:  # dask's meta inference probes with empty arrays
-        return out
-    context = _threads.single_threaded_blas if single_threaded_blas else contextlib.nullcontext
-    with context():
-        _apply_pixels(
-            block, func, spec, out=out, chunk_pixels=chunk_pixels, nodata=nodata, n_jobs=n_jobs
-        )
-    return out
-
-
-def _apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1):
-    """Fill ``out`` (pixels.shape[:-1] + spec.tail) chunk by chunk."""
-    n_bands = pixels.shape[-1]
-    tail = spec.tail
-
-    def run(index):
-        block = pixels[index]
-        block_shape = block.shape[:-1]
-        # reshape copies only when the chunk is not contiguous, e.g. a band-first image.
-        table = block.reshape(-1, n_bands)
-        values = _predict_pixels(func, table, spec, nodata)
-        out[index] = values.reshape(block_shape + tail)
-
-    indices = list(_chunk_indices(pixels.shape[:-1], chunk_pixels))
-    single_threaded = n_jobs > 1 or getattr(func, "single_threaded_blas", False)
-    with _threads.single_threaded_blas() if single_threaded else contextlib.nullcontext():
-        if n_jobs == 1 or len(indices) == 1:
-            for index in indices:
-                run(index)
-        else:
-            with ThreadPoolExecutor(min(n_jobs, len(indices))) as pool:
-                # list() re-raises the first exception of a chunk in the caller.
-                list(pool.map(run, indices))
-    return out
-
-
-def _chunk_indices(shape, chunk_pixels):
-    """Index tuples cutting an array of ``shape`` into pieces of at most ``chunk_pixels``.
-
-    Pieces are slices along one axis times whole trailing axes, so each piece
-    of a C-ordered array is contiguous, and views of other layouts are copied
-    one piece at a time.
-
-    >>> list(_chunk_indices((2, 3, 4), 8))
-    [(0, slice(0, 2, None)), (0, slice(2, 3, None)), (1, slice(0, 2, None)), (1, slice(2, 3, None))]
-    >>> list(_chunk_indices((2, 3), 100))
-    [()]
-    """
-    inner = 1
-    for axis in range(len(shape) - 1, -1, -1):
-        if inner * shape[axis] > chunk_pixels:
-            break
-        inner *= shape[axis]
-    else:
-        yield ()
-        return
-    step = max(1, chunk_pixels // inner)
-    for outer in np.ndindex(*shape[:axis]):
-        for start in range(0, shape[axis], step):
-            yield outer + (slice(start, min(start + step, shape[axis])),)
-
-
-def _predict_pixels(func, X, spec, nodata):
-    """``func`` on the valid rows of the pixel table ``X``; no-data rows get ``spec.fill``."""
-    n_pixels = len(X)
-    invalid = _invalid_pixels(X, nodata)
-    if invalid is None or not invalid.any():
-        return _call(func, X, spec)
-    result = np.full((n_pixels,) + spec.tail, spec.fill, dtype=spec.dtype)
-    valid = ~invalid
-    if valid.any():
-        result[valid] = _call(func, X[valid], spec)
-    return result
-
-
-def _call(func, X, spec):
-    values = np.asarray(func(X))
-    expected = (len(X),) + spec.tail
-    if values.shape != expected:
-        raise ValueError(
-            f"The estimator returned shape {values.shape} for {len(X)} pixels, expected {expected}."
-        )
-    return values.astype(spec.dtype, copy=False)
-
-
-def _invalid_pixels(X, nodata):
-    """Rows holding NaN or ``nodata`` in any band: a boolean mask, or None when there are none.
-
-    Rows with an infinite value are not no-data: they reach the estimator, which rejects them.
-    """
-    invalid = None
-    # A sum is NaN/inf iff a value is NaN/inf (or it overflows): the sum of the table
-    # clears it in one pass; otherwise row sums (a matrix-vector product) find the
-    # suspect rows, and the exact test runs on those only.
-    if X.dtype.kind == "f" and not np.isfinite(X.sum()):
-        suspect = np.flatnonzero(~np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)))
-        if len(suspect):
-            invalid = np.zeros(len(X), dtype=bool)
-            invalid[suspect] = np.isnan(X[suspect]).any(axis=1)
-    if nodata is not None and not (isinstance(nodata, float) and np.isnan(nodata)):
-        # Column by column: .any(axis=1) over a handful of bands is several times slower.
-        equal = X[:, 0] == nodata
-        for band in range(1, X.shape[1]):
-            equal |= X[:, band] == nodata
-        invalid = equal if invalid is None else invalid | equal
-    return invalid

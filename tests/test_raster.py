@@ -15,6 +15,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier, NDRegressor, NDTransformer, _evaluator, raster
+from sknd._pixels import pixel_function
 
 BANDS = ["blue", "green", "red", "nir"]
 
@@ -423,7 +424,7 @@ FAST = {"max_epochs": 3, "random_state": 0}
 
 def _fast(estimator, method):
     """The fast evaluator raster uses for ``estimator.<method>``, or None."""
-    func = raster._pixel_function(estimator, method)
+    func = pixel_function(estimator, method)
     return func if isinstance(func, _evaluator.FastNetwork) else None
 
 
