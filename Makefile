@@ -1,13 +1,26 @@
-# Two entry points; each creates the virtual environment on first use (see tools/install.sh).
+# Entry points; each creates the virtual environment on first use (see tools/install.sh).
 VENV ?= .venv
 STAMP := $(VENV)/.sknd-installed
+DOCS_EXTRA_MODULES := sphinx, pydata_sphinx_theme, numpydoc, sphinx_gallery, myst_parser, matplotlib
 
-.PHONY: demo test
+.PHONY: demo test docs docs-clean
 demo: $(STAMP)
 	$(VENV)/bin/python examples/demo.py
 
 test: $(STAMP)
 	$(VENV)/bin/python -m pytest
+
+# The Sphinx site, warnings as errors, into docs/_build/html (runs every script in examples/).
+# Needs the docs extra: $(VENV)/bin/python -m pip install -e ".[docs]"
+docs: $(STAMP)
+	@$(VENV)/bin/python -c "import $(DOCS_EXTRA_MODULES)" 2>/dev/null || { \
+	  echo "make docs: the docs extra is not installed; run: $(VENV)/bin/python -m pip install -e \".[docs]\""; \
+	  exit 1; }
+	$(VENV)/bin/python -m sphinx -W --keep-going -b html docs docs/_build/html
+	$(VENV)/bin/python tools/check_docs.py docs/_build/html
+
+docs-clean:
+	rm -rf docs/_build docs/auto_examples docs/api/generated docs/api/sknd*.rst docs/sg_execution_times.rst
 
 $(STAMP): pyproject.toml tools/install.sh
 	bash tools/install.sh $(VENV)
