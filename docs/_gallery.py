@@ -11,9 +11,14 @@ def reset_argv(gallery_conf, script_vars):
     """Command-line arguments each example runs with in the gallery.
 
     ``reproduce_paper.py`` runs its documented ``--quick`` mode on the smaller dataset:
-    its full protocol takes far longer than a docs build. The other examples take none.
+    its full protocol takes far longer than a docs build. ``sentinel2_indices.py`` writes its
+    PNG files to a temporary directory (the gallery shows the figures anyway). The other
+    examples take no arguments.
     """
-    if Path(script_vars["src_file"]).name == "reproduce_paper.py":
+    name = Path(script_vars["src_file"]).name
+    if name == "reproduce_paper.py":
         return ["--quick", "--datasets", "forest_type", "--n-jobs", "1",
-                "--output", str(_RESULTS)]
+                "--output", str(_RESULTS / "reproduce_paper")]
+    if name == "sentinel2_indices.py":  # its PNG files: out of the source tree
+        return [str(_RESULTS / "sentinel2_indices")]
     return []
