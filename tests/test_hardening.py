@@ -537,6 +537,9 @@ def test_divergence_with_validation_set_is_caught(monkeypatch):
 
 
 @pytest.mark.parametrize("architecture", ["nd", "mlp"])
+# The diverged fit's learned c underflows softplus: k = softplus(a) / softplus(c) is inf and
+# numpy warns while indices_ is built (sknd/inspection.py). Remove with that fix (log space).
+@pytest.mark.filterwarnings("ignore:divide by zero encountered:RuntimeWarning")
 def test_huge_learning_rate_never_returns_a_nan_model(architecture):
     X, y = make_data("regressor")
     model = make("regressor", architecture=architecture, lr=1e8, max_epochs=20)
