@@ -59,7 +59,12 @@ else
         say "no GPU found; the package index serves a CPU build of torch $torch_version by default: installing it"
         "${pip[@]}" install "torch==$torch_version"
     else
-        say "no GPU found; the package index's default torch $torch_version is ${build/unknown/not known to be} a CPU build: installing torch==$torch_version+cpu from $cpu_index"
+        if [ "$build" = cuda ]; then
+            why="the package index's default torch $torch_version is a CUDA build"
+        else
+            why="a dry run could not tell which torch $torch_version build the package index serves"
+        fi
+        say "no GPU found; $why: installing torch==$torch_version+cpu from $cpu_index"
         if ! "${pip[@]}" install --index-url "$cpu_index" \
                 "torch==$torch_version+cpu"; then
             say "could not install the CPU build from $cpu_index (offline?); set TORCH_INDEX_URL to an index that has it, or TORCH_INDEX_URL=https://pypi.org/simple to accept the default (CUDA) build"
