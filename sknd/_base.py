@@ -137,6 +137,14 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
     own prediction methods.
     """
 
+    # The "?" link of the HTML repr (scikit-learn's _HTMLDocumentationLinkMixin) opens the
+    # estimator's API page of the docs site (docs/, `make docs`): api/generated/sknd.<Name>.html.
+    _doc_link_module = "sknd"
+    _doc_link_template = (
+        "https://sknd.readthedocs.io/en/latest/api/generated/"
+        "{estimator_module}.{estimator_name}.html"
+    )
+
     _parameter_constraints = {
         "depth": [Interval(Integral, 2, None, closed="left")],
         "architecture": [StrOptions(set(ARCHITECTURES))],

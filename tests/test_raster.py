@@ -3,12 +3,9 @@
 import threading
 import warnings
 
-import dask
-import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
-import xarray as xr
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -16,6 +13,11 @@ from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier, NDRegressor, NDTransformer, _evaluator, raster
 from sknd._pixels import pixel_function
+
+# xarray and dask (the raster extra) are optional: without them this module is skipped.
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+xr = pytest.importorskip("xarray")
 
 BANDS = ["blue", "green", "red", "nir"]
 
