@@ -30,7 +30,7 @@ import torch
 from sklearn.metrics import r2_score
 
 from sknd import NDRegressor
-from sknd._base import MAX_DEFAULT_HIDDEN_UNITS
+from sknd.networks import MAX_DEFAULT_HIDDEN_UNITS
 
 
 def hyperspectral(n_samples=776, n_bands=250, seed=0):

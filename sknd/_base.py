@@ -18,10 +18,11 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 from skorch.helper import predefined_split
 
-from . import __version__
+from . import __version__, _recipe
 from ._adam import FlatAdam
 from ._formula import VARIANTS
-from ._screening import n_pairs_to_keep, screen_pairs
+from ._recipe import RECIPES
+from ._screening import auto_pair_budget, n_pairs_to_keep, screen_pairs
 from ._tasks import ClassificationTask
 from ._threads import torch_threads
 from ._training import (
@@ -43,22 +44,17 @@ from ._validation import (
 )
 from .bands import band_pair_indices, resolve_bands
 from .inspection import export_formulas, index_table
-from .networks import ARCHITECTURES, build_network, describe, first_nd_layer
+from .networks import (
+    ARCHITECTURES,
+    build_network,
+    default_hidden_units,
+    describe,
+    first_nd_layer,
+    forward_rows,
+)
 from .nn import all_pairs, resolve_pairs
 
 __all__ = []
-
-#: Bounds of the default hidden width. The paper's width (one unit per band pair) grows
-#: quadratically with the number of bands: 250 bands would give 31,125 x 31,125 hidden
-#: layers. With 2 or 3 bands it would give a 1- or 3-unit ReLU layer that easily dies.
-#: Set ``hidden_units`` explicitly to go outside these bounds.
-MIN_DEFAULT_HIDDEN_UNITS = 8
-MAX_DEFAULT_HIDDEN_UNITS = 256
-
-
-def default_hidden_units(n_pairs):
-    """Hidden width used when ``hidden_units=None``: ``n_pairs`` clipped to the bounds above."""
-    return int(np.clip(n_pairs, MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS))
 
 
 #: Range of ``epsilon``. Below about 5e-20 its square underflows float32 and all-zero
@@ -169,6 +165,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         "bands": ["array-like", None],
         "sensor": [str, None],
         "passthrough": ["boolean"],
+        "recipe": [StrOptions(set(RECIPES))],
     }
 
     # As scikit-learn's BaseMultilayerPerceptron: no defaults here, each public estimator
@@ -196,6 +193,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         bands,
         sensor,
         passthrough,
+        recipe,
     ):
         self.depth = depth
         self.architecture = architecture
@@ -216,6 +214,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         self.bands = bands
         self.sensor = sensor
         self.passthrough = passthrough
+        self.recipe = recipe
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -355,7 +354,9 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         X_train, c_train, X_valid, c_valid = self._validation_split(
             X, task.encoded, task, X_val, y_val, seed
         )
-        n_keep = n_pairs_to_keep(self.pairs, len(pairs))
+        n_keep = n_pairs_to_keep(
+            self.pairs, len(pairs), auto=auto_pair_budget(n_features, task.n_outputs)
+        )
         if n_keep is not None:
             # Scored on the training part only: the validation data stays unseen until
             # early stopping looks at it.
@@ -368,6 +369,8 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 variant=self.variant,
                 epsilon=self.epsilon,
             )
+        # sknd's default recipe (sknd._recipe) conditions networks with an ND layer.
+        recipe = self.recipe == "sknd" and self.architecture != "mlp"
         hidden_units = self.hidden_units
         if hidden_units is None:
             hidden_units = default_hidden_units(len(pairs))
@@ -386,9 +389,6 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             )
             train_split = predefined_split(valid_data)
             callbacks.append(("valid_score", ValidationScore(task.score)))
-            if self.early_stopping:
-                stopper = EarlyStopping(task.monitor, task.lower_is_better, self.patience)
-                callbacks.append(("early_stopping", stopper))
 
         cuda_devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
         # Weights are drawn from torch's global generator: seed it inside fork_rng (the
@@ -407,8 +407,21 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 epsilon=self.epsilon,
                 variant=self.variant,
                 passthrough=self._passthrough_scaling(X_train),
+                standardize=recipe,
             )
+        rows = _chunk_rows(module)
         with torch_threads(1):
+            start_score = None
+            if recipe:
+                _recipe.prepare(module, X_train, self._convex_target(task, c_train), task, rows)
+                if X_valid is not None:
+                    target = valid_data.y.cpu()
+                    start_score = _recipe.start_score(module, X_valid, target, task, rows)
+            if X_valid is not None and self.early_stopping:
+                stopper = EarlyStopping(
+                    task.monitor, task.lower_is_better, self.patience, start_score=start_score
+                )
+                callbacks.append(("early_stopping", stopper))
             net = Net(
                 module=module,
                 criterion=task.criterion,
@@ -422,15 +435,28 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 iterator_train__shuffle=True,
                 iterator_train__generator=torch.Generator().manual_seed(seed),
                 iterator_valid=TensorBatches,
-                iterator_valid__batch_size=_chunk_rows(module),
+                iterator_valid__batch_size=rows,
                 callbacks=callbacks,
                 device=device,
                 verbose=self.verbose,
             )
             net.fit(train_data, None)
+            if recipe:
+                X_all, c_all = X_train, c_train
+                if X_valid is not None:
+                    X_all = np.concatenate([X_train, X_valid])
+                    c_all = np.concatenate([c_train, c_valid])
+                _recipe.refit(net.module_, X_all, self._convex_target(task, c_all), task, rows)
 
         self._set_fitted_state(net, task, pairs, X_train)
         return self
+
+    @staticmethod
+    def _convex_target(task, encoded):
+        """What the recipe's convex fits learn: class codes, or standardized targets."""
+        if isinstance(task, ClassificationTask):
+            return encoded
+        return task.target_tensor(encoded).double().numpy()
 
     def _passthrough_scaling(self, X_train):
         """``(mean, scale)`` of the training bands for the raw passthrough, or None."""
@@ -463,9 +489,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         stopper = dict(net.callbacks_).get("early_stopping")
         if stopper is not None and stopper.best_epoch_ is not None:
             self.best_epoch_ = stopper.best_epoch_
-            self.best_validation_score_ = float(
-                history["valid_score"].iloc[stopper.best_epoch_ - 1]
-            )
+            self.best_validation_score_ = float(stopper.best_score_)
         else:
             self.best_epoch_ = None
             self.best_validation_score_ = (
@@ -506,11 +530,16 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
 
         An index that varies little on the data, or whose value the next layer
         ignores, cannot drive the prediction; the product ranks indices by how
-        much they can move the next layer's pre-activations.
+        much they can move the next layer's pre-activations. The spread is that
+        of what the next dense layer sees (the standardized outputs under the
+        default recipe).
         """
-        first_block = self._run_module(X, self._module[0])
-        weight = self._module[1].weight.detach().cpu().double().numpy()
-        return np.linalg.norm(weight, axis=0) * first_block.astype(np.float64).std(axis=0)
+        records = describe(self._module)
+        dense = next(i for i, layer in enumerate(records) if i > 0 and layer.kind == "linear")
+        before = torch.nn.Sequential(*(layer.module for layer in records[:dense]))
+        features = self._run_module(X, before)
+        weight = records[dense].module.weight.detach().cpu().double().numpy()
+        return np.linalg.norm(weight, axis=0) * features.astype(np.float64).std(axis=0)
 
     # ------------------------------------------------------------------ inference
     def _inference_device(self):
@@ -518,17 +547,14 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         return torch.device(device)
 
     def _run_module(self, X, module=None):
-        """Forward ``X`` (a validated array) through ``module`` (default: the whole net)."""
+        """Forward ``X`` (a validated array) through ``module`` (default: the whole net).
+
+        In float64 (see :func:`sknd.networks.forward_rows`), on the inference device.
+        """
         module = self._module if module is None else module
-        device = self._inference_device()
-        self._module.to(device)
-        outputs = []
-        with torch.no_grad(), torch_threads(1):
-            rows = _chunk_rows(self._module)
-            for start in range(0, len(X), rows):
-                chunk = torch.tensor(X[start : start + rows], dtype=torch.float32, device=device)
-                outputs.append(module(chunk).cpu())
-        return torch.cat(outputs).numpy()
+        self._module.to(self._inference_device())
+        with torch_threads(1):
+            return forward_rows(module, X, _chunk_rows(self._module))
 
     def _fast_evaluator(self, method):
         """A fast evaluator of ``method`` on pixel tables, or None (internal hook).

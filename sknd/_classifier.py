@@ -64,7 +64,7 @@ class NDClassifier(ClassifierMixin, BaseND):
         hidden_units=None,
         epsilon=1e-6,
         variant="reflectance",
-        pairs="all",
+        pairs="auto",
         lr=0.01,
         weight_decay=1e-4,
         batch_size=32,
@@ -78,6 +78,7 @@ class NDClassifier(ClassifierMixin, BaseND):
         bands=None,
         sensor=None,
         passthrough=False,
+        recipe="sknd",
     ):
         super().__init__(
             depth=depth,
@@ -99,6 +100,7 @@ class NDClassifier(ClassifierMixin, BaseND):
             bands=bands,
             sensor=sensor,
             passthrough=passthrough,
+            recipe=recipe,
         )
 
     def __sklearn_tags__(self):

@@ -107,8 +107,15 @@ class FastNetwork:
 
         Raises ``NotImplementedError`` for a layer kind without a numpy step.
         """
-        steps = _fuse([_step(record, n_features) for record in records])
-        return cls(steps, finish, np.dtype(np.float32), **checks)
+        steps = []
+        for record in records:
+            if record.kind == "linear" and steps and isinstance(steps[-1], _StandardizeStep):
+                # One dense layer, so that an ND layer followed by a narrow output layer
+                # still runs as one compiled kernel (_NDDenseStep).
+                steps[-1] = _LinearStep(*steps[-1].fold_into(*_linear_weights(record.module)))
+            else:
+                steps.append(_step(record, n_features))
+        return cls(_fuse(steps), finish, np.dtype(np.float32), **checks)
 
     @classmethod
     def for_indices(cls, pairs, a, c, n_features, epsilon, variant, **checks):
@@ -369,6 +376,29 @@ class _PassthroughStep(_Step):
         return out
 
 
+class _StandardizeStep(_Step):
+    """``(x - mean) / scale`` (a ``Standardize`` layer not followed by a dense layer)."""
+
+    width = 0
+
+    def __init__(self, mean, scale):
+        self.weights = (mean, scale)
+
+    def fold_into(self, weight, bias):
+        """Weights of the dense layer after this one applied to the unstandardized input.
+
+        ``W ((x - m) / s) + b = (W / s) x + (b - W (m / s))``, in float64.
+        """
+        mean, scale = self.weights
+        return weight / scale, bias - weight @ (mean / scale)
+
+    def __call__(self, X, inputs, workspace):
+        mean, scale = self._cast(X.dtype)
+        out = np.subtract(X, mean, out=workspace.get((id(self), "y"), X.shape, X.dtype))
+        out /= scale
+        return out
+
+
 class _ReLUStep:
     width = 0
 
@@ -407,6 +437,9 @@ _STEPS = {
         _nd_step(record.module.nd, n_features), *_linear_weights(record.module.gate)
     ),
     "passthrough": _passthrough_step,
+    "standardize": lambda record, n_features: _StandardizeStep(
+        *(_to_numpy(buffer).ravel() for buffer in (record.module.mean, record.module.scale))
+    ),
     "linear": lambda record, n_features: _LinearStep(*_linear_weights(record.module)),
     "relu": lambda record, n_features: _ReLUStep(),
 }

@@ -202,6 +202,21 @@ class _PassthroughBlock:
         self.first.backward(grad[:, : self.width])
 
 
+class _StandardizeBlock:
+    """``(x - mean) / scale`` with fixed statistics (``Standardize``)."""
+
+    def __init__(self, record):
+        self.mean = record.module.mean
+        self.scale = record.module.scale
+
+    def forward(self, x):
+        # A new tensor: the block before may keep its output for its backward pass.
+        return torch.sub(x, self.mean).div_(self.scale)
+
+    def backward(self, grad):
+        return grad.div_(self.scale)
+
+
 #: The fused block of each kind of first layer (see sknd.networks.describe); "linear"
 #: (the MLP's first layer) and the layers after the first are _LinearBlock.
 _FIRST_BLOCKS = {
@@ -222,6 +237,8 @@ def _blocks(records, batch_size):
             relu = position + 1 < len(records) and records[position + 1].kind == "relu"
             blocks.append(_LinearBlock(record.module, relu=relu, first=first))
             position += relu
+        elif record.kind == "standardize" and not first:
+            blocks.append(_StandardizeBlock(record))
         elif first and record.kind in _FIRST_BLOCKS:
             blocks.append(_FIRST_BLOCKS[record.kind](record, batch_size))
         else:

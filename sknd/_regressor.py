@@ -58,7 +58,7 @@ class NDRegressor(RegressorMixin, BaseND):
         hidden_units=None,
         epsilon=1e-6,
         variant="reflectance",
-        pairs="all",
+        pairs="auto",
         lr=0.01,
         weight_decay=1e-4,
         batch_size=32,
@@ -72,6 +72,7 @@ class NDRegressor(RegressorMixin, BaseND):
         bands=None,
         sensor=None,
         passthrough=False,
+        recipe="sknd",
     ):
         super().__init__(
             depth=depth,
@@ -93,6 +94,7 @@ class NDRegressor(RegressorMixin, BaseND):
             bands=bands,
             sensor=sensor,
             passthrough=passthrough,
+            recipe=recipe,
         )
 
     def __sklearn_tags__(self):

@@ -94,9 +94,13 @@ class _SingleThreadedPools:
                     self.limiter = None
 
 
+# One reference count per kind of pool, shared by every context below: a BLAS limit entered
+# while another context already holds it (say, in a chunk worker thread inside one_thread)
+# must neither take a second limiter nor restore the setting when it leaves. (A second
+# limiter would record its "original" value in its own thread, where OpenBLAS may report
+# its default rather than the limit in force, and restore that on exit.)
 _single_threaded_blas = _SingleThreadedPools("blas")
-# BLAS and OpenMP alike (user_api=None limits every pool threadpoolctl knows).
-_single_threaded_pools = _SingleThreadedPools(None)
+_single_threaded_openmp = _SingleThreadedPools("openmp")
 
 
 def single_threaded_blas():
@@ -117,5 +121,5 @@ def one_thread():
     gain nothing from intra-op threads, and on a shared machine the extra threads
     of parallel tasks only fight each other. Reference-counted like the others.
     """
-    with torch_threads(1), _single_threaded_pools():
+    with torch_threads(1), _single_threaded_blas(), _single_threaded_openmp():
         yield

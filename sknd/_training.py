@@ -122,18 +122,27 @@ class EarlyStopping(Callback):
         History key to watch, e.g. ``"valid_score"`` or ``"valid_loss"``.
     lower_is_better : bool
     patience : int
+    start_score : float or None, default=None
+        Score of the starting model ("epoch 0"): training then has to beat it,
+        and the starting weights are restored if it never does
+        (``best_epoch_ = 0``). Ties keep the earlier epoch.
     """
 
-    def __init__(self, monitor, lower_is_better, patience):
+    def __init__(self, monitor, lower_is_better, patience, start_score=None):
         self.monitor = monitor
         self.lower_is_better = lower_is_better
         self.patience = patience
+        self.start_score = start_score
 
     def on_train_begin(self, net, **kwargs):
         self.best_score_ = None
         self.best_epoch_ = None
         self.best_state_ = None
         self.wait_ = 0
+        if self.start_score is not None:
+            self.best_score_ = self.start_score
+            self.best_epoch_ = 0
+            self.best_state_ = copy.deepcopy(net.module_.state_dict())
 
     def on_epoch_end(self, net, **kwargs):
         score = net.history[-1, self.monitor]

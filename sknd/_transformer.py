@@ -84,7 +84,7 @@ class NDTransformer(TransformerMixin, BaseND):
         hidden_units=None,
         epsilon=1e-6,
         variant="reflectance",
-        pairs="all",
+        pairs="auto",
         lr=0.01,
         weight_decay=1e-4,
         batch_size=32,
@@ -98,6 +98,7 @@ class NDTransformer(TransformerMixin, BaseND):
         bands=None,
         sensor=None,
         passthrough=False,
+        recipe="sknd",
     ):
         super().__init__(
             depth=depth,
@@ -119,6 +120,7 @@ class NDTransformer(TransformerMixin, BaseND):
             bands=bands,
             sensor=sensor,
             passthrough=passthrough,
+            recipe=recipe,
         )
         self.n_indices = n_indices
 

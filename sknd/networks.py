@@ -12,8 +12,10 @@ own code per layer kind. A new layer kind is added to the builder, to
 every backend against the torch forward pass and says which one lacks it.
 """
 
+import copy
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -25,9 +27,41 @@ __all__ = [
     "AttentionND",
     "Layer",
     "RawPassthrough",
+    "Standardize",
     "build_network",
+    "default_hidden_units",
     "describe",
+    "first_nd_layer",
+    "forward_rows",
 ]
+
+#: Bounds of the default hidden width. The paper's width (one unit per band pair) grows
+#: quadratically with the number of bands: 250 bands would give 31,125 x 31,125 hidden
+#: layers. With 2 or 3 bands it would give a 1- or 3-unit ReLU layer that easily dies.
+#: Set the estimators' ``hidden_units`` explicitly to go outside these bounds.
+MIN_DEFAULT_HIDDEN_UNITS = 8
+MAX_DEFAULT_HIDDEN_UNITS = 256
+
+
+def default_hidden_units(n_pairs):
+    """The estimators' hidden width for ``hidden_units=None``: ``n_pairs`` clipped to the bounds.
+
+    Parameters
+    ----------
+    n_pairs : int
+        Number of band pairs of the ND layer.
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> default_hidden_units(45), default_hidden_units(1), default_hidden_units(31_125)
+    (45, 8, 256)
+    """
+    return int(np.clip(n_pairs, MIN_DEFAULT_HIDDEN_UNITS, MAX_DEFAULT_HIDDEN_UNITS))
+
 
 #: Architectures understood by :func:`build_network`.
 ARCHITECTURES = ("nd", "attnd", "mlp")
@@ -91,6 +125,63 @@ class RawPassthrough(nn.Module):
         return torch.cat([self.first(x), (x - self.mean) / self.scale], dim=1)
 
 
+class Standardize(nn.Module):
+    """Fixed standardization ``(x - mean) / scale`` of the previous layer's outputs.
+
+    The statistics are buffers, not parameters: the number of trainable
+    parameters does not change, they travel with the network (device moves,
+    pickles), and :meth:`fit` sets them from data. sknd's default training
+    recipe puts this layer after the first block, with the statistics of the
+    classic indices on the training data: ND outputs of real reflectance often
+    span a narrow range (NDVI of crops 0.6-0.9), which the output layer and
+    Adam see as badly scaled features. Standardizing the indices keeps them
+    illumination-invariant.
+
+    Parameters
+    ----------
+    n_features : int
+        Width of the input.
+
+    Examples
+    --------
+    >>> layer = Standardize(2).fit(torch.tensor([[0.5, 1.0], [1.5, 3.0]]))
+    >>> layer(torch.tensor([[1.0, 3.0]])).tolist()
+    [[0.0, 1.0]]
+    """
+
+    def __init__(self, n_features):
+        super().__init__()
+        self.register_buffer("mean", torch.zeros(1, n_features))
+        self.register_buffer("scale", torch.ones(1, n_features))
+
+    @torch.no_grad()
+    def fit(self, outputs):
+        """Set the statistics to the mean and standard deviation of ``outputs``.
+
+        Columns that are constant (standard deviation below ``1e-6``, as
+        ``1e-6`` is the float32 resolution of values in [-1, 1]) are centred
+        but not scaled.
+
+        Parameters
+        ----------
+        outputs : torch.Tensor of shape (n_samples, n_features)
+            Outputs of the previous layer on the training data.
+
+        Returns
+        -------
+        self : Standardize
+        """
+        outputs = outputs.to(torch.float64)
+        scale = outputs.std(0, correction=0)
+        scale = torch.where(scale > 1e-6, scale, torch.ones_like(scale))
+        self.mean.copy_(outputs.mean(0, keepdim=True))
+        self.scale.copy_(scale.reshape(1, -1))
+        return self
+
+    def forward(self, x):
+        return (x - self.mean) / self.scale
+
+
 def build_network(
     architecture,
     n_features,
@@ -101,6 +192,7 @@ def build_network(
     epsilon=1e-6,
     variant="reflectance",
     passthrough=None,
+    standardize=False,
 ):
     """Build the paper's ND, AttND or MLP network.
 
@@ -127,6 +219,9 @@ def build_network(
         ``(mean, scale)`` of the input bands: wrap the first block in
         :class:`RawPassthrough` so that the standardized raw bands reach the
         next layer beside the first block's outputs. ``None``: no passthrough.
+    standardize : bool, default=False
+        Insert a :class:`Standardize` layer after the first block (with
+        identity statistics until :meth:`Standardize.fit` sets them).
 
     Returns
     -------
@@ -158,6 +253,8 @@ def build_network(
         first = RawPassthrough(first, *passthrough)
         width += n_features
     layers = [first]
+    if standardize:
+        layers.append(Standardize(width))
     for _ in range(depth - 2):
         layers += [nn.Linear(width, hidden_units), nn.ReLU()]
         width = hidden_units
@@ -166,7 +263,7 @@ def build_network(
 
 
 #: Kinds of :class:`Layer` records, see :func:`describe`.
-LAYER_KINDS = ("nd", "attnd", "passthrough", "linear", "relu")
+LAYER_KINDS = ("nd", "attnd", "passthrough", "standardize", "linear", "relu")
 
 
 @dataclass(frozen=True)
@@ -178,7 +275,8 @@ class Layer:
     kind : {"nd", "attnd", "passthrough", "linear", "relu"}
         ``"nd"``: a :class:`~sknd.nn.NormalizedDifference`; ``"attnd"``: an
         :class:`AttentionND` block; ``"passthrough"``: a
-        :class:`RawPassthrough` block; ``"linear"``: an ``nn.Linear``;
+        :class:`RawPassthrough` block; ``"standardize"``: a
+        :class:`Standardize` layer; ``"linear"``: an ``nn.Linear``;
         ``"relu"``: an ``nn.ReLU``.
     module : torch.nn.Module
         The layer itself (its parameters are the network's, not copies).
@@ -203,7 +301,8 @@ class Layer:
 
     @property
     def width(self):
-        """Number of outputs per sample (0 for ``"relu"``, which keeps its input's)."""
+        """Number of outputs per sample (0 for ``"relu"`` and ``"standardize"``, which keep
+        their input's)."""
         if self.kind in ("nd", "attnd"):
             return self.nd.n_pairs
         if self.kind == "passthrough":
@@ -237,6 +336,8 @@ def _records(module):
         return [Layer("linear", module)]
     if kind is nn.ReLU:
         return [Layer("relu", module)]
+    if kind is Standardize:
+        return [Layer("standardize", module)]
     return None
 
 
@@ -249,7 +350,8 @@ def describe(module):
         A network as :func:`build_network` returns it: an ``nn.Sequential``
         whose first element is the ND layer, the AttND block, a
         :class:`RawPassthrough` block or the MLP's ``Linear + ReLU`` block,
-        followed by ``Linear`` and ``ReLU`` layers.
+        optionally followed by a :class:`Standardize` layer, then ``Linear``
+        and ``ReLU`` layers.
 
     Returns
     -------
@@ -274,6 +376,15 @@ def describe(module):
 def first_nd_layer(module):
     """The ND layer of a network's first block, or None (the MLP, or an unknown network).
 
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A network, see :func:`describe`.
+
+    Returns
+    -------
+    sknd.nn.NormalizedDifference or None
+
     Examples
     --------
     >>> first_nd_layer(build_network("attnd", 3, 1)).n_pairs
@@ -283,3 +394,41 @@ def first_nd_layer(module):
     """
     records = describe(module)
     return None if records is None else records[0].nd
+
+
+def forward_rows(module, X, rows):
+    """``module`` applied to the rows of the numpy table ``X`` in float64, ``rows`` at a time.
+
+    A float64 copy of ``module`` runs on the module's device without gradients: a row's
+    outputs then do not depend on the other rows of the table (float32 matrix products
+    differ in the last bit with a row's position in the batch, which a trained output layer
+    can amplify), and float64 inputs keep their precision.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        Any network or part of one.
+    X : ndarray of shape (n_samples, n_features)
+        Inputs.
+    rows : int
+        Rows per forward pass (bounds the intermediates).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_outputs), float64
+
+    Examples
+    --------
+    >>> net = build_network("nd", n_features=3, n_outputs=1)
+    >>> forward_rows(net, np.ones((5, 3)), rows=2).shape
+    (5, 1)
+    """
+    parameter = next(iter(module.parameters()), None)
+    device = parameter.device if parameter is not None else torch.device("cpu")
+    module = copy.deepcopy(module).double()
+    chunks = []
+    with torch.no_grad():
+        for start in range(0, max(len(X), 1), rows):
+            chunk = torch.tensor(X[start : start + rows], dtype=torch.float64, device=device)
+            chunks.append(module(chunk).cpu())
+    return torch.cat(chunks).numpy()

@@ -70,7 +70,7 @@ TASKS = {  # criterion and number of outputs
 N_BANDS = 5
 
 
-def _network(architecture, variant, task, passthrough, depth):
+def _network(architecture, variant, task, passthrough, depth, standardize=False):
     generator = torch.Generator().manual_seed(0)
     X = torch.rand(64, N_BANDS, generator=generator) + 0.05
     if variant != "reflectance":
@@ -91,28 +91,37 @@ def _network(architecture, variant, task, passthrough, depth):
         hidden_units=6,
         variant=variant,
         passthrough=(X.mean(0).numpy(), X.std(0).numpy()) if passthrough else None,
+        standardize=standardize,
     )
     with torch.no_grad():  # move the band weights away from their all-equal start
         for name, p in module.named_parameters():
             if name.endswith((".a", ".c")):
                 p.normal_(0, 0.5, generator=generator)
+        if standardize:
+            module[1].fit(module[0](X))
     return module, X, y, criterion
 
 
 BACKEND_CASES = [
-    pytest.param(architecture, variant, task, passthrough, depth,
-                 id=f"{architecture}-{variant}-{task}{'-raw' if passthrough else ''}-d{depth}")
+    pytest.param(architecture, variant, task, passthrough, depth, standardize,
+                 id=f"{architecture}-{variant}-{task}{'-raw' if passthrough else ''}"
+                 f"{'-std' if standardize else ''}-d{depth}")
     for architecture in ARCHITECTURES
     for variant in VARIANTS
     for task in TASKS
     for passthrough in (False, True)
+    for standardize in (False, True)
     for depth in (2, 3)
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("architecture, variant, task, passthrough, depth", BACKEND_CASES)
-def test_every_backend_agrees_with_autograd(architecture, variant, task, passthrough, depth):
-    module, X, y, criterion = _network(architecture, variant, task, passthrough, depth)
+@pytest.mark.parametrize(
+    "architecture, variant, task, passthrough, depth, standardize", BACKEND_CASES
+)
+def test_every_backend_agrees_with_autograd(
+    architecture, variant, task, passthrough, depth, standardize
+):
+    module, X, y, criterion = _network(architecture, variant, task, passthrough, depth, standardize)
     records = describe(module)
     assert records is not None, "sknd.networks.describe does not know this network"
 

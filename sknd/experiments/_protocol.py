@@ -13,9 +13,9 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from .._base import default_hidden_units
 from .._formula import softplus
 from .._threads import one_thread
+from ..networks import default_hidden_units
 from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS, illumination_check, noise_robustness
 from ._peers import PEER_LABELS, PEERS, count_parameters, make_peer
 from ._progress import Progress

@@ -1,0 +1,116 @@
+"""sknd's default training recipe (``recipe="sknd"``): conditioned indices and a convex head.
+
+Under the paper's recipe a depth-2 ND network, which starts *at* the classic indices and
+can represent "logistic regression on all classic indices", stops on a plateau below that
+model (forest type: 87.2 against 88.9). The steps below close the gap; each was measured
+on the shipped data and synthetic tasks (benchmarks/bench_recipe.py,
+benchmarks/results_issue11/README.md, docs/training.md):
+
+1. **Conditioning.** A :class:`~sknd.networks.Standardize` layer after the first block,
+   with the mean and standard deviation of its outputs on the training data at
+   initialisation (the classic indices). ND outputs of real reflectance span narrow
+   ranges; Adam and the output layer then see well-scaled features. The statistics are
+   buffers: trainable parameter counts and illumination invariance do not change.
+2. **Convex warm start.** At depth 2 the output layer starts from the convex fit on the
+   standardized classic indices: logistic regression (``C=1``) for classes, ridge
+   regression (``alpha=1``) on the standardized targets for regression.
+3. **Epoch 0.** Early stopping scores the starting model before the first update, so
+   training can never end below it (``best_epoch_ = 0``: the start was best).
+4. **Convex refit.** After early stopping, the output layer is refitted by the same convex
+   fit on the learned (standardized) indices of the training *and* validation rows, with
+   the band weights frozen, starting from the trained layer: the network trains on
+   70/90 of the rows, a convex fit uses them all.
+
+Standardization alone (without 2) lost 2.5-3.4 points on two data sets; separate learning
+rates, plateau schedules and capped convex fits did not help (see the report).
+"""
+
+import warnings
+
+import numpy as np
+import torch
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression, Ridge
+
+from ._tasks import ClassificationTask
+from .networks import describe, forward_rows
+
+__all__ = []
+
+#: Values of the estimators' ``recipe`` parameter.
+RECIPES = ("sknd", "paper")
+
+# Regularisation of the convex fits, as measured: C=10 lost a point on one task.
+_C = 1.0
+_ALPHA = 1.0
+# lbfgs iterations: the fits must converge (capped at 100 they lost 0.8-1.1 points).
+_MAX_ITER = 2000
+
+
+def _parts(module):
+    """``(first block, Standardize layer, output layer or None)`` of a recipe network.
+
+    The output layer is the one right after the standardization when it is the last
+    layer (depth 2); deeper networks have hidden layers in between.
+    """
+    records = describe(module)
+    standardize = records[1].module
+    output = records[2].module if len(records) == 3 and records[2].kind == "linear" else None
+    return records[0].module, standardize, output
+
+
+def _convex_fit(features, target, task, output):
+    """Fit ``output`` (an ``nn.Linear``) as a convex model of ``features``, in place.
+
+    Starts from the layer's current weights. Leaves the layer unchanged when the fit is
+    not possible (a class missing from the rows) or not finite.
+    """
+    weight = output.weight.detach().cpu().double().numpy()
+    bias = output.bias.detach().cpu().double().numpy()
+    if isinstance(task, ClassificationTask):
+        model = LogisticRegression(C=_C, max_iter=_MAX_ITER, warm_start=True)
+        model.coef_, model.intercept_ = weight, bias
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            try:
+                model.fit(features, target)
+            except ValueError:  # a single class among the rows
+                return
+        if len(model.classes_) != len(task.classes):
+            return
+    else:
+        model = Ridge(alpha=_ALPHA).fit(features, target)
+    new_weight = np.asarray(model.coef_, dtype=np.float64).reshape(weight.shape)
+    new_bias = np.asarray(model.intercept_, dtype=np.float64).reshape(bias.shape)
+    if not (np.isfinite(new_weight).all() and np.isfinite(new_bias).all()):
+        return
+    with torch.no_grad():
+        output.weight.copy_(torch.as_tensor(new_weight))
+        output.bias.copy_(torch.as_tensor(new_bias))
+
+
+def prepare(module, X_train, target_train, task, rows):
+    """Steps 1 and 2: standardize the first block's outputs, warm-start the output layer.
+
+    ``target_train`` is what the convex fit learns: class codes, or the standardized
+    regression targets.
+    """
+    first, standardize, output = _parts(module)
+    features = forward_rows(first, X_train, rows)
+    standardize.fit(torch.as_tensor(features))
+    if output is not None:
+        _convex_fit(forward_rows(torch.nn.Sequential(first, standardize), X_train, rows),
+                    target_train, task, output)  # fmt: skip
+
+
+def refit(module, X, target, task, rows):
+    """Step 4: refit the output layer on the learned indices of ``X`` (all rows)."""
+    first, standardize, output = _parts(module)
+    if output is not None:
+        features = forward_rows(torch.nn.Sequential(first, standardize), X, rows)
+        _convex_fit(features, target, task, output)
+
+
+def start_score(module, X_valid, target_valid, task, rows):
+    """Step 3: the validation score of the starting model."""
+    return float(task.score(target_valid, torch.as_tensor(forward_rows(module, X_valid, rows))))

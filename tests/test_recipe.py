@@ -1,0 +1,146 @@
+"""sknd's default training recipe (sknd._recipe) and the default pair budget."""
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from sknd import NDClassifier, NDRegressor, NDTransformer
+from sknd._formula import classic_index
+from sknd._screening import AUTO_PARAMETER_SHARE, auto_pair_budget
+from sknd.networks import Standardize, build_network, default_hidden_units, describe
+from sknd.nn import all_pairs
+
+
+def _spectra(n_samples=300, n_bands=5, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.uniform(0.05, 0.6, size=(n_samples, n_bands))
+
+
+def _classes(X, n_classes=2, seed=0):
+    # Classes from a noisy asymmetric index of bands 1 and 3.
+    rng = np.random.default_rng(seed)
+    index = (2.0 * X[:, 3] - X[:, 1]) / (2.0 * X[:, 3] + X[:, 1])
+    index = index + rng.normal(0, 0.05, len(X))
+    return np.digitize(index, np.quantile(index, np.linspace(0, 1, n_classes + 1)[1:-1]))
+
+
+def _kinds(model):
+    return [layer.kind for layer in describe(model._module)]
+
+
+def test_default_recipe_standardizes_the_first_block_and_paper_recipe_does_not():
+    X = _spectra()
+    y = _classes(X)
+    default = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
+    paper = NDClassifier(max_epochs=5, random_state=0, recipe="paper").fit(X, y)
+    assert _kinds(default) == ["nd", "standardize", "linear"]
+    assert _kinds(paper) == ["nd", "linear"]
+    # Buffers, not parameters: the paper's parameter counts hold under both recipes.
+    assert default.n_parameters_ == paper.n_parameters_ == 2 * 10 + 10 + 1
+    mlp = NDClassifier(architecture="mlp", max_epochs=2, random_state=0).fit(X, y)
+    assert _kinds(mlp) == ["linear", "relu", "linear"]
+
+
+def test_warm_start_is_the_logistic_regression_on_standardized_classic_indices():
+    # With no epoch to train and no validation split, the model is the warm start refitted
+    # on the same rows: the logistic regression on the standardized classic indices.
+    X = _spectra()
+    y = _classes(X, n_classes=3)
+    model = NDClassifier(max_epochs=1, lr=1e-12, early_stopping=False, random_state=0)
+    model.fit(X, y)
+    features = classic_index(X, all_pairs(5), epsilon=1e-6 / np.log(2))
+    reference = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000))
+    reference.fit(features, y)
+    # Both fits stop at lbfgs's tolerance, from different starts: equal to ~1e-3.
+    np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(features), atol=5e-3)
+
+
+def test_start_model_is_restored_when_training_never_beats_it():
+    X = _spectra()
+    y = _classes(X)
+    # lr so small that no epoch changes the validation accuracy: epoch 0 stays best.
+    model = NDClassifier(lr=1e-9, max_epochs=3, patience=2, random_state=0).fit(X, y)
+    assert model.best_epoch_ == 0
+    np.testing.assert_array_equal(model.coef_a_, 0)
+    np.testing.assert_array_equal(model.coef_c_, 0)
+    assert model.n_iter_ == 2  # patience 2 after epoch 0
+
+
+def test_early_stopping_never_ends_below_the_start():
+    X = _spectra(n_samples=400, seed=1)
+    y = _classes(X, seed=1)
+    model = NDClassifier(max_epochs=40, random_state=0).fit(X, y)
+    scores = [s for s in model.validation_scores_ if np.isfinite(s)]
+    assert model.best_validation_score_ >= max(scores)
+
+
+def test_regression_warm_start_is_ridge_on_standardized_targets():
+    X = _spectra(n_bands=4)
+    y = 50 + 10 * (X[:, 0] - X[:, 2]) / (X[:, 0] + X[:, 2])
+    model = NDRegressor(max_epochs=1, lr=1e-12, early_stopping=False, random_state=0).fit(X, y)
+    features = StandardScaler().fit_transform(
+        classic_index(X, all_pairs(4), epsilon=1e-6 / np.log(2))
+    )
+    target = (y - y.mean()) / y.std()
+    expected = Ridge(alpha=1.0).fit(features, target).predict(features) * y.std() + y.mean()
+    np.testing.assert_allclose(model.predict(X), expected, rtol=1e-4)
+
+
+@pytest.mark.parametrize("estimator", [NDClassifier, NDTransformer])
+@pytest.mark.parametrize("architecture", ["nd", "attnd"])
+def test_default_recipe_keeps_illumination_invariance(estimator, architecture):
+    X = _spectra()
+    y = _classes(X)
+    if architecture == "attnd" and estimator is NDClassifier:
+        pytest.skip("the AttND gate reads the raw bands: not illumination-invariant")
+    model = estimator(architecture=architecture, max_epochs=5, random_state=0).fit(X, y)
+    method = model.predict_proba if estimator is NDClassifier else model.transform
+    np.testing.assert_allclose(method(X * 7.5), method(X), rtol=1e-5, atol=1e-6)
+
+
+def test_standardize_layer_fits_and_guards_constant_columns():
+    layer = Standardize(3).fit(torch.tensor([[0.1, 2.0, 5.0], [0.3, 4.0, 5.0]]))
+    torch.testing.assert_close(layer.mean, torch.tensor([[0.2, 3.0, 5.0]]))
+    torch.testing.assert_close(layer.scale, torch.tensor([[0.1, 1.0, 1.0]]))  # constant: 1
+    assert sum(p.numel() for p in layer.parameters()) == 0
+    net = build_network("nd", 4, 1, standardize=True)
+    assert [type(m).__name__ for m in net] == ["NormalizedDifference", "Standardize", "Linear"]
+
+
+def test_recipe_fits_are_reproducible_and_finite_on_tiny_data():
+    X = _spectra(n_samples=12, n_bands=3)
+    y = np.array([0, 1, 2] * 4)
+    first = NDClassifier(max_epochs=3, random_state=0).fit(X, y)
+    second = NDClassifier(max_epochs=3, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(first.predict_proba(X), second.predict_proba(X))
+    assert np.isfinite(first.predict_proba(X)).all()
+
+
+# --------------------------------------------------------------- default pair budget
+@pytest.mark.parametrize("n_bands", [10, 20, 30, 49, 50, 75, 100, 150, 200, 300])
+@pytest.mark.parametrize("n_classes", [2, 3, 5, 10])
+def test_auto_pairs_keep_depth_2_nd_within_30_percent_of_the_mlp(n_bands, n_classes):
+    n_outputs = 1 if n_classes == 2 else n_classes
+    n_pairs = auto_pair_budget(n_bands, n_outputs)
+    nd = 2 * n_pairs + n_pairs * n_outputs + n_outputs
+    hidden = default_hidden_units(n_bands * (n_bands - 1) // 2)
+    mlp = hidden * (n_bands + 1) + hidden * n_outputs + n_outputs
+    if n_classes == 2 or n_bands >= 50:
+        assert nd <= AUTO_PARAMETER_SHARE * mlp
+    if n_bands < 50:  # below 50 bands every pair is kept
+        assert n_pairs == n_bands * (n_bands - 1) // 2
+
+
+def test_auto_pairs_on_fitted_models_match_the_budget():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.05, 0.6, size=(120, 60))
+    y = np.arange(120) % 5
+    model = NDClassifier(max_epochs=1, random_state=0).fit(X, y)
+    mlp = NDClassifier(architecture="mlp", max_epochs=1, random_state=0).fit(X, y)
+    assert len(model.pairs_) == auto_pair_budget(60, 5) < 60 * 59 // 2
+    assert model.n_parameters_ <= AUTO_PARAMETER_SHARE * mlp.n_parameters_
+    every = NDClassifier(pairs="all", max_epochs=1, random_state=0).fit(X[:, :12], y)
+    assert len(every.pairs_) == 66
