@@ -172,7 +172,12 @@ def _write(out, op, left, right):
 
 def smooth_abs(x, epsilon):
     """``sqrt(x**2 + epsilon)`` without overflowing ``x**2`` (float32 overflows above 1.8e19)."""
-    return torch.hypot(x, x.new_tensor(math.sqrt(epsilon)))
+    floor = math.sqrt(epsilon)
+    if torch.compiler.is_exporting():
+        # ONNX has no hypot: the same scaled form, m sqrt((x/m)^2 + (floor/m)^2), in basic ops.
+        scale = x.abs().clamp(min=floor)
+        return scale * torch.sqrt(torch.square(x / scale) + torch.square(floor / scale))
+    return torch.hypot(x, x.new_tensor(floor))
 
 
 def layer_input(x, variant, epsilon):
@@ -243,9 +248,9 @@ def gather_backward(grad, out, denominator, gathered, wk, plan, need_input, h=No
     gdn = out.mul_(gd)
     positions = gd.shape[2:]
     if h is None:
-        h = gd.new_empty(len(gd), len(plan.gather_index), *positions)
+        h = gd.new_empty(gd.shape[0], len(plan.gather_index), *positions)
     if plan.signed:
-        hv = h.view(len(gd), 2, 2, p, *positions)
+        hv = h.view(gd.shape[0], 2, 2, p, *positions)
         hv[:, 0] = gd.unsqueeze(1)
         hv[:, 1] = gdn.unsqueeze(1)
     else:
@@ -254,7 +259,7 @@ def gather_backward(grad, out, denominator, gathered, wk, plan, need_input, h=No
         _write(h2, torch.add, gd, gdn)
     grad_u = None
     if need_input:
-        grad_u = h.new_zeros(len(h), plan.n_inputs, *positions)
+        grad_u = h.new_zeros(h.shape[0], plan.n_inputs, *positions)
         grad_u.index_add_(1, plan.gather_index, h * _by_column(wk * plan.gather_sign, h))
     grad_wk = _sum_but_columns(h.mul_(gathered)).mul_(plan.gather_sign)
     grad_w2 = grad_wk[: 2 * p] + grad_wk[2 * p :] if plan.signed else grad_wk
@@ -279,7 +284,7 @@ def matmul_forward(u, weight, plan):
         denominator = torch.addmm(plan.epsilon_row, u, weight[1])
     else:  # (rows, bands, positions): a 1 x 1 convolution, weight.T @ u per row
         numerator = torch.matmul(weight[0].t(), u)
-        per_row = weight[1].t().expand(len(u), -1, -1)
+        per_row = weight[1].t().expand(u.shape[0], -1, -1)
         denominator = torch.baddbmm(plan.epsilon_row.unsqueeze(-1), per_row, u)
     return numerator.div_(denominator), denominator
 

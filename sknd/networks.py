@@ -73,7 +73,7 @@ class AttentionND(nn.Module):
             gate = self.gate(table)
         else:  # the Linear at every position: a 1 x 1 convolution, without transposing x
             gate = torch.baddbmm(
-                self.gate.bias.unsqueeze(-1), self.gate.weight.expand(len(table), -1, -1), table
+                self.gate.bias.unsqueeze(-1), self.gate.weight.expand(table.shape[0], -1, -1), table
             )
         return values * torch.sigmoid(unband(gate, x.shape, dim))
 
