@@ -35,6 +35,10 @@ against autograd:
   :mod:`sknd._kernels`): raster prediction of fitted models, 3.5x faster per
   pixel than torch. Pinned by tests/test_networks.py (torch forward equals
   both, for every architecture, variant and task).
+- ONNX models (:func:`sknd.onnx.to_onnx`): no copy of the formula, the
+  exporter traces the :mod:`sknd._nd_torch` forward (whose smooth ``|b|``
+  avoids ``hypot``, which ONNX lacks, while exporting). Pinned by
+  tests/test_onnx.py (onnxruntime equals the estimators' methods).
 - formula strings (numpy, Earth Engine, LaTeX, text) written by
   :func:`sknd.inspection.export_formulas`, pinned by tests/test_inspection.py
   (the exported numpy formula reproduces ``transform``).
