@@ -575,6 +575,14 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             records, self.n_features_in_, getattr(self._task, finish), **self._pixel_checks()
         )
 
+    def _export_network(self):
+        """``(network, task)`` for :mod:`sknd.onnx` (internal hook): a CPU copy in eval mode.
+
+        ``network`` maps float32 band rows to the raw outputs that ``task``
+        decodes (``task.proba``, ``task.decode``).
+        """
+        return copy.deepcopy(self._module).cpu().eval(), self._task
+
     def _pixel_checks(self):
         """What :class:`sknd._evaluator.FastNetwork` checks pixels with, as ``fit`` saw it."""
         return dict(
