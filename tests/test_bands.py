@@ -69,8 +69,10 @@ def test_sentinel2_preset_is_complete_and_ordered():
 def test_all_presets_use_the_common_vocabulary():
     for key, preset in SENSORS.items():
         assert get_sensor(key) is preset
+        commons = [common for _, common, _ in preset.bands if common is not None]
+        assert len(commons) == len(set(commons)), key  # a common name means one band
         for _, common, wavelength in preset.bands:
-            assert common in COMMON_NAMES
+            assert common is None or common in COMMON_NAMES
             assert wavelength > 300
 
 
