@@ -479,6 +479,11 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
             f"{band.name!r} ({band.common_name or 'no common name'})" for band in missing
         )
         hint = "" if image_sensor else "; name the image's sensor (sensor=) if it has a preset"
+        if any(band.common_name is None for band in missing):
+            hint += (
+                "; bands without a common name only match identical names: fit the model "
+                "with sensor= (e.g. sensor='landsat8') or name its bands by common name"
+            )
         raise ValueError(
             f"The model's band(s) {described} have no counterpart among the image's bands "
             f"{image_names}{where}{hint}."
