@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import tempfile
@@ -112,14 +111,18 @@ def fit_model(path):
 
 
 def run_command(model, scene, out, extra):
+    """Wall time and peak resident memory of ``python -m sknd.raster`` as a new process."""
     start = time.perf_counter()
     command = [sys.executable, "-m", "sknd.raster", str(model), str(scene), str(out), *extra]
-    done = subprocess.run(command, capture_output=True, text=True)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # wait4 gives this child's own rusage (RUSAGE_CHILDREN would be the maximum over
+    # every child so far, the in-memory run's included).
+    _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"command failed ({done.returncode}): {done.stderr}")
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
-    return wall, peak
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"command failed: {process.stderr.read().decode()}")
+    process.stderr.close()
+    return wall, usage.ru_maxrss * 1024
 
 
 _IN_MEMORY = """

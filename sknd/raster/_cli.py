@@ -258,12 +258,14 @@ def _process(src, dst, func, spec, args, *, nodata, columns):
     windows = list(_strips(src, rows))
     progress = _progress(src.height, disable=args.no_progress)
     with progress as bar, ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as writer:
-        pending_read = reader.submit(src.read, window=windows[0])
+        # Only the bands the model uses are read, in the model's order.
+        indexes = None if columns is None else [column + 1 for column in columns]
+        pending_read = reader.submit(src.read, indexes, window=windows[0])
         pending_write = None
         for index, window in enumerate(windows):
             data = pending_read.result()  # (bands, rows, width)
             if index + 1 < len(windows):
-                pending_read = reader.submit(src.read, window=windows[index + 1])
+                pending_read = reader.submit(src.read, indexes, window=windows[index + 1])
             out = np.empty(spec.tail + data.shape[1:], dtype=spec.dtype)
             apply_pixels(
                 np.moveaxis(data, 0, -1),
@@ -273,7 +275,6 @@ def _process(src, dst, func, spec, args, *, nodata, columns):
                 chunk_pixels=65_536,
                 nodata=nodata,
                 n_jobs=n_jobs,
-                columns=columns,
             )
             if pending_write is not None:
                 pending_write.result()
