@@ -16,6 +16,7 @@ model's (the message says which).
 
 import argparse
 import contextlib
+import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,6 +31,7 @@ __all__ = []
 # overhead vanishes, small enough that two strips of a 10-band float scene stay
 # in the hundreds of megabytes.
 _STRIP_PIXELS = 4_000_000
+_GDAL_CACHE_BYTES = 64 * 2**20
 _METHODS = {"class": "predict", "proba": "predict_proba", "indices": "transform"}
 
 
@@ -93,6 +95,14 @@ def _run(args):
         import rasterio
     except ImportError as exc:
         raise CommandError("the command needs rasterio: pip install 'sknd[geo]'") from exc
+    # Every block is read and written once, strip by strip: GDAL's block cache (5 % of the
+    # RAM by default) would only hold finished blocks. A user's GDAL_CACHEMAX wins.
+    options = {} if "GDAL_CACHEMAX" in os.environ else {"GDAL_CACHEMAX": _GDAL_CACHE_BYTES}
+    with rasterio.Env(**options):
+        _run_in_env(args, rasterio)
+
+
+def _run_in_env(args, rasterio):
     what = "proba" if args.proba else "indices" if args.indices else "class"
     method = _METHODS[what]
     model = _load_model(args.model, method)
