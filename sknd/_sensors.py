@@ -166,10 +166,8 @@ class Sensor:
         return [canonical for canonical, _, _ in self.bands]
 
 
-def _landsat_prefixes():
-    return ("B", "SR_B", "ST_B")
-
-
+# Landsat Collection 2 spells surface reflectance SR_B4 and surface temperature ST_B10.
+_LANDSAT_PREFIXES = ("B", "SR_B", "ST_B")
 _S2_BANDS = (
     ("B1", "coastal", 442.7),
     ("B2", "blue", 492.4),
@@ -201,8 +199,12 @@ _L8_BANDS = (
 _S2_SOURCE = "ESA, Sentinel-2 MSI spectral responses, Sentinel-2A (COPE-GSEG-EOPG-TN-15-0007)"
 _USGS_SOURCE = "USGS, What are the band designations for the Landsat satellites?"
 _HLS_SOURCE = "Masek et al. (2021), HLS Product User Guide v2.0, NASA LP DAAC"
-# STAC and spyndex call the only (865 nm) NIR band of these sensors nir08 / N2.
-_NIR08_AS_NIR = lambda band: (("nir08", band), ("n2", band))  # noqa: E731
+
+
+def _nir08_as_nir(band):
+    """STAC and spyndex call the only (865 nm) NIR band of some sensors nir08 / N2."""
+    return (("nir08", band), ("n2", band))
+
 
 SENSORS = {
     "sentinel2": Sensor(
@@ -218,9 +220,9 @@ SENSORS = {
         key="landsat8",
         long_name="Landsat 8/9 OLI/TIRS",
         bands=_L8_BANDS,
-        prefixes=_landsat_prefixes(),
+        prefixes=_LANDSAT_PREFIXES,
         note="Collection 2 names such as SR_B4 are accepted",
-        aliases=_NIR08_AS_NIR("B5"),
+        aliases=_nir08_as_nir("B5"),
         spyndex_platforms=("landsat8", "landsat9"),
         source=_USGS_SOURCE,
     ),
@@ -237,7 +239,7 @@ SENSORS = {
             ("B7", "swir2", 2220.0),
             ("B8", "pan", 710.0),
         ),
-        prefixes=_landsat_prefixes(),
+        prefixes=_LANDSAT_PREFIXES,
         note="Collection 2 names such as SR_B3 and ST_B6 are accepted",
         aliases=(("b6_vcid_1", "B6"), ("b6_vcid_2", "B6")),
         spyndex_platforms=("landsat7",),
@@ -255,7 +257,7 @@ SENSORS = {
             ("B6", "tir", 11450.0),
             ("B7", "swir2", 2215.0),
         ),
-        prefixes=_landsat_prefixes(),
+        prefixes=_LANDSAT_PREFIXES,
         note="Collection 2 names such as SR_B3 and ST_B6 are accepted",
         spyndex_platforms=("landsat4", "landsat5"),
         source=_USGS_SOURCE,
@@ -274,7 +276,7 @@ SENSORS = {
         long_name="HLS L30 (Harmonized Landsat Sentinel-2, Landsat part)",
         bands=tuple(band for band in _L8_BANDS if band[0] != "B8"),
         note="zero-padded names such as B05 are accepted; L30 has no panchromatic band",
-        aliases=_NIR08_AS_NIR("B5"),
+        aliases=_nir08_as_nir("B5"),
         spyndex_platforms=("landsat8", "landsat9"),
         padded=True,
         source=f"{_HLS_SOURCE}; {_USGS_SOURCE}",
@@ -293,7 +295,7 @@ SENSORS = {
             ("B8", "nir", 865.0),
         ),
         note="the 8-band analytic product (PSB.SD); band 3 is green I, band 4 green",
-        aliases=_NIR08_AS_NIR("B8") + (("rededge", "B7"),),
+        aliases=_nir08_as_nir("B8") + (("rededge", "B7"),),
         spyndex_platforms=("planetscope",),
         source="Planet Labs, PlanetScope Product Specifications (2023)",
     ),
@@ -363,7 +365,7 @@ SENSORS = {
         ),
         prefixes=("B", "sur_refl_b", "Nadir_Reflectance_Band", "band"),
         note="MOD09 names such as sur_refl_b01 are accepted",
-        aliases=_NIR08_AS_NIR("B2"),
+        aliases=_nir08_as_nir("B2"),
         spyndex_platforms=("modis",),
         padded=True,
         source="NASA, MODIS specifications (band pass centres)",
