@@ -435,13 +435,14 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
     >>> mapping
     [('SR_B4', 'B04', 'red'), ('SR_B5', 'B08', 'nir')]
     """
-    image_names = [str(name) for name in image_bands]
     if isinstance(model_bands, str) or isinstance(image_bands, str):
         raise TypeError("model_bands and image_bands must be sequences of band names.")
-    if model_bands and isinstance(next(iter(model_bands)), Band):
+    image_names = [str(name) for name in image_bands]
+    model_bands = list(model_bands)
+    if all(isinstance(band, Band) for band in model_bands):
         model = tuple(model_bands)
     else:
-        model = _resolve_model(list(model_bands), model_sensor)
+        model = _resolve_model([str(name) for name in model_bands], model_sensor)
     model_names = [band.name for band in model]
     if all(name in image_names for name in model_names):
         _check_unique(model_names, image_names)

@@ -1,5 +1,6 @@
 """Tests of the band vocabulary (sensor presets and name resolution)."""
 
+import numpy as np
 import pytest
 
 from sknd._sensors import AMBIGUOUS_SENSORS, SENSOR_ALIASES, VOCABULARY
@@ -306,11 +307,16 @@ S2 = ["B02", "B03", "B04", "B08"]
 
 
 def test_match_bands_identical_names_first():
-    positions, mapping, sensor = match_bands(["nir", "red"], ["red", "green", "nir"])
+    # numpy arrays of names, as feature_names_in_ holds them
+    positions, mapping, sensor = match_bands(
+        np.array(["nir", "red"], dtype=object), np.array(["red", "green", "nir"])
+    )
     assert positions == [2, 0] and sensor is None
     assert mapping == [("nir", "nir", None), ("red", "red", None)]
     with pytest.raises(ValueError, match="more than once"):
         match_bands(["nir"], ["nir", "nir"])
+    with pytest.raises(TypeError, match="sequences"):
+        match_bands("nir", ["nir"])
 
 
 def test_match_bands_landsat8_to_sentinel2_and_back():

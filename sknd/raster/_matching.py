@@ -75,7 +75,7 @@ def band_columns(estimator, image_names, n_bands, *, bands, sensor):
             f"bands {model}. Pass bands=[...] with the image's band names to match them by "
             "name, or bands='positional' to accept positions.",
             BandMatchWarning,
-            stacklevel=4,
+            stacklevel=5,  # band_columns < _apply_ndarray or apply_dataarray < _apply < predict
         )
         return None
     positions, mapping, image_sensor = match_bands(
@@ -92,7 +92,7 @@ def band_columns(estimator, image_names, n_bands, *, bands, sensor):
         warnings.warn(
             f"Bands matched by common name from {source} to {target}: {pairs}.",
             BandMatchWarning,
-            stacklevel=4,
+            stacklevel=5,  # band_columns < _apply_ndarray or apply_dataarray < _apply < predict
         )
     if positions == list(range(n_bands)):
         return None
