@@ -52,7 +52,10 @@ def _synthetic(n_classes, n=2000, n_bands=8, seed=0):
     base = np.linspace(0.1, 0.4, n_bands)
     illum = rng.uniform(0.5, 1.5, size=(n, 1))
     X = illum * base * np.exp(rng.normal(0, 0.25, size=(n, n_bands)))
-    nd = lambda p, q: (p - q) / (p + q)
+
+    def nd(p, q):
+        return (p - q) / (p + q)
+
     score = nd(2 * X[:, 0], X[:, 3]) + 0.5 * nd(X[:, 1], 3 * X[:, 5])
     score = score + rng.normal(0, 0.03, n)
     edges = np.quantile(score, np.linspace(0, 1, n_classes + 1)[1:-1])
