@@ -251,7 +251,8 @@ NOTES_DOC = """\
     trains in float32 whatever the input, and predicts in float64 from its
     float32 weights, so that a sample's prediction does not depend on the
     other rows passed with it; half-precision training is not supported.
-    Band values must be finite and within ``[-1e15, 1e15]``, and non-negative for ``variant="reflectance"``: NaN, infinite, fill and
+    Band values must be finite and within ``[-1e15, 1e15]``, and
+    non-negative for ``variant="reflectance"``: NaN, infinite, fill and
     negative values raise a ``ValueError`` that says where they are and how to
     fix them. Training rows whose bands are all 0 (a common no-data value)
     raise a ``UserWarning``.
