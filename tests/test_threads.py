@@ -1,6 +1,7 @@
 """The thread policy of sknd._threads: one setting per process, reference-counted."""
 
-import threading
+import subprocess
+import sys
 
 import numpy as np
 import torch
@@ -8,35 +9,46 @@ from test_training import _binary_data
 
 from sknd import NDClassifier
 from sknd._fused import FusedTrainer
+
+_REFERENCE_COUNTING = """
+import threading
+
+import torch
+
 from sknd._threads import one_thread, single_threaded_blas, threadpool_controller
 
 
-def _blas_threads():
+def blas_threads():
     # Read from the main thread: OpenBLAS may report another count to a worker thread.
     return [pool["num_threads"] for pool in threadpool_controller().select(user_api="blas").info()]
 
 
-def _enter_and_leave():
+def enter_and_leave():
     with one_thread(), single_threaded_blas():
         pass
 
 
+torch.set_num_threads(2)
+blas_before = blas_threads()
+single = [1] * len(blas_before)
+with one_thread():
+    assert (torch.get_num_threads(), blas_threads()) == (1, single)
+    worker = threading.Thread(target=enter_and_leave)
+    worker.start()
+    worker.join()
+    # Another thread entered and left: the limits stay while this block runs.
+    assert (torch.get_num_threads(), blas_threads()) == (1, single)
+assert (torch.get_num_threads(), blas_threads()) == (2, blas_before)
+"""
+
+
 def test_one_thread_is_reference_counted_across_threads_and_restores_the_settings():
-    previous = torch.get_num_threads()
-    torch.set_num_threads(2)
-    blas_before = _blas_threads()
-    single = [1] * len(blas_before)
-    try:
-        with one_thread():
-            assert (torch.get_num_threads(), _blas_threads()) == (1, single)
-            worker = threading.Thread(target=_enter_and_leave)
-            worker.start()
-            worker.join()
-            # Another thread entered and left: the limits stay while this block runs.
-            assert (torch.get_num_threads(), _blas_threads()) == (1, single)
-        assert (torch.get_num_threads(), _blas_threads()) == (2, blas_before)
-    finally:
-        torch.set_num_threads(previous)
+    # In a fresh interpreter: the settings are process-wide, and threads left by other
+    # tests (dask's pools) may enter and leave the same contexts meanwhile.
+    result = subprocess.run(
+        [sys.executable, "-c", _REFERENCE_COUNTING], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
 
 
 # ------------------------------------------------------- the policy inside fits
