@@ -23,8 +23,13 @@ ESTIMATORS = [
 
 
 # Several checks build data with all-zero rows (e.g. clipped to be non-negative); sknd warns
-# that such rows look like no-data pixels (tested in tests/test_hardening.py), expected here.
-@pytest.mark.filterwarnings("ignore:.* training rows have every band equal to 0:UserWarning")
+# that such rows look like no-data pixels (tested in tests/test_validation.py), expected here.
+ALL_ZERO_ROWS = pytest.mark.filterwarnings(
+    "ignore:.* training rows have every band equal to 0:UserWarning"
+)
+
+
+@ALL_ZERO_ROWS
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
@@ -40,6 +45,7 @@ CUDA_ESTIMATORS = (
 )  # fmt: skip
 
 
+@ALL_ZERO_ROWS
 @parametrize_with_checks(CUDA_ESTIMATORS)
 def test_sklearn_compatible_estimator_on_cuda(estimator, check):
     check(estimator)
