@@ -322,3 +322,127 @@ def test_peers_only_run_gives_empty_histories_and_coefficients_with_columns():
     assert results.histories.empty and list(results.histories.columns) == HISTORY_COLUMNS
     assert results.coefficients.empty
     assert list(results.coefficients.columns) == COEFFICIENT_COLUMNS
+
+
+# --- corrected statistics ------------------------------------------------------------------
+
+
+def test_corrected_ttest_is_nadeau_bengio():
+    results = _synthetic_results()
+    results["n_train"], results["n_val"], results["n_test"] = 70, 20, 10
+    tests = paired_ttest(results, "nd", "mlp").set_index("depth")
+    plain = paired_ttest(results, "nd", "mlp", correction=None).set_index("depth")
+    clean = results[(results["noise"] == 0) & (results["depth"] == 2)]
+    d = (
+        clean[clean["model"] == "nd"].sort_values("fold")["accuracy"].to_numpy()
+        - clean[clean["model"] == "mlp"].sort_values("fold")["accuracy"].to_numpy()
+    )
+    k = len(d)
+    se = np.sqrt((1 / k + 10 / 90) * d.var(ddof=1))
+    assert tests.loc[2, "statistic"] == pytest.approx(d.mean() / se)
+    assert tests.loc[2, "p_value"] == pytest.approx(2 * stats.t.sf(abs(d.mean() / se), k - 1))
+    half = stats.t.ppf(0.975, k - 1) * se
+    assert tests.loc[2, "ci_low"] == pytest.approx(d.mean() - half)
+    assert tests.loc[2, "ci_high"] == pytest.approx(d.mean() + half)
+    # The correction can only make the test more conservative.
+    assert (tests["p_value"] >= plain["p_value"]).all()
+    with pytest.raises(ValueError, match="correction"):
+        paired_ttest(results, correction="bonferroni")
+
+
+def test_paired_ttest_compares_each_depth_with_a_peer_without_depth():
+    results = _synthetic_results()
+    tests = paired_ttest(results, "nd", "logreg_bands")
+    assert tests["depth"].tolist() == [2, 3]
+    assert np.allclose(tests["mean_b"], 0.9)
+    assert (tests["difference"] > 0).all()
+
+
+# --- splits for groups, regression and spatial blocks --------------------------------------
+
+
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_experiment_splits_never_split_a_group(task):
+    from sknd.experiments import experiment_splits
+
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(30), 8)
+    y = rng.integers(0, 3, len(groups)) if task == "classification" else rng.normal(size=240)
+    splits = experiment_splits(y, groups, n_splits=5, task=task, random_state=0)
+    assert len(splits) == 5
+    tested = np.concatenate([s[2] for s in splits])
+    np.testing.assert_array_equal(np.sort(tested), np.arange(len(y)))
+    for train, validation, test in splits:
+        parts = [set(groups[part]) for part in (train, validation, test)]
+        assert parts[0].isdisjoint(parts[1]) and parts[0].isdisjoint(parts[2])
+        assert parts[1].isdisjoint(parts[2])
+        assert len(train) + len(validation) + len(test) == len(y)
+        assert len(validation) > 0
+
+
+def test_experiment_splits_regression_without_groups_keeps_the_paper_shares():
+    from sknd.experiments import experiment_splits
+
+    splits = experiment_splits(np.arange(100.0), n_splits=10, task="regression", random_state=0)
+    for train, validation, test in splits:
+        assert (len(train), len(validation), len(test)) == (70, 20, 10)
+
+
+def test_spatial_blocks_and_check_groups_messages():
+    from sknd.experiments import check_groups, spatial_blocks
+
+    coords = np.array([[0.0, 0.0], [9.9, 9.9], [10.0, 0.0], [25.0, 31.0]])
+    assert spatial_blocks(coords, 10).tolist() == [0, 0, 1, 11]
+    with pytest.raises(ValueError, match="NaN"):
+        spatial_blocks(np.array([[0.0, np.nan]]), 1)
+    with pytest.raises(ValueError, match="positive"):
+        spatial_blocks(coords, 0)
+    y = np.arange(8.0)
+    with pytest.raises(ValueError, match="single group"):
+        check_groups(y, np.zeros(8), 2, "regression")
+    with pytest.raises(ValueError, match="2 distinct groups, fewer than n_splits=4"):
+        check_groups(y, np.repeat([0, 1], 4), 4, "regression")
+    with pytest.raises(ValueError, match="evaluate it as regression"):
+        check_groups(np.repeat([0, 1], 4), None, 5, "classification")
+
+
+# --- the model table -----------------------------------------------------------------------
+
+
+def test_a_new_network_row_is_one_spec():
+    from sknd.experiments import network_spec, run_experiments
+
+    X, y = load_forest_type(return_X_y=True, as_frame=True)
+    wide = network_spec("nd_wide", "ND, 16 units", "nd", hidden_units=16, max_epochs=2)
+    experiment = run_experiments(
+        X, y, depths=[2, 3], n_splits=3, models=["nd", wide, "logreg_nd"],
+        estimator_params={"max_epochs": 2}, noise_levels=[0.0], noise_repeats=1, verbose=0,
+    )  # fmt: skip
+    results = experiment.results
+    assert list(dict.fromkeys(results["model"])) == ["nd", "nd_wide", "logreg_nd"]
+    fitted = experiment.estimators[("nd_wide", 3, 0)]
+    assert fitted.hidden_units == 16 and fitted.lr == 0.01  # the paper's recipe underneath
+    assert set(experiment.histories["model"]) == {"nd", "nd_wide"}
+    assert set(experiment.coefficients["model"]) == {"nd", "nd_wide"}
+
+
+def test_run_experiments_refuses_a_continuous_target_for_classification():
+    from sknd.experiments import run_experiments
+
+    X, y = load_forest_type(return_X_y=True)
+    with pytest.raises(ValueError, match="task='regression'"):
+        run_experiments(X, y + 0.5, n_splits=3, models=["logreg_nd"], verbose=0)
+
+
+def test_progress_shows_time_left():
+    import io
+
+    from sknd.experiments._progress import Progress
+
+    stream = io.StringIO()
+    progress = Progress(3, stream=stream)
+    for k in range(3):
+        progress.update(f"task {k}")
+    progress.close()
+    text = stream.getvalue()
+    assert "3/3 fits" in text and "left" in text and "task 2" in text

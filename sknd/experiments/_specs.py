@@ -231,7 +231,7 @@ def specs_for(task, models=None):
     Returns
     -------
     specs : list of ModelSpec
-        In the order given by ``models``' position in the table (new specs last).
+        In table order, or in the order of ``models`` when given.
 
     Examples
     --------
@@ -255,10 +255,4 @@ def specs_for(task, models=None):
             unknown.append(model)
     if unknown:
         raise ValueError(f"Unknown models {unknown} for {task}; expected some of {list(by_name)}.")
-    order = {spec.name: i for i, spec in enumerate(table)}
-    return sorted(chosen, key=lambda spec: order.get(spec.name, len(order)))
-
-
-def model_labels(specs=MODEL_SPECS):
-    """``{name: label}`` of the given specs."""
-    return {spec.name: spec.label for spec in specs}
+    return chosen

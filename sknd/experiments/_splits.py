@@ -4,7 +4,13 @@ regression, and group or spatial-block folds that keep correlated samples togeth
 import numbers
 
 import numpy as np
-from sklearn.model_selection import GroupKFold, KFold, StratifiedGroupKFold, StratifiedKFold
+from sklearn.model_selection import (
+    GroupKFold,
+    GroupShuffleSplit,
+    KFold,
+    StratifiedGroupKFold,
+    StratifiedKFold,
+)
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
@@ -88,14 +94,20 @@ def paper_splits(y, n_splits=10, *, validation_share=PAPER_VALIDATION_SHARE, ran
 
 def _validation_part(rest, y, groups, validation_share, stratified, seed):
     """Split the non-test indices ``rest`` into (train, validation), whole groups at a time."""
-    n_parts = max(2, int(round(1 / validation_share)))
+    if groups is None:
+        # Regression without groups: exactly the paper's share, drawn at random.
+        n_val = int(round(validation_share * len(rest)))
+        validation = check_random_state(seed).permutation(rest)[:n_val]
+        return np.setdiff1d(rest, validation), np.sort(validation)
+    X = np.zeros((len(rest), 1))
     if stratified:
         # The first of round(1 / share) stratified group folds: about the validation share
         # of the groups, with the class mix kept as far as whole groups allow.
+        n_parts = max(2, int(round(1 / validation_share)))
         splitter = StratifiedGroupKFold(n_splits=n_parts, shuffle=True, random_state=seed)
     else:
-        splitter = GroupKFold(n_splits=n_parts, shuffle=True, random_state=seed)
-    train, validation = next(splitter.split(np.zeros((len(rest), 1)), y[rest], groups[rest]))
+        splitter = GroupShuffleSplit(n_splits=1, test_size=validation_share, random_state=seed)
+    train, validation = next(splitter.split(X, y[rest], groups[rest]))
     return np.sort(rest[train]), np.sort(rest[validation])
 
 
@@ -126,10 +138,13 @@ def experiment_splits(
     With ``groups`` (fields, plots, spatial blocks from :func:`spatial_blocks`) no group
     is ever split: the test folds come from
     :class:`~sklearn.model_selection.StratifiedGroupKFold` (classification) or a shuffled
-    :class:`~sklearn.model_selection.GroupKFold` (regression), and the validation part of
-    each fold is the first of ``round(1 / validation_share)`` group folds of the rest
-    (about 1/4 of the non-test groups with the paper's share). Correlated samples on both
-    sides of a split make the test score (and early stopping) optimistic.
+    :class:`~sklearn.model_selection.GroupKFold` (regression); the validation part of each
+    fold is ``validation_share`` of the non-test groups
+    (:class:`~sklearn.model_selection.GroupShuffleSplit`) for regression, and for
+    classification the first of ``round(1 / validation_share)`` stratified group folds of
+    the rest (a quarter of the non-test groups with the paper's share, so that every class
+    can reach validation). Correlated samples on both sides of a split make the test score
+    (and early stopping) optimistic.
 
     Parameters
     ----------
@@ -178,8 +193,7 @@ def experiment_splits(
         )
     else:
         outer = GroupKFold(n_splits=n_splits, shuffle=True, random_state=seed).split(X, y, groups)
-    # Without groups, every sample is its own group: the same code draws a random share.
-    groups = np.arange(len(y)) if groups is None else np.asarray(groups)
+    groups = None if groups is None else np.asarray(groups)
     splits = []
     for rest, test in outer:
         train, validation = _validation_part(
