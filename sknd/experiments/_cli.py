@@ -43,6 +43,17 @@ def _float_list(text):
     return [float(v) for v in text.replace(",", " ").split()]
 
 
+def _pairs(text):
+    if text in ("all", "auto"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected 'all', 'auto' or a number of pairs, got {text!r}"
+        ) from None
+
+
 def _str_list(text):
     return [v.strip() for v in text.split(",") if v.strip()]
 
@@ -172,6 +183,13 @@ def build_parser():
         "clipped to 8..256)",
     )
     parser.add_argument(
+        "--pairs",
+        type=_pairs,
+        default=None,
+        help="band pairs of the ND layers: all, auto (screened) or a count to keep "
+        "(default: the estimators' own); with hundreds of bands, auto is much faster",
+    )
+    parser.add_argument(
         "--noise-levels",
         type=_float_list,
         default=None,
@@ -256,6 +274,7 @@ def main(argv=None):
             ("patience", args.patience),
             ("hidden_units", args.hidden_units),
             ("sensor", args.sensor),
+            ("pairs", args.pairs),
         )
         if value is not None
     }

@@ -60,16 +60,54 @@ class ClassicNDFeatures(TransformerMixin, BaseEstimator):
         self.epsilon = epsilon
 
     def fit(self, X, y=None):
+        """Record the band count and the band pairs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_bands)
+            Band values.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : ClassicNDFeatures
+            The fitted transformer.
+        """
         X = validate_data(self, X, reset=True, dtype=np.float64)
         self.pairs_ = np.array(list(combinations(range(X.shape[1]), 2)), dtype=int).reshape(-1, 2)
         return self
 
     def transform(self, X):
+        """Compute the classic index of every band pair.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_bands)
+            Band values.
+
+        Returns
+        -------
+        indices : ndarray of shape (n_samples, n_pairs)
+            One column per pair, in :attr:`pairs_` order.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return _classic_nd(X, self.pairs_, self.epsilon)
 
     def get_feature_names_out(self, input_features=None):
+        """Names ``nd_<band_i>_<band_j>`` of the output columns.
+
+        Parameters
+        ----------
+        input_features : array-like of str, default=None
+            Band names; None uses the names seen in fit (or ``x0, x1...``).
+
+        Returns
+        -------
+        names : ndarray of str
+            One name per band pair.
+        """
         check_is_fitted(self)
         names = _check_feature_names_in(self, input_features)
         return np.array([f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_], dtype=object)

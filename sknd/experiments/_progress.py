@@ -28,8 +28,9 @@ class Progress:
             unit="fit",
             # tqdm's estimate is a moving average of the rate; tasks differ in cost but
             # the runner interleaves deep and shallow ones.
+            # tqdm puts ", " before the postfix.
             bar_format="{n_fmt}/{total_fmt} fits |{bar:20}| {elapsed} elapsed, "
-            "~{remaining} left | {postfix}",
+            "~{remaining} left{postfix}",
             dynamic_ncols=True,
         )
 

@@ -71,7 +71,7 @@ COEFFICIENT_COLUMNS = [
 class ExperimentResults:
     """Everything a run of :func:`run_experiments` produced.
 
-    Attributes
+    Parameters
     ----------
     results : DataFrame
         Long format, one row per (model, depth, fold, noise); see :func:`run_experiments`.

@@ -58,8 +58,9 @@ class ModelSpec:
         training + validation data.
     network : bool, default=False
         An sknd network: its training curves and coefficients are collected.
-    params : dict, default={}
-        Estimator parameters of this row (for networks, on top of the recipe).
+    params : dict, optional
+        Estimator parameters of this row (for networks, on top of the recipe); empty by
+        default.
     paper_recipe : bool, default=True
         Networks only: start from :data:`PAPER_SETTINGS`; False starts from the
         estimator's own defaults.

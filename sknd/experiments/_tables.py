@@ -110,8 +110,10 @@ def paired_ttest(
     ----------
     results : DataFrame
         Long-format results.
-    model_a, model_b : str, default="nd", "mlp"
-        Models to compare (values of the ``model`` column).
+    model_a : str, default="nd"
+        First model (a value of the ``model`` column).
+    model_b : str, default="mlp"
+        Second model; the difference is ``model_a - model_b``.
     noise : float, default=None
         Noise level; None means the lowest one (clean score).
     metric : {"accuracy", "r2", "rmse"}, default=None
