@@ -47,7 +47,7 @@ def regression_run(tmp_path_factory):
     output = root / "out"
     args = ["--dataset", str(csv), "--target", "E1", "--task", "regression", "--groups",
             "FOLDCOL", "--exclude", "E2", "--quick", "--depths", "2", "--output", str(output),
-            "--no-figures", *FAST]  # fmt: skip
+            *FAST]  # fmt: skip
     assert main(args) == 0
     return output
 
@@ -93,6 +93,8 @@ def test_regression_report(regression_run):
         "'E2', 'FOLDCOL'",
     ):
         assert text in report, text
+    for name in ("accuracy_by_depth", "noise", "illumination", "training_depth2"):
+        assert (regression_run / f"{name}.png").stat().st_size > 0
 
 
 def test_notes_printed_once_on_stderr(tmp_path, capsys):

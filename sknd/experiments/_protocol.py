@@ -394,7 +394,8 @@ def run_experiments(
         to stderr.
     dataset_name : str, default=None
         Stored in the ``dataset`` column and titles the report. None uses
-        ``X.attrs["name"]`` when set, else the name of ``y`` (a pandas Series).
+        ``X.attrs["name"]`` when set, else describes the data ("523 samples x 9 bands,
+        target 'class'").
     target_names : array-like of str, default=None
         Class names for integer-coded ``y``, shown in the report.
     notes : list of str, default=None
@@ -465,8 +466,9 @@ def run_experiments(
     n_hidden = user_params.get("hidden_units") or default_hidden_units(n_pairs)
     if not user_params.get("hidden_units"):
         notes.append(
-            f"Hidden width {n_hidden} units (the networks' default: the {n_pairs} band pairs "
-            "clipped to 8..256), mirrored in the scikit-learn MLP; set with hidden_units."
+            f"Hidden width {n_hidden} units (the networks' default for all {n_pairs} band "
+            "pairs: their number clipped to 8..256), mirrored in the scikit-learn MLP; set "
+            "with hidden_units."
         )
     metrics = SCORE_COLUMNS[task]
     config = {
@@ -515,7 +517,7 @@ def run_experiments(
             f"fold {key['fold']}{depth} {key['model']}: {metrics[0]} {out['score']:.3f}"
         )
     progress.close()
-    run_notes = _screening_notes(outputs, n_pairs)
+    run_notes = _screening_notes(outputs, n_pairs, user_params.get("hidden_units"))
     if verbose > 0:
         for note in run_notes:
             print(f"note: {note}", file=sys.stderr)
@@ -599,9 +601,9 @@ def _data_name(X, y):
     attrs = getattr(X, "attrs", None) or {}
     if attrs.get("name"):
         return str(attrs["name"])
-    if getattr(y, "name", None) is not None:
-        return str(y.name)
-    return ""
+    n_samples, n_bands = np.shape(X)
+    target = f", target {y.name!r}" if getattr(y, "name", None) is not None else ""
+    return f"{n_samples} samples x {n_bands} bands{target}"
 
 
 def _class_counts(y, target_names):
@@ -614,18 +616,22 @@ def _class_counts(y, target_names):
     return {name: int(n) for name, n in zip(names, counts)}
 
 
-def _screening_notes(outputs, n_pairs):
+def _screening_notes(outputs, n_pairs, hidden_units):
     """One note per network row whose ND layer kept fewer than all band pairs."""
     kept = {}
     for out in outputs:
         if out["n_pairs"]:
             kept.setdefault(out["key"]["model"], []).append(out["n_pairs"])
-    return [
-        f"{model}: the ND layer kept {min(counts)}-{max(counts)} of the {n_pairs} band pairs "
-        "(pair screening; pairs='all' keeps all)."
-        if min(counts) != max(counts)
-        else f"{model}: the ND layer kept {counts[0]} of the {n_pairs} band pairs "
-        "(pair screening; pairs='all' keeps all)."
-        for model, counts in kept.items()
-        if max(counts) < n_pairs
-    ]
+    notes = []
+    for model, counts in kept.items():
+        low, high = min(counts), max(counts)
+        if high >= n_pairs:
+            continue
+        count = str(low) if low == high else f"{low}-{high}"
+        note = f"{model}: the ND layers kept {count} of the {n_pairs} band pairs (pair screening)"
+        if hidden_units is None:
+            low_w, high_w = default_hidden_units(low), default_hidden_units(high)
+            width = str(low_w) if low_w == high_w else f"{low_w}-{high_w}"
+            note += f", so their hidden width is {width} units"
+        notes.append(note + ".")
+    return notes
