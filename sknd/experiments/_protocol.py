@@ -16,11 +16,11 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 from sklearn.utils.multiclass import type_of_target
 
 from .._base import default_hidden_units
-from .._formula import softplus
 from .._threads import one_thread
 from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS, illumination_check, noise_robustness
 from ._peers import count_parameters
 from ._progress import Progress
+from ._records import class_counts, coefficient_table, data_name, screening_notes, versions
 from ._specs import (
     FIXED_INDEX_BASELINE,
     MODEL_SPECS,
@@ -139,30 +139,6 @@ def _n_iter(estimator):
     return np.nan if n_iter is None else int(np.max(n_iter))
 
 
-def _coefficients(final, key, columns):
-    names = np.asarray(getattr(final, "feature_names_in_", columns), dtype=object)
-    weight_a, weight_c = softplus(final.coef_a_), softplus(final.coef_c_)
-    table = pd.DataFrame(
-        {
-            **key,
-            "band_i": names[final.pairs_[:, 0]],
-            "band_j": names[final.pairs_[:, 1]],
-            "coef_a": final.coef_a_,
-            "coef_c": final.coef_c_,
-            "weight_a": weight_a,
-            "weight_c": weight_c,
-            "ratio": weight_a / weight_c,
-        }
-    )
-    # The estimator names the classic index of each pair (needs sensor= or band names it
-    # knows); merged on the pair so the table order does not matter.
-    known = final.indices_[["band_i", "band_j", "known_index"]].astype({"band_i": str})
-    known["band_j"] = known["band_j"].astype(str)
-    table = table.merge(known, on=["band_i", "band_j"], how="left")
-    table["known_index"] = table["known_index"].fillna("")
-    return table
-
-
 def _run_task(task, X, y, split, config):
     """Fit and evaluate one (model, depth, fold); runs in a joblib worker."""
     with one_thread(), warnings.catch_warnings():
@@ -213,7 +189,7 @@ def _run_task(task, X, y, split, config):
         history.insert(0, "model", task["model"])
         n_pairs = len(final.pairs_)
         if n_pairs and len(getattr(final, "coef_a_", ())):
-            coefficients = _coefficients(final, key, X.columns)
+            coefficients = coefficient_table(final, key, X.columns)
     illumination = illumination.assign(**key)
     keep = config["keep_estimators"] == "all" or (
         config["keep_estimators"] == "first_fold" and task["fold"] == 0
@@ -240,30 +216,6 @@ def _make_tasks(specs, depths, fold_seeds):
     # Deep networks first: the long tasks start early and the short ones fill the gaps,
     # which keeps parallel workers busy until the end.
     return sorted(tasks, key=lambda t: -(t["depth"] or 0))
-
-
-def _versions():
-    import platform
-
-    import joblib
-    import sklearn
-    import torch
-
-    versions = {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "pandas": pd.__version__,
-        "scikit-learn": sklearn.__version__,
-        "torch": torch.__version__,
-        "joblib": joblib.__version__,
-    }
-    try:
-        import skorch
-
-        versions["skorch"] = skorch.__version__
-    except ImportError:  # pragma: no cover
-        pass
-    return versions
 
 
 @validate_params(
@@ -424,7 +376,7 @@ def run_experiments(
     {'logreg_bands': 6, 'nd': 6}
     """
     start = time.perf_counter()
-    name = dataset_name or _data_name(X, y)
+    name = dataset_name or data_name(X, y)
     if not isinstance(X, pd.DataFrame):
         X = np.asarray(X, dtype=np.float64)
         X = pd.DataFrame(X, columns=[f"b{i}" for i in range(X.shape[1])])
@@ -517,7 +469,7 @@ def run_experiments(
             f"fold {key['fold']}{depth} {key['model']}: {metrics[0]} {out['score']:.3f}"
         )
     progress.close()
-    run_notes = _screening_notes(outputs, n_pairs, user_params.get("hidden_units"))
+    run_notes = screening_notes(outputs, n_pairs, user_params.get("hidden_units"))
     if verbose > 0:
         for note in run_notes:
             print(f"note: {note}", file=sys.stderr)
@@ -574,10 +526,10 @@ def run_experiments(
         "fold_seeds": [int(s) for s in fold_seeds],
         "n_jobs": n_jobs,
         "notes": notes,
-        "versions": _versions(),
+        "versions": versions(),
     }
     if task == "classification":
-        settings_out["class_counts"] = _class_counts(y, target_names)
+        settings_out["class_counts"] = class_counts(y, target_names)
     else:
         settings_out["target_summary"] = {
             "mean": float(y.mean()),
@@ -594,44 +546,3 @@ def run_experiments(
         settings=settings_out,
         wall_time=time.perf_counter() - start,
     )
-
-
-def _data_name(X, y):
-    """A title for the report when the caller gave none."""
-    attrs = getattr(X, "attrs", None) or {}
-    if attrs.get("name"):
-        return str(attrs["name"])
-    n_samples, n_bands = np.shape(X)
-    target = f", target {y.name!r}" if getattr(y, "name", None) is not None else ""
-    return f"{n_samples} samples x {n_bands} bands{target}"
-
-
-def _class_counts(y, target_names):
-    labels, counts = np.unique(y, return_counts=True)
-    names = [str(label) for label in labels]
-    if target_names is not None and np.issubdtype(labels.dtype, np.integer):
-        target_names = list(target_names)
-        if labels.min() >= 0 and labels.max() < len(target_names):
-            names = [str(target_names[label]) for label in labels]
-    return {name: int(n) for name, n in zip(names, counts)}
-
-
-def _screening_notes(outputs, n_pairs, hidden_units):
-    """One note per network row whose ND layer kept fewer than all band pairs."""
-    kept = {}
-    for out in outputs:
-        if out["n_pairs"]:
-            kept.setdefault(out["key"]["model"], []).append(out["n_pairs"])
-    notes = []
-    for model, counts in kept.items():
-        low, high = min(counts), max(counts)
-        if high >= n_pairs:
-            continue
-        count = str(low) if low == high else f"{low}-{high}"
-        note = f"{model}: the ND layers kept {count} of the {n_pairs} band pairs (pair screening)"
-        if hidden_units is None:
-            low_w, high_w = default_hidden_units(low), default_hidden_units(high)
-            width = str(low_w) if low_w == high_w else f"{low_w}-{high_w}"
-            note += f", so their hidden width is {width} units"
-        notes.append(note + ".")
-    return notes
