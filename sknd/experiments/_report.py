@@ -430,6 +430,7 @@ def write_report(experiment, output_dir, *, figures=True, command=None):
     if notes:
         sections += ["## Automatic choices of this run", notes]
     sections += [
+        "## Settings",
         _protocol_text(experiment, command, layout),
         f"## Table 1. Test {name}, mean ± std over {n_folds} folds",
         _table_scores(results, layout, metric),
