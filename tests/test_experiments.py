@@ -409,21 +409,28 @@ def test_spatial_blocks_and_check_groups_messages():
 # --- the model table -----------------------------------------------------------------------
 
 
-def test_a_new_network_row_is_one_spec():
+def test_a_new_network_row_is_one_spec(tmp_path):
     from sknd.experiments import network_spec, run_experiments
 
     X, y = load_forest_type(return_X_y=True, as_frame=True)
-    wide = network_spec("nd_wide", "ND, 16 units", "nd", hidden_units=16, max_epochs=2)
+    wide = network_spec("nd_wide", "ND, 16 units", "nd", hidden_units=16)
+    own = network_spec("nd_own", "ND (own recipe)", "nd", paper_recipe=False, batch_size=64)
     experiment = run_experiments(
-        X, y, depths=[2, 3], n_splits=3, models=["nd", wide, "logreg_nd"],
+        X, y, depths=[2, 3], n_splits=3, models=["nd", wide, own, "logreg_nd"],
         estimator_params={"max_epochs": 2}, noise_levels=[0.0], noise_repeats=1, verbose=0,
     )  # fmt: skip
     results = experiment.results
-    assert list(dict.fromkeys(results["model"])) == ["nd", "nd_wide", "logreg_nd"]
+    assert list(dict.fromkeys(results["model"])) == ["nd", "nd_wide", "nd_own", "logreg_nd"]
     fitted = experiment.estimators[("nd_wide", 3, 0)]
     assert fitted.hidden_units == 16 and fitted.lr == 0.01  # the paper's recipe underneath
-    assert set(experiment.histories["model"]) == {"nd", "nd_wide"}
-    assert set(experiment.coefficients["model"]) == {"nd", "nd_wide"}
+    assert fitted.max_epochs == 2  # the user's overrides apply to every row
+    assert experiment.estimators[("nd_own", 2, 0)].batch_size == 64
+    assert set(experiment.histories["model"]) == {"nd", "nd_wide", "nd_own"}
+    assert set(experiment.coefficients["model"]) == {"nd", "nd_wide", "nd_own"}
+    report = write_report(experiment, tmp_path, figures=False).read_text()
+    assert "- ND, 16 units: the paper's settings with hidden_units=16." in report
+    assert "- ND (own recipe): the estimator's defaults with batch_size=64, max_epochs=2." in report
+    assert "| ND (own recipe) | 2 |" in report  # compared with the fixed-index baseline
 
 
 def test_run_experiments_refuses_a_continuous_target_for_classification():

@@ -10,13 +10,29 @@ from ._tables import main_metric, parameter_table
 
 # One colour per model of the table, stable across all figures and tasks.
 _ORDER = [spec.name for spec in MODEL_SPECS]
-_COLORS = {name: f"C{i % 10}" for i, name in enumerate(_ORDER)}
+# The twin peers of the two tasks share a colour; later rows of the table (PLS, new
+# network rows) take the remaining ones.
+_COLORS = {
+    "nd": "C0",
+    "mlp": "C1",
+    "attnd": "C2",
+    "sklearn_mlp": "C3",
+    "logreg_bands": "C4",
+    "ridge_bands": "C4",
+    "logreg_nd": "C5",
+    "ridge_nd": "C5",
+    "best_nd_pair": "C6",
+    "random_forest": "C7",
+}
+_SPARE = ["C8", "C9", "navy", "maroon", "olive", "teal"]
+for _k, _name in enumerate(n for n in _ORDER if n not in _COLORS):
+    _COLORS[_name] = _SPARE[_k % len(_SPARE)]
 _NETWORKS = [spec.name for spec in MODEL_SPECS if spec.network]
 _AXIS = {"accuracy": ("test accuracy (%)", 100), "r2": ("test R²", 1), "rmse": ("test RMSE", 1)}
 
 
 def _color(model):
-    return _COLORS.get(model, "C9")
+    return _COLORS.get(model, "grey")
 
 
 def _label(model):
