@@ -455,3 +455,21 @@ def test_progress_shows_time_left():
     # Not a terminal: one line per finished task, each with the time left.
     assert len(lines) == 3
     assert lines[-1].startswith("3/3 fits") and "left, task 2" in lines[-1]
+
+
+def test_best_pair_regressor_closed_form_matches_linear_regression():
+    from sklearn.linear_model import LinearRegression
+
+    from sknd.experiments import BestPairNDRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 10, size=(200, 6))
+    X[:, 5] = 3.0  # constant band: its pairs with each other band still vary
+    y = 2 * (X[:, 4] - X[:, 1]) / (X[:, 4] + X[:, 1]) + 0.1 * rng.standard_normal(200)
+    fast = BestPairNDRegressor().fit(X[:150], y[:150], X_val=X[150:], y_val=y[150:])
+    loop = BestPairNDRegressor(estimator=LinearRegression()).fit(
+        X[:150], y[:150], X_val=X[150:], y_val=y[150:]
+    )
+    np.testing.assert_allclose(fast.selection_scores_, loop.selection_scores_, atol=1e-10)
+    assert fast.pair_ == loop.pair_ == (1, 4)
+    np.testing.assert_allclose(fast.predict(X), loop.predict(X))

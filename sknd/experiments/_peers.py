@@ -148,10 +148,7 @@ class _BestPair(BaseEstimator):
         features = _classic_nd(X, pairs, self.epsilon)
         features_val = _classic_nd(X_val, pairs, self.epsilon)
         base = self._base(y)
-        scores = np.empty(len(pairs))
-        for k in range(len(pairs)):
-            model = clone(base).fit(features[:, [k]], y)
-            scores[k] = model.score(features_val[:, [k]], y_val)
+        scores = self._pair_scores(base, features, y, features_val, y_val)
         best = int(np.nanargmax(scores))
         names = getattr(self, "feature_names_in_", [f"x{i}" for i in range(X.shape[1])])
         self.pair_ = (int(pairs[best, 0]), int(pairs[best, 1]))
@@ -159,6 +156,14 @@ class _BestPair(BaseEstimator):
         self.selection_scores_ = scores
         self.estimator_ = clone(base).fit(features[:, [best]], y)
         return self
+
+    def _pair_scores(self, base, features, y, features_val, y_val):
+        """Validation score of ``base`` fitted on each column of ``features`` alone."""
+        scores = np.empty(features.shape[1])
+        for k in range(features.shape[1]):
+            model = clone(base).fit(features[:, [k]], y)
+            scores[k] = model.score(features_val[:, [k]], y_val)
+        return scores
 
     def _index(self, X):
         check_is_fitted(self)
@@ -304,6 +309,28 @@ class BestPairNDRegressor(RegressorMixin, _BestPair):
 
     def _base(self, y):
         return LinearRegression() if self.estimator is None else self.estimator
+
+    def _pair_scores(self, base, features, y, features_val, y_val):
+        if self.estimator is not None or np.ndim(y) != 1:
+            return super()._pair_scores(base, features, y, features_val, y_val)
+        # Least squares on one column has a closed form: score all pairs at once (tens of
+        # thousands of pairs with hundreds of bands) instead of one LinearRegression each.
+        y, y_val = np.asarray(y, dtype=np.float64), np.asarray(y_val, dtype=np.float64)
+        centred = features - features.mean(axis=0)
+        variance = np.einsum("ij,ij->j", centred, centred)
+        covariance = centred.T @ (y - y.mean())
+        # A constant column gets slope 0, as LinearRegression's minimum-norm solution.
+        slope = np.divide(covariance, variance, out=np.zeros_like(variance), where=variance > 0)
+        intercept = y.mean() - slope * features.mean(axis=0)
+        total = np.sum((y_val - y_val.mean()) ** 2)
+        scores = np.empty(features.shape[1])
+        for start in range(0, features.shape[1], 4096):
+            part = slice(start, start + 4096)
+            residual = y_val[:, None] - (features_val[:, part] * slope[part] + intercept[part])
+            error = np.einsum("ij,ij->j", residual, residual)
+            # r2_score's convention for a constant target: 1 if perfect, else 0.
+            scores[part] = 1 - error / total if total > 0 else (error == 0).astype(float)
+        return scores
 
 
 def sklearn_mlp_params(depth, n_hidden, settings, validation_fraction, random_state):
