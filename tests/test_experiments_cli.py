@@ -158,6 +158,8 @@ def test_spatial_blocks_show_the_leakage_of_random_folds(tmp_path):
          "Unknown models ['logreg_nd'] for regression"),
         (["--task", "regression", "--target", "E1", "--groups", "FOLDCOL",
           "--spatial-blocks", "3", "--coords", "x,y"], "coords", "not both"),
+        (["--task", "regression", "--target", "E1", "--exclude", "E2,FOLDCOL", "--sensor",
+          "sentinel2"], None, "--sensor sentinel2: Unknown band name(s) ['R400'"),
     ],
 )  # fmt: skip
 def test_usage_errors_exit_2_with_a_message(tmp_path, capsys, extra, frame_change, message):

@@ -6,6 +6,7 @@ import sys
 import warnings
 from pathlib import Path
 
+from ..bands import resolve_bands
 from ._data import SHIPPED_DATASETS, load_experiment_data
 from ._noise import PAPER_NOISE_LEVELS
 from ._protocol import run_experiments
@@ -263,6 +264,12 @@ def main(argv=None):
         )
         if args.models is not None:
             specs_for(data.task, args.models)
+        if args.sensor is not None:
+            # The networks would fail on the first fit; say it now, naming the option.
+            try:
+                resolve_bands(None, feature_names=list(data.X.columns), sensor=args.sensor)
+            except ValueError as exc:
+                raise ValueError(f"--sensor {args.sensor}: {exc}") from None
     except (ValueError, OSError) as exc:
         # A wrong path, column or option is a usage error: say so without a traceback.
         parser.error(str(exc))
