@@ -361,12 +361,13 @@ def test_paired_ttest_compares_each_depth_with_a_peer_without_depth():
 # --- splits for groups, regression and spatial blocks --------------------------------------
 
 
+@pytest.mark.parametrize("n_groups", [30, 5])
 @pytest.mark.parametrize("task", ["classification", "regression"])
-def test_experiment_splits_never_split_a_group(task):
+def test_experiment_splits_never_split_a_group(task, n_groups):
     from sknd.experiments import experiment_splits
 
     rng = np.random.default_rng(0)
-    groups = np.repeat(np.arange(30), 8)
+    groups = np.repeat(np.arange(n_groups), 240 // n_groups)
     y = rng.integers(0, 3, len(groups)) if task == "classification" else rng.normal(size=240)
     splits = experiment_splits(y, groups, n_splits=5, task=task, random_state=0)
     assert len(splits) == 5
@@ -400,8 +401,10 @@ def test_spatial_blocks_and_check_groups_messages():
     y = np.arange(8.0)
     with pytest.raises(ValueError, match="single group"):
         check_groups(y, np.zeros(8), 2, "regression")
-    with pytest.raises(ValueError, match="2 distinct groups, fewer than n_splits=4"):
-        check_groups(y, np.repeat([0, 1], 4), 4, "regression")
+    with pytest.raises(ValueError, match="only 2 groups"):
+        check_groups(y, np.repeat([0, 1], 4), 2, "regression")
+    with pytest.raises(ValueError, match="4 distinct groups, fewer than n_splits=5"):
+        check_groups(y, np.repeat([0, 1, 2, 3], 2), 5, "regression")
     with pytest.raises(ValueError, match="evaluate it as regression"):
         check_groups(np.repeat([0, 1], 4), None, 5, "classification")
 

@@ -119,7 +119,7 @@ def _load_csv(path, target, task, reserved, exclude, bands, notes):
     frame = frame.assign(**{target: labels})
     keep = numeric.notna().all(axis=1) & labels.notna()
     if not keep.all():
-        notes.append(f"Dropped {int((~keep).sum())} rows with missing band or class values.")
+        notes.append(f"Dropped {int((~keep).sum())} rows with missing band or target values.")
     return frame[keep].reset_index(drop=True), numeric[keep].reset_index(drop=True), target
 
 

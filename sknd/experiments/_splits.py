@@ -104,6 +104,8 @@ def _validation_part(rest, y, groups, validation_share, stratified, seed):
         # The first of round(1 / share) stratified group folds: about the validation share
         # of the groups, with the class mix kept as far as whole groups allow.
         n_parts = max(2, int(round(1 / validation_share)))
+        # Few groups left (e.g. 4 groups, 4 folds): one group each for validation.
+        n_parts = min(n_parts, len(np.unique(groups[rest])))
         splitter = StratifiedGroupKFold(n_splits=n_parts, shuffle=True, random_state=seed)
     else:
         splitter = GroupShuffleSplit(n_splits=1, test_size=validation_share, random_state=seed)
@@ -246,11 +248,12 @@ def check_groups(y, groups, n_splits, task, *, name="groups", folds_option="n_sp
     if groups.shape != (len(y),):
         raise ValueError(f"{name} must have one value per sample, got shape {groups.shape}.")
     n_groups = len(np.unique(groups))
-    if n_groups < 2:
+    if n_groups < 3:
+        what = "a single group" if n_groups == 1 else "only 2 groups"
         raise ValueError(
-            f"{name} has a single group: grouped cross-validation needs at least "
-            f"{max(n_splits, 2)} groups. Pick a column that separates fields or plots, or "
-            "smaller spatial blocks."
+            f"{name} has {what}: grouped cross-validation needs at least "
+            f"{max(n_splits, 3)} groups (whole groups for test, validation and training). "
+            "Pick a column that separates fields or plots, or smaller spatial blocks."
         )
     if n_groups < n_splits:
         raise ValueError(
