@@ -412,7 +412,7 @@ def test_spatial_blocks_and_check_groups_messages():
 # --- the model table -----------------------------------------------------------------------
 
 
-def test_a_new_network_row_is_one_spec(tmp_path):
+def test_a_new_network_row_is_one_spec(tmp_path, monkeypatch):
     from sknd.experiments import network_spec, run_experiments
 
     X, y = load_forest_type(return_X_y=True, as_frame=True)
@@ -430,6 +430,23 @@ def test_a_new_network_row_is_one_spec(tmp_path):
     assert experiment.estimators[("nd_own", 2, 0)].batch_size == 64
     assert set(experiment.histories["model"]) == {"nd", "nd_wide", "nd_own"}
     assert set(experiment.coefficients["model"]) == {"nd", "nd_wide", "nd_own"}
+    from sknd.experiments import _figures
+
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    legends = []
+    drawn = _figures.plot_accuracy_by_depth
+
+    def spy(results, ax=None):
+        fig = drawn(results, ax)
+        legends.extend(t.get_text() for t in fig.axes[0].get_legend().get_texts())
+        return fig
+
+    monkeypatch.setattr(_figures, "plot_accuracy_by_depth", spy)
+    _figures.save_figures(experiment, tmp_path)
+    # The run's labels reach the figures, and only while they are drawn.
+    assert "ND (own recipe)" in legends
+    assert _figures._label("nd_own") == "nd_own"
     report = write_report(experiment, tmp_path, figures=False).read_text()
     assert "- ND, 16 units: the paper's settings with hidden_units=16." in report
     assert "- ND (own recipe): the estimator's defaults with batch_size=64, max_epochs=2." in report

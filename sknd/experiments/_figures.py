@@ -1,5 +1,6 @@
 """The report's PNG figures (matplotlib is imported lazily: it is an optional dependency)."""
 
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -35,8 +36,12 @@ def _color(model):
     return _COLORS.get(model, "grey")
 
 
+# The labels of the run being drawn (rows given as specs outside the table included).
+_LABELS = ContextVar("labels", default=MODEL_LABELS)
+
+
 def _label(model):
-    return MODEL_LABELS.get(model, model)
+    return _LABELS.get().get(model, model)
 
 
 def _models(frame):
@@ -299,8 +304,16 @@ def save_figures(experiment, output_dir, dpi=120):
     figures : list of (str, str)
         File name (relative to ``output_dir``) and caption of each figure written.
     """
+    labels = {**MODEL_LABELS, **experiment.settings.get("model_labels", {})}
+    token = _LABELS.set(labels)
+    try:
+        return _save_figures(experiment, Path(output_dir), dpi)
+    finally:
+        _LABELS.reset(token)
+
+
+def _save_figures(experiment, output_dir, dpi):
     plt = _pyplot()
-    output_dir = Path(output_dir)
     results, written = experiment.results, []
 
     def save(fig, name, caption):
@@ -311,14 +324,14 @@ def save_figures(experiment, output_dir, dpi=120):
     save(
         plot_accuracy_by_depth(results),
         "accuracy_by_depth.png",
-        "Test accuracy by depth, mean and std over folds.",
+        "Test score by depth, mean and std over folds.",
     )
     save(plot_parameters(results), "parameters.png", "Trainable parameters.")
     save(plot_efficiency(results), "efficiency.png", "Accuracy (%) per 100 parameters.")
     save(
         plot_noise_curves(results),
         "noise.png",
-        "Test accuracy under multiplicative noise, one panel per depth.",
+        "Test score under multiplicative noise, one panel per depth.",
     )
     if len(experiment.illumination):
         save(
@@ -332,7 +345,7 @@ def save_figures(experiment, output_dir, dpi=120):
             save(
                 plot_training_curves(experiment.histories, depth),
                 f"training_depth{depth}.png",
-                f"Training dynamics at depth {depth} (fold 0): validation accuracy; training "
+                f"Training dynamics at depth {depth} (fold 0): validation score; training "
                 "(solid) and validation (dashed) loss.",
             )
         estimator = experiment.estimators.get(("nd", depth, 0))
