@@ -45,8 +45,9 @@ def regression_run(tmp_path_factory):
     csv = root / "yield.csv"
     _yield_frame().to_csv(csv, index=False)
     output = root / "out"
+    # No --folds: the 6 groups of FOLDCOL make 6 folds instead of the default 10.
     args = ["--dataset", str(csv), "--target", "E1", "--task", "regression", "--groups",
-            "FOLDCOL", "--exclude", "E2", "--quick", "--depths", "2", "--output", str(output),
+            "FOLDCOL", "--exclude", "E2", "--depths", "2", "--output", str(output),
             *FAST]  # fmt: skip
     assert main(args) == 0
     return output
@@ -74,6 +75,7 @@ def test_regression_run_groups_never_split(regression_run):
     settings = pd.read_json(regression_run / "settings.json", typ="series")
     assert settings["task"] == "regression"
     assert settings["grouped"] and settings["n_groups"] == 6
+    assert settings["n_splits"] == 6
     # plot_id, the fold column and the other target are not bands.
     assert settings["bands"] == [f"R{400 + 10 * k}" for k in range(6)]
 
@@ -91,6 +93,7 @@ def test_regression_report(regression_run):
         "Nadeau & Bengio",
         "Not used as bands: ['plot_id']",
         "'E2', 'FOLDCOL'",
+        "6 folds, one per group of --groups column 'FOLDCOL'",
     ):
         assert text in report, text
     for name in ("accuracy_by_depth", "noise", "illumination", "training_depth2"):

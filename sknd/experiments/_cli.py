@@ -240,7 +240,9 @@ def main(argv=None):
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    args = _resolve(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    folds_given = args.folds is not None
+    args = _resolve(args)
     try:
         data = load_experiment_data(
             args.dataset,
@@ -254,6 +256,13 @@ def main(argv=None):
             max_samples=args.max_samples,
             random_state=args.seed,
         )
+        n_groups = None if data.groups is None else len(set(data.groups))
+        if n_groups is not None and 3 <= n_groups < args.folds and not folds_given:
+            data.notes.append(
+                f"{n_groups} folds, one per group of {data.group_name} (fewer groups than "
+                f"the default {args.folds} folds; set with --folds)."
+            )
+            args.folds = n_groups
         check_groups(
             data.y,
             data.groups,
