@@ -270,8 +270,12 @@ def _protocol_text(experiment, command, layout):
         folds = (
             f"- Protocol: {k}-fold grouped cross-validation ({splitter}, "
             f"{s.get('n_groups')} groups): no group is split between training, validation "
-            "and test; the validation part of each fold is whole groups too (2/9 of the "
-            "non-test groups for regression, a quarter, stratified, for classification)."
+            "and test; the validation part of each fold is whole groups too ("
+            + (
+                "a quarter of the non-test groups, stratified by class)."
+                if layout.task == "classification"
+                else "2/9 of the non-test groups)."
+            )
         )
     elif layout.task == "classification":
         folds = (
