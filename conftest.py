@@ -5,7 +5,8 @@
 - ``SCIPY_ARRAY_API=1`` (set before scipy is imported) so that scikit-learn's
   ``check_array_api_input`` runs instead of being skipped.
 - Without numba (an optional dependency), the doctest collector skips the module of the
-  compiled kernels, which imports it; tests of the kernels skip themselves.
+  compiled kernels, which imports it; tests of the kernels skip themselves. Likewise the
+  doctests of sknd.plotting (matplotlib) and sknd.raster (xarray).
 """
 
 import importlib.util
@@ -18,3 +19,9 @@ import torch  # noqa: E402
 torch.set_num_threads(1)
 
 collect_ignore = [] if importlib.util.find_spec("numba") else ["sknd/_kernels.py"]
+# Doctests that import other optional packages run only where those are installed.
+collect_ignore += [
+    path
+    for path, needs in {"sknd/plotting.py": "matplotlib", "sknd/raster.py": "xarray"}.items()
+    if importlib.util.find_spec(needs) is None
+]

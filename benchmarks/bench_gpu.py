@@ -20,6 +20,10 @@ Prints the card's name and, as ratios GPU time / CPU time in one process:
 
 Scene throughput also lists the CPU fast path on one core (``n_jobs=1``).
 
+4. Image patches (issue 15): ``NormalizedDifference(10, dim=1)`` forward+backward on
+   ``(32, 10, 64, 64)`` against ``nn.Conv2d(10, 45, 1)`` on the GPU (float32, and bfloat16
+   inputs, which the layer computes in float32), eager and ``torch.compile``.
+
 Without a GPU it says so and exits with status 1; ``--cpu-dry-run`` runs every
 step on the CPU instead, on small data, to check the script itself. Record
 results in benchmarks/RESULTS.md with the date, the card and the CPU.
@@ -138,6 +142,34 @@ def main():
     gpu_best = max(rates[name] for name in names[:3])
     print(f"  ratio best GPU / CPU fast path, n_jobs=-1: {gpu_best / rates[names[3]]:.2f}x")
     print(f"  ratio best GPU / CPU fast path, one core: {gpu_best / rates[names[4]]:.2f}x")
+    image_patches(gpu_device, args.quick)
+
+
+def image_patches(device, quick):
+    """Section 4: the ND layer on (N, C, H, W) patches against a 1 x 1 convolution."""
+    from sknd.nn import NormalizedDifference
+
+    side = 16 if quick else 64
+    print(f"\n4. (32, 10, {side}, {side}) patches, forward+backward, ms per call")
+    torch.manual_seed(0)
+    x = torch.rand(32, 10, side, side, device=device).add_(0.05)
+    grad = torch.randn(32, 45, side, side, device=device)
+    conv = torch.nn.Conv2d(10, 45, 1).to(device)
+    layer = NormalizedDifference(10, check_input=False).to(device)
+    candidates = {
+        "conv1x1": lambda: conv(x).backward(grad),
+        "ND eager": lambda: layer(x).backward(grad),
+        "ND eager, bfloat16 input": lambda: layer(x.bfloat16()).backward(grad.bfloat16()),
+        "ND torch.compile": (lambda f: lambda: f(x).backward(grad))(torch.compile(layer)),
+    }
+    times = {}
+    for name, run in candidates.items():
+        for _ in range(3):
+            run()  # warm-up (and compilation)
+        times[name] = min(_timed(run) for _ in range(10))
+    for name, seconds in times.items():
+        ratio = seconds / times["conv1x1"]
+        print(f"  {name:<28} {seconds * 1e3:8.3f} ms   ratio to conv1x1 {ratio:5.2f}")
 
 
 def _timed(function):

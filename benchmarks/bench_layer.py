@@ -13,7 +13,15 @@ Prints, for one torch thread:
 3. memory at 200 bands (19,900 pairs), batch 256: bytes saved for backward
    (counted with ``torch.autograd.graph.saved_tensors_hooks``) and the peak of
    live CPU allocations during forward+backward (profiler memory events), both
-   against the size of the output.
+   against the size of the output;
+4. image patches (issue 15): ND forward+backward on ``(32, 10, 64, 64)``
+   (45 outputs per pixel, ``dim=1``) against ``nn.Conv2d(10, 45, 1)``, for both
+   methods, and the cost of the input check (``check_input=True`` vs False);
+5. ``torch.compile`` (inductor) of a training step of a depth-2 ND network
+   (10 bands, batch 4096 and 32, Adam) against the same step in eager mode,
+   after checking that ``torch._dynamo.explain`` finds no graph break.
+
+``--sections 4 5`` runs only some sections.
 
 Timings interleave the candidates within each repeat and report medians, so
 that load from other processes hits all candidates alike; read the ratios, not
@@ -177,10 +185,72 @@ def section_memory(n_features=200, batch=256):
         )
 
 
+def section_image(repeats):
+    print(
+        "\n## 4. (32, 10, 64, 64) patches, forward+backward vs Conv2d(10, 45, 1) (median of",
+        repeats,
+        ")",
+    )
+    torch.manual_seed(0)
+    x = torch.rand(32, 10, 64, 64).add_(0.05)
+    grad = torch.randn(32, 45, 64, 64)
+    conv = torch.nn.Conv2d(10, 45, 1)
+    candidates = {"conv1x1": lambda: fwd_bwd(conv, x, grad)}
+    for method in ("gather", "matmul"):
+        for check in (True, False):
+            layer = NormalizedDifference(10, method=method, check_input=check)
+            candidates[f"{method}{'' if check else ' unchecked'}"] = lambda layer=layer: fwd_bwd(
+                layer, x, grad
+            )
+    times = time_candidates(candidates, repeats, inner=2)
+    base = times.pop("conv1x1")
+    print(f"conv1x1 {base * 1e3:.1f} ms")
+    for name, seconds in times.items():
+        print(f"  {name:18s} {seconds * 1e3:7.1f} ms   ratio to conv1x1 {seconds / base:5.2f}")
+
+
+def section_compile(repeats):
+    import torch._dynamo
+
+    from sknd.networks import build_network
+
+    print("\n## 5. training step of a depth-2 ND network: torch.compile vs eager")
+    for batch in (4096, 32):
+        torch.manual_seed(0)
+        x = torch.rand(batch, 10).add_(0.05)
+        y = torch.randint(0, 2, (batch, 1)).float()
+        steps = {}
+        for name in ("eager", "compiled"):
+            net = build_network("nd", 10, 1, depth=2)
+            net[0].check_input = False  # the estimators validate their data once, up front
+            optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
+            loss_fn = torch.nn.BCEWithLogitsLoss()
+
+            def step(net=net, optimizer=optimizer, loss_fn=loss_fn, x=x, y=y):
+                optimizer.zero_grad()
+                loss_fn(net(x), y).backward()
+                optimizer.step()
+
+            if name == "compiled":
+                breaks = torch._dynamo.explain(net)(x).graph_break_count
+                print(f"batch {batch}: graph breaks in the network's forward: {breaks}")
+                net.forward = torch.compile(net.forward)
+            steps[name] = step
+        inner = 20 if batch == 4096 else 200
+        times = time_candidates(steps, repeats, inner)
+        print(
+            f"  eager {times['eager'] * 1e3:.3f} ms, compiled {times['compiled'] * 1e3:.3f} ms "
+            f"per step: compiled / eager {times['compiled'] / times['eager']:.2f}"
+        )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--wall", action="store_true", help="time wall clock, not CPU time")
+    parser.add_argument(
+        "--sections", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="sections to run"
+    )
     args = parser.parse_args()
     global CLOCK
     if args.wall:
@@ -189,9 +259,15 @@ def main():
     repeats = 5 if args.quick else 15
     clock = "wall clock" if args.wall else "process CPU time"
     print(f"# bench_layer: torch {torch.__version__}, {platform.machine()}, 1 thread, {clock}")
-    section_ratio(repeats)
-    section_crossover(max(3, repeats // 3))
-    section_memory()
+    sections = {
+        1: lambda: section_ratio(repeats),
+        2: lambda: section_crossover(max(3, repeats // 3)),
+        3: section_memory,
+        4: lambda: section_image(repeats),
+        5: lambda: section_compile(repeats),
+    }
+    for number in args.sections:
+        sections[number]()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""Learn spectral indices on real ASTER data and compare with the MLP baseline.
+"""Learn spectral indices on real ASTER data and compare with the MLP baseline
+===========================================================================
 
 Fits :class:`sknd.NDClassifier` on the UCI forest-type dataset (9 ASTER bands: green, red
 and NIR on three dates; CC BY 4.0, shipped with sknd), prints its test accuracy next to the

@@ -1,4 +1,5 @@
-"""Predict a (mock) scene with sknd.raster: xarray, dask, no-data and band names.
+"""Predict a (mock) scene with sknd.raster: xarray, dask, no-data and band names
+=============================================================================
 
 Trains :class:`sknd.NDClassifier` on the centre pixels of the UCI Landsat data
 (4 bands: green, red, nir1, nir2; shipped with sknd), then applies it to a

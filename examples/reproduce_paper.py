@@ -1,4 +1,5 @@
-"""Reproduce the paper's experiments on the datasets shipped with sknd.
+"""Reproduce the paper's experiments on the datasets shipped with sknd
+===================================================================
 
 Runs the protocol of the paper (10-fold stratified cross-validation with a 70/20/10
 train/validation/test split, ND / MLP / AttND networks at depths 2, 3 and 4, the paper's
@@ -41,7 +42,9 @@ from sknd.experiments import (
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description="Reproduce the paper's experiments on the datasets shipped with sknd."
+    )
     parser.add_argument("--datasets", default="forest_type,satimage")
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--n-jobs", type=int, default=1)

@@ -1,4 +1,5 @@
-"""Learned spectral indices on the UCI Statlog (Landsat Satellite) dataset.
+"""Learned spectral indices on the UCI Statlog (Landsat Satellite) dataset
+=======================================================================
 
 Six land-cover classes from 3 x 3 neighbourhoods of Landsat MSS pixels (4 bands: green, red
 and two near-infrared bands). We use the 4 bands of the centre pixel (6 band pairs) so the

@@ -1,4 +1,5 @@
-"""Raw-band passthrough: what normalized differences discard, and what it costs.
+"""Raw-band passthrough: what normalized differences discard, and what it costs
+============================================================================
 
 A normalized difference ``(b_i - b_j) / (b_i + b_j)`` does not change when all
 bands are multiplied by the same factor. That is what makes it robust to

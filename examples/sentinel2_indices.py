@@ -1,4 +1,5 @@
-"""Read and reuse learned indices: Sentinel-2 band names, known indices, GEE export.
+"""Read and reuse learned indices: Sentinel-2 band names, known indices, GEE export
+================================================================================
 
 This example fits an :class:`~sknd.NDClassifier` on a DataFrame whose columns
 are Sentinel-2 band names, prints the most important learned indices with the

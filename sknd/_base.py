@@ -155,6 +155,14 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
     own prediction methods.
     """
 
+    # The "?" link of the HTML repr (scikit-learn's _HTMLDocumentationLinkMixin) opens the
+    # estimator's API page of the docs site (docs/, `make docs`): api/generated/sknd.<Name>.html.
+    _doc_link_module = "sknd"
+    _doc_link_template = (
+        "https://sknd.readthedocs.io/en/latest/api/generated/"
+        "{estimator_module}.{estimator_name}.html"
+    )
+
     _parameter_constraints = {
         "depth": [Interval(Integral, 2, None, closed="left")],
         "architecture": [StrOptions(set(ARCHITECTURES))],
@@ -564,6 +572,14 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         return FastNetwork.for_network(
             records, self.n_features_in_, getattr(self._task, finish), **self._pixel_checks()
         )
+
+    def _export_network(self):
+        """``(network, task)`` for :mod:`sknd.onnx` (internal hook): a CPU copy in eval mode.
+
+        ``network`` maps float32 band rows to the raw outputs that ``task``
+        decodes (``task.proba``, ``task.decode``).
+        """
+        return copy.deepcopy(self._module).cpu().eval(), self._task
 
     def _pixel_checks(self):
         """What :class:`sknd._evaluator.FastNetwork` checks pixels with, as ``fit`` saw it."""

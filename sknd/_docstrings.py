@@ -154,9 +154,12 @@ _OTHER_PARAMETERS_DOC = """\
         names, and may be used in ``pairs``.
     sensor : str, default=None
         Sensor preset of :mod:`sknd.bands` (``"sentinel2"``, ``"landsat8"``,
-        ``"landsat_mss"``, ``"landsat_mss_1_3"``, ``"modis"``) mapping the band
-        names to common names, so that ``indices_`` can name the classic index
-        each pair forms. Band names the sensor lacks raise a ``ValueError``.
+        ``"landsat7"``, ``"landsat5"``, ``"hls_s30"``, ``"hls_l30"``,
+        ``"planetscope"``, ``"aster"``, ``"landsat_mss"``,
+        ``"landsat_mss_1_3"``, ``"modis"``) mapping the band names to common
+        names, so that ``indices_`` can name the classic index each pair forms
+        and :mod:`sknd.raster` can find the bands in another sensor's scene.
+        Band names the sensor lacks raise a ``ValueError``.
     passthrough : bool, default=False
         Also feed the raw bands, standardized with the mean and standard
         deviation of the training data (stored in the network), to the dense

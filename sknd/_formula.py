@@ -58,6 +58,30 @@ def softplus(x, out=None):
     return result
 
 
+def log_softplus(x):
+    """``log(softplus(x))`` in float64 without underflow (``softplus`` is 0 below -745).
+
+    Below -40, ``softplus(x) = exp(x) (1 - exp(x) / 2 + ...)`` has the log ``x`` to
+    double precision. Band-weight ratios ``k = softplus(a) / softplus(c)`` are read as
+    ``exp(log_softplus(a) - log_softplus(c))``.
+
+    >>> log_softplus(np.array([-1000.0, 0.0])).round(4).tolist()
+    [-1000.0, -0.3665]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(x < -40.0, x, np.log(softplus(np.maximum(x, -40.0))))
+
+
+def weight_ratio(a, c):
+    """``k = softplus(a) / softplus(c)`` from raw parameters: inf (no warning) on overflow.
+
+    >>> float(weight_ratio(0.0, 0.0))
+    1.0
+    """
+    with np.errstate(over="ignore"):
+        return np.exp(log_softplus(a) - log_softplus(c))
+
+
 def smooth_abs(x, epsilon, out=None):
     """``sqrt(x**2 + epsilon)``, computed as ``hypot`` so that ``x**2`` cannot overflow.
 

@@ -7,6 +7,12 @@ picks): gathering the two band columns of every pair, or two matrix products
 with sparse-in-dense weights. The autograd function of :mod:`sknd.nn` and the
 fused training step of :mod:`sknd._fused` both call these functions; neither
 writes the formula again.
+
+Every function takes the layer input as a table ``(n_rows, n_columns)`` or, for
+images and series with the bands on an inner axis, ``(n_rows, n_columns,
+n_positions)`` (see :func:`band_table`): the pairs are formed along axis 1 and
+the gradients of the weights sum over the other axes, so an ``(N, C, H, W)``
+patch is computed in place of its pixels without transposing it.
 """
 
 import math
@@ -112,9 +118,66 @@ class PairPlan:
         return w2.repeat(2) if self.signed else w2
 
 
+def band_table(x, dim):
+    """``x`` with its band axis ``dim`` viewed as axis 1 of a 2-D or 3-D table.
+
+    The axes before ``dim`` merge into the rows and those after it into the
+    positions: ``(N, C)`` stays ``(N, C)``, ``(N, C, H, W)`` becomes
+    ``(N, C, H * W)``, ``(N, H, W, C)`` with ``dim=-1`` becomes
+    ``(N * H * W, C)``. A view (no copy) of a contiguous ``x``.
+    """
+    shape = x.shape
+    dim = dim % len(shape)
+    rows, positions = math.prod(shape[:dim]), math.prod(shape[dim + 1 :])
+    if positions == 1:
+        return x.reshape(rows, shape[dim])
+    return x.reshape(rows, shape[dim], positions)
+
+
+def unband(out, shape, dim):
+    """Outputs of :func:`band_table` rows laid out like the input of ``shape`` (a view)."""
+    dim = dim % len(shape)
+    return out.view(*shape[:dim], out.shape[1], *shape[dim + 1 :])
+
+
+def _by_column(vector, table):
+    """A per-column vector shaped to broadcast along axis 1 of a 2-D or 3-D table."""
+    return vector if table.dim() == 2 else vector.unsqueeze(-1)
+
+
+def _sum_but_columns(table):
+    """Sum over the rows (and positions) of a table: one value per column."""
+    return table.sum(0) if table.dim() == 2 else table.sum((0, 2))
+
+
+def _cross(u, h, out):
+    """``u.T @ h`` summed over rows (and positions) into ``out`` of shape (n_inputs, P)."""
+    if u.dim() == 2:
+        return torch.mm(u.t(), h, out=out)
+    return torch.sum(torch.bmm(u, h.mT), 0, out=out)
+
+
+def _columns_product(weight, h):
+    """``h @ weight.T`` along axis 1 of a 2-D or 3-D table (``weight``: (n_in, n_out))."""
+    return torch.mm(h, weight.t()) if h.dim() == 2 else torch.matmul(weight, h)
+
+
+def _write(out, op, left, right):
+    """``op(left, right)`` into ``out``, a view (Dynamo rejects non-contiguous ``out=``)."""
+    if torch.compiler.is_compiling():
+        out.copy_(op(left, right))
+    else:
+        op(left, right, out=out)
+
+
 def smooth_abs(x, epsilon):
     """``sqrt(x**2 + epsilon)`` without overflowing ``x**2`` (float32 overflows above 1.8e19)."""
-    return torch.hypot(x, x.new_tensor(math.sqrt(epsilon)))
+    floor = math.sqrt(epsilon)
+    if torch.compiler.is_exporting():
+        # ONNX has no hypot: the same scaled form, m sqrt((x/m)^2 + (floor/m)^2), in basic ops.
+        scale = x.abs().clamp(min=floor)
+        return scale * torch.sqrt(torch.square(x / scale) + torch.square(floor / scale))
+    return torch.hypot(x, x.new_tensor(floor))
 
 
 def layer_input(x, variant, epsilon):
@@ -147,10 +210,11 @@ def gather_forward(u, wk, plan, keep_gathered):
     ``D`` (for "signed", ``D`` sums the ``r`` half instead).
     """
     gathered = u.index_select(1, plan.gather_index)
+    wk, half_epsilon = _by_column(wk, u), _by_column(plan.half_epsilon, u)
     if keep_gathered:
-        t = torch.addcmul(plan.half_epsilon, gathered, wk)
+        t = torch.addcmul(half_epsilon, gathered, wk)
     else:
-        t = gathered.mul_(wk).add_(plan.half_epsilon)
+        t = gathered.mul_(wk).add_(half_epsilon)
         gathered = None
     parts = t.split_with_sizes(plan.gather_sizes, 1)
     numerator = parts[0] - parts[1]
@@ -182,21 +246,22 @@ def gather_backward(grad, out, denominator, gathered, wk, plan, need_input, h=No
     p = plan.n_pairs
     gd = torch.div(grad, denominator, out=denominator)
     gdn = out.mul_(gd)
+    positions = gd.shape[2:]
     if h is None:
-        h = torch.empty(len(gd), len(plan.gather_index), dtype=gd.dtype, device=gd.device)
+        h = gd.new_empty(gd.shape[0], len(plan.gather_index), *positions)
     if plan.signed:
-        hv = h.view(len(gd), 2, 2, p)
+        hv = h.view(gd.shape[0], 2, 2, p, *positions)
         hv[:, 0] = gd.unsqueeze(1)
         hv[:, 1] = gdn.unsqueeze(1)
     else:
         h1, h2 = h.split_with_sizes(plan.gather_sizes, 1)
-        torch.sub(gd, gdn, out=h1)
-        torch.add(gd, gdn, out=h2)
+        _write(h1, torch.sub, gd, gdn)
+        _write(h2, torch.add, gd, gdn)
     grad_u = None
     if need_input:
-        grad_u = torch.zeros(len(h), plan.n_inputs, dtype=h.dtype, device=h.device)
-        grad_u.index_add_(1, plan.gather_index, h * (wk * plan.gather_sign))
-    grad_wk = h.mul_(gathered).sum(0).mul_(plan.gather_sign)
+        grad_u = h.new_zeros(h.shape[0], plan.n_inputs, *positions)
+        grad_u.index_add_(1, plan.gather_index, h * _by_column(wk * plan.gather_sign, h))
+    grad_wk = _sum_but_columns(h.mul_(gathered)).mul_(plan.gather_sign)
     grad_w2 = grad_wk[: 2 * p] + grad_wk[2 * p :] if plan.signed else grad_wk
     return grad_w2, grad_u
 
@@ -204,7 +269,8 @@ def gather_backward(grad, out, denominator, gathered, wk, plan, need_input, h=No
 def matmul_weight(wa, wc, plan):
     """The ``(2, n_inputs, P)`` matrices ``[W_A, W_D]`` of :class:`PairPlan`."""
     place = plan.matmul_selection()[0]
-    return torch.mul(place[0], wa).addcmul_(place[1], wc)
+    # Out of place: Dynamo cannot save an in-place result for the backward pass.
+    return torch.addcmul(torch.mul(place[0], wa), place[1], wc)
 
 
 def matmul_forward(u, weight, plan):
@@ -213,8 +279,13 @@ def matmul_forward(u, weight, plan):
     Two ``(n_samples, P)`` products rather than one ``(n_samples, 2P)``: ``A``
     and ``D`` come out contiguous and ``N`` overwrites ``A`` in place.
     """
-    numerator = torch.mm(u, weight[0])
-    denominator = torch.addmm(plan.epsilon_row, u, weight[1])
+    if u.dim() == 2:
+        numerator = torch.mm(u, weight[0])
+        denominator = torch.addmm(plan.epsilon_row, u, weight[1])
+    else:  # (rows, bands, positions): a 1 x 1 convolution, weight.T @ u per row
+        numerator = torch.matmul(weight[0].t(), u)
+        per_row = weight[1].t().expand(u.shape[0], -1, -1)
+        denominator = torch.baddbmm(plan.epsilon_row.unsqueeze(-1), per_row, u)
     return numerator.div_(denominator), denominator
 
 
@@ -228,14 +299,15 @@ def matmul_backward(grad, out, denominator, u, weight, plan, need_input):
     not modified.
     """
     h = grad / denominator
-    m = torch.empty(2, plan.n_inputs, plan.n_pairs, dtype=out.dtype, device=out.device)
-    ut = u.t()
-    torch.mm(ut, h, out=m[0])
-    grad_u = torch.mm(h, weight[0].t()) if need_input else None
+    m = out.new_empty(2, plan.n_inputs, plan.n_pairs)
+    _cross(u, h, m[0])
+    grad_u = _columns_product(weight[0], h) if need_input else None
     h.mul_(out)
-    torch.mm(ut, h, out=m[1])
-    if need_input:
+    _cross(u, h, m[1])
+    if need_input and h.dim() == 2:
         grad_u.addmm_(h, weight[1].t(), alpha=-1)
+    elif need_input:
+        grad_u.sub_(_columns_product(weight[1], h))
     _, collect_index, collect_sign = plan.matmul_selection()
     grad_w2 = torch.take(m, collect_index).mul_(collect_sign).sum(1).view(-1)
     return grad_w2, grad_u

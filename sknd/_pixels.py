@@ -122,7 +122,9 @@ def pixel_function(estimator, method):
 
 
 # ------------------------------------------------------------------- processing
-def apply_block(block, *, func, spec, chunk_pixels, nodata, n_jobs, single_threaded_blas):
+def apply_block(
+    block, *, func, spec, chunk_pixels, nodata, n_jobs, single_threaded_blas, columns=None
+):
     """Apply ``func`` to an array ``(..., n_bands)``; the dask and xarray entry point."""
     out = np.empty(block.shape[:-1] + spec.tail, dtype=spec.dtype)
     if out.size == 0:  # dask's meta inference probes with empty arrays
@@ -130,13 +132,24 @@ def apply_block(block, *, func, spec, chunk_pixels, nodata, n_jobs, single_threa
     context = _threads.single_threaded_blas if single_threaded_blas else contextlib.nullcontext
     with context():
         apply_pixels(
-            block, func, spec, out=out, chunk_pixels=chunk_pixels, nodata=nodata, n_jobs=n_jobs
+            block,
+            func,
+            spec,
+            out=out,
+            chunk_pixels=chunk_pixels,
+            nodata=nodata,
+            n_jobs=n_jobs,
+            columns=columns,
         )
     return out
 
 
-def apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1):
-    """Fill ``out`` (pixels.shape[:-1] + spec.tail) chunk by chunk."""
+def apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1, columns=None):
+    """Fill ``out`` (pixels.shape[:-1] + spec.tail) chunk by chunk.
+
+    ``columns`` (a list of band positions, or None for all bands in order)
+    picks and orders the bands ``func`` takes; only those decide no-data.
+    """
     n_bands = pixels.shape[-1]
     tail = spec.tail
 
@@ -145,6 +158,8 @@ def apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1):
         block_shape = block.shape[:-1]
         # reshape copies only when the chunk is not contiguous, e.g. a band-first image.
         table = block.reshape(-1, n_bands)
+        if columns is not None:
+            table = table[:, columns]
         values = _predict_pixels(func, table, spec, nodata)
         out[index] = values.reshape(block_shape + tail)
 

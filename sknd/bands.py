@@ -13,10 +13,24 @@ Near-infrared bands other than the broad NIR band carry their centre in tenths
 of a micrometre: ``nir07`` (Landsat MSS band 3), ``nir08`` (the narrow NIR band
 B8A of Sentinel-2), ``nir09`` (water vapour) and ``nir12`` (MODIS band 5).
 
+Presets: Sentinel-2 (``"sentinel2"``), Landsat 8/9 (``"landsat8"``), Landsat 7
+ETM+ (``"landsat7"``), Landsat 4-5 TM (``"landsat5"``), HLS S30 and L30
+(``"hls_s30"``, ``"hls_l30"``), PlanetScope SuperDove (``"planetscope"``),
+ASTER (``"aster"``), Landsat MSS (``"landsat_mss"``, ``"landsat_mss_1_3"``) and
+MODIS (``"modis"``); :func:`get_sensor` lists the spellings accepted for each.
+Under every preset a band may also be called by its *Awesome Spectral Indices*
+(spyndex) short name (``"R"``, ``"N"``, ``"RE1"``, ``"S1"`` ...) or its STAC
+common name (``"nir08"``, ``"swir16"``, ``"rededge071"`` ...).
+
 Centre wavelengths are nominal values in nanometres (Sentinel-2A for
 Sentinel-2, USGS band designations for Landsat, the middle of the band pass for
 Landsat MSS and MODIS); they are meant for labelling and ordering, not for
-radiometry.
+radiometry. The sources of every table are listed in :mod:`sknd._sensors` and
+in ``docs/raster.md``.
+
+:func:`match_bands` finds a model's bands among an image's bands: by name, by
+the same sensor's spellings, or through common names across sensors (a model
+fitted on Landsat 8 applied to a Sentinel-2 scene).
 """
 
 from __future__ import annotations
@@ -24,39 +38,25 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ._sensors import (
+    AMBIGUOUS_SENSORS,
+    COMMON_NAMES,
+    SENSOR_ALIASES,
+    SENSORS,
+    VOCABULARY,
+)
+
 __all__ = [
     "COMMON_NAMES",
     "SENSORS",
     "Band",
+    "BandMatchWarning",
     "band_pair_indices",
     "get_sensor",
+    "match_bands",
     "resolve_bands",
     "sensor_bands",
 ]
-
-
-# Common name -> human-readable description. The vocabulary is shared by all
-# sensors so that the known-index catalogue can be written once.
-COMMON_NAMES = {
-    "coastal": "coastal aerosol (~443 nm)",
-    "blue": "blue (~490 nm)",
-    "green": "green (~560 nm)",
-    "red": "red (~660 nm)",
-    "rededge1": "red edge 1 (~705 nm)",
-    "rededge2": "red edge 2 (~740 nm)",
-    "rededge3": "red edge 3 (~783 nm)",
-    "nir07": "near infrared 700-800 nm (Landsat MSS band 3)",
-    "nir": "near infrared, broad band (~840 nm)",
-    "nir08": "narrow near infrared (~865 nm)",
-    "nir09": "water vapour (~945 nm)",
-    "nir12": "near infrared ~1240 nm (MODIS band 5)",
-    "cirrus": "cirrus (~1375 nm)",
-    "swir1": "short-wave infrared 1 (~1.6 um)",
-    "swir2": "short-wave infrared 2 (~2.2 um)",
-    "pan": "panchromatic",
-    "tir1": "thermal infrared 1 (~10.9 um)",
-    "tir2": "thermal infrared 2 (~12 um)",
-}
 
 
 @dataclass(frozen=True)
@@ -93,162 +93,21 @@ class Band:
     group: str | None = None
 
 
-@dataclass(frozen=True)
-class _Sensor:
-    key: str
-    long_name: str
-    # (canonical band name, common name, centre wavelength in nm)
-    bands: tuple
-    # Alternative spellings of the band numbers, matched case-insensitively
-    # before the number, e.g. "SR_B" for Landsat Collection 2 surface
-    # reflectance or "sur_refl_b" for MODIS MOD09.
-    prefixes: tuple = ("B",)
-    note: str = ""
-    # Lower-case sensor-specific names -> canonical band name.
-    aliases: tuple = ()
-
-    def canonical(self, name):
-        """Return the canonical band name for ``name``, or None."""
-        text = str(name).strip()
-        aliases = dict(self.aliases)
-        if text.lower() in aliases:
-            return aliases[text.lower()]
-        for canonical, common, _ in self.bands:
-            if text.upper() == canonical.upper() or text.lower() == common:
-                return canonical
-        prefixes = "|".join(re.escape(p) for p in self.prefixes)
-        match = re.fullmatch(rf"(?:{prefixes})0*(\d+)(A?)", text, flags=re.IGNORECASE)
-        if match is None:
-            return None
-        candidate = f"B{int(match.group(1))}{match.group(2).upper()}"
-        for canonical, _, _ in self.bands:
-            if canonical == candidate:
-                return canonical
-        return None
-
-    def valid_names(self):
-        return [canonical for canonical, _, _ in self.bands]
-
-
-SENSORS = {
-    "sentinel2": _Sensor(
-        key="sentinel2",
-        long_name="Sentinel-2 MSI",
-        bands=(
-            ("B1", "coastal", 442.7),
-            ("B2", "blue", 492.4),
-            ("B3", "green", 559.8),
-            ("B4", "red", 664.6),
-            ("B5", "rededge1", 704.1),
-            ("B6", "rededge2", 740.5),
-            ("B7", "rededge3", 782.8),
-            ("B8", "nir", 832.8),
-            ("B8A", "nir08", 864.7),
-            ("B9", "nir09", 945.1),
-            ("B10", "cirrus", 1373.5),
-            ("B11", "swir1", 1613.7),
-            ("B12", "swir2", 2202.4),
-        ),
-        prefixes=("B",),
-        note="zero-padded names such as B02 and B8A/B08A are accepted",
-    ),
-    "landsat8": _Sensor(
-        key="landsat8",
-        long_name="Landsat 8/9 OLI/TIRS",
-        bands=(
-            ("B1", "coastal", 443.0),
-            ("B2", "blue", 482.0),
-            ("B3", "green", 562.0),
-            ("B4", "red", 655.0),
-            ("B5", "nir", 865.0),
-            ("B6", "swir1", 1609.0),
-            ("B7", "swir2", 2201.0),
-            ("B8", "pan", 590.0),
-            ("B9", "cirrus", 1373.0),
-            ("B10", "tir1", 10895.0),
-            ("B11", "tir2", 12005.0),
-        ),
-        prefixes=("B", "SR_B", "ST_B"),
-        note="Collection 2 names such as SR_B4 are accepted",
-    ),
-    "landsat_mss": _Sensor(
-        key="landsat_mss",
-        long_name="Landsat 4-5 MSS (band numbers 1-4)",
-        bands=(
-            ("B1", "green", 550.0),
-            ("B2", "red", 650.0),
-            ("B3", "nir07", 750.0),
-            ("B4", "nir", 950.0),
-        ),
-        note="nir1 and nir2 mean B3 and B4; Landsat 1-3 number the same bands 4-7: "
-        "use sensor='landsat_mss_1_3'",
-        aliases=(("nir1", "B3"), ("nir2", "B4")),
-    ),
-    "landsat_mss_1_3": _Sensor(
-        key="landsat_mss_1_3",
-        long_name="Landsat 1-3 MSS (band numbers 4-7)",
-        bands=(
-            ("B4", "green", 550.0),
-            ("B5", "red", 650.0),
-            ("B6", "nir07", 750.0),
-            ("B7", "nir", 950.0),
-        ),
-        note="nir1 and nir2 mean B6 and B7; Landsat 4-5 number the same bands 1-4: "
-        "use sensor='landsat_mss'",
-        aliases=(("nir1", "B6"), ("nir2", "B7")),
-    ),
-    "modis": _Sensor(
-        key="modis",
-        long_name="MODIS land surface reflectance (bands 1-7)",
-        bands=(
-            ("B1", "red", 645.0),
-            ("B2", "nir", 858.5),
-            ("B3", "blue", 469.0),
-            ("B4", "green", 555.0),
-            ("B5", "nir12", 1240.0),
-            ("B6", "swir1", 1640.0),
-            ("B7", "swir2", 2130.0),
-        ),
-        prefixes=("B", "sur_refl_b", "Nadir_Reflectance_Band", "band"),
-        note="MOD09 names such as sur_refl_b01 are accepted",
-    ),
-}
-
-# Spellings users type for the presets, after lower-casing and dropping
-# everything that is not a letter or a digit.
-_SENSOR_ALIASES = {
-    "sentinel2": "sentinel2",
-    "sentinel2a": "sentinel2",
-    "sentinel2b": "sentinel2",
-    "sentinel2c": "sentinel2",
-    "s2": "sentinel2",
-    "msi": "sentinel2",
-    "landsat8": "landsat8",
-    "landsat9": "landsat8",
-    "landsat89": "landsat8",
-    "oli": "landsat8",
-    "l8": "landsat8",
-    "l9": "landsat8",
-    "landsatmss": "landsat_mss",
-    "mss": "landsat_mss",
-    "landsat45mss": "landsat_mss",
-    "landsatmss13": "landsat_mss_1_3",
-    "landsat13mss": "landsat_mss_1_3",
-    "modis": "modis",
-    "terra": "modis",
-    "aqua": "modis",
-}
-
-
 def get_sensor(sensor):
     """Return the preset for ``sensor``.
 
     Parameters
     ----------
     sensor : str
-        Preset key or a common spelling of it, e.g. ``"sentinel2"``,
-        ``"Sentinel-2"``, ``"S2"``, ``"landsat8"``, ``"Landsat 9"``,
-        ``"landsat_mss"``, ``"landsat_mss_1_3"``, ``"modis"``.
+        Preset key or a common spelling of it (case, spaces and punctuation
+        are ignored): ``"sentinel2"`` (``"S2"``, ``"MSI"``), ``"landsat8"``
+        (``"Landsat 9"``, ``"OLI"``, ``"LC08"``), ``"landsat7"`` (``"ETM+"``,
+        ``"LE07"``), ``"landsat5"`` (``"Landsat 4"``, ``"TM"``, ``"LT05"``),
+        ``"hls_s30"`` (``"S30"``), ``"hls_l30"`` (``"L30"``),
+        ``"planetscope"`` (``"SuperDove"``, ``"Planet"``), ``"aster"``,
+        ``"landsat_mss"``, ``"landsat_mss_1_3"``, ``"modis"``. ``"HLS"``
+        alone is refused with a message naming its two products, whose band
+        numbers differ.
 
     Returns
     -------
@@ -259,19 +118,24 @@ def get_sensor(sensor):
     Raises
     ------
     ValueError
-        If the sensor is unknown.
+        If the sensor is unknown or ambiguous.
 
     Examples
     --------
     >>> from sknd.bands import get_sensor
-    >>> get_sensor("Sentinel-2").key
-    'sentinel2'
+    >>> get_sensor("Sentinel-2").key, get_sensor("Landsat 5 TM").key
+    ('sentinel2', 'landsat5')
     """
     if not isinstance(sensor, str):
         raise TypeError(f"sensor must be a string, got {type(sensor).__name__}.")
     key = re.sub(r"[^0-9a-z]", "", sensor.lower())
-    if key in _SENSOR_ALIASES:
-        return SENSORS[_SENSOR_ALIASES[key]]
+    if key in SENSOR_ALIASES:
+        return SENSORS[SENSOR_ALIASES[key]]
+    if key in AMBIGUOUS_SENSORS:
+        options = " or ".join(repr(name) for name in AMBIGUOUS_SENSORS[key])
+        raise ValueError(
+            f"{sensor!r} names several products with different band numbers; use {options}."
+        )
     raise ValueError(f"Unknown sensor {sensor!r}. Valid presets are: {', '.join(sorted(SENSORS))}.")
 
 
@@ -286,7 +150,8 @@ def sensor_bands(sensor):
     Returns
     -------
     table : pandas.DataFrame
-        One row per band with the columns ``band``, ``common_name``,
+        One row per band with the columns ``band``, ``common_name``
+        (None for a band without a counterpart in :data:`COMMON_NAMES`),
         ``wavelength`` (nm) and ``description``.
 
     Examples
@@ -303,34 +168,18 @@ def sensor_bands(sensor):
     preset = get_sensor(sensor)
     return pd.DataFrame(
         [
-            (name, common, wavelength, COMMON_NAMES[common])
+            (name, common, wavelength, COMMON_NAMES.get(common, ""))
             for name, common, wavelength in preset.bands
         ],
         columns=["band", "common_name", "wavelength", "description"],
     )
 
 
-# Spellings of common names seen in the wild (after dropping separators).
-_COMMON_ALIASES = {
-    "coastalaerosol": "coastal",
-    "aerosol": "coastal",
-    "narrownir": "nir08",
-    "nirnarrow": "nir08",
-    "nir8a": "nir08",
-    "watervapour": "nir09",
-    "watervapor": "nir09",
-    "swir16": "swir1",
-    "swir22": "swir2",
-    "tirs1": "tir1",
-    "tirs2": "tir2",
-}
-
-
 def _plain_common_name(text):
     key = re.sub(r"[\s_\-.]", "", text.lower())
     if key in COMMON_NAMES:
         return key
-    return _COMMON_ALIASES.get(key)
+    return VOCABULARY.get(key)
 
 
 def _infer_common_name(name):
@@ -516,3 +365,209 @@ def band_pair_indices(pairs, bands):
         tuple(value if not isinstance(value, str) else _band_index(value, bands) for value in pair)
         for pair in items
     ]
+
+
+# ------------------------------------------------------------- matching bands
+class BandMatchWarning(UserWarning):
+    """An image's bands were matched to a model's bands other than by their names.
+
+    Raised as a warning by :mod:`sknd.raster` when an image without band names
+    is matched by position to a model that has names, and when a model's bands
+    are found in an image of another sensor through common names.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sknd.bands import BandMatchWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", BandMatchWarning)
+    """
+
+
+def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=None):
+    """Find each of a model's bands among an image's bands.
+
+    In this order: identical names; the image's names read under
+    ``image_sensor`` (or, when it is None, under the model's sensor, then
+    under every preset whose reading gives a match, which must all agree);
+    bands of the same sensor match by band number (``"B4"`` and ``"B04"``),
+    bands of different sensors by common name (Landsat 8 ``"SR_B5"`` and
+    Sentinel-2 ``"B08"`` are both ``"nir"``).
+
+    Parameters
+    ----------
+    model_bands : sequence of str or Band
+        The model's band names, in the order of its input columns, or the
+        resolved bands (an sknd estimator's ``bands_``).
+    image_bands : sequence of str
+        The image's band names, in the order of its band axis.
+    model_sensor : str, optional
+        Preset of the model's band names (an sknd estimator's ``sensor``).
+    image_sensor : str, optional
+        Preset of the image's band names; guessed when None.
+
+    Returns
+    -------
+    positions : list of int
+        For each model band, its position in ``image_bands``.
+    mapping : list of (str, str, str or None)
+        For each model band: its name, the image band's name and the common
+        name that matched them (None when the names or band numbers did).
+    image_sensor : str or None
+        Key of the preset the image's names were read under, None when they
+        matched as given.
+
+    Raises
+    ------
+    ValueError
+        If a model band has no counterpart in the image (the message names
+        it), or the image's names fit several presets that disagree (pass
+        ``image_sensor``).
+
+    Examples
+    --------
+    >>> from sknd.bands import match_bands
+    >>> positions, mapping, sensor = match_bands(
+    ...     ["SR_B4", "SR_B5"], ["B02", "B03", "B04", "B08"], model_sensor="landsat8"
+    ... )
+    >>> positions, sensor
+    ([2, 3], 'sentinel2')
+    >>> mapping
+    [('SR_B4', 'B04', 'red'), ('SR_B5', 'B08', 'nir')]
+    """
+    if isinstance(model_bands, str) or isinstance(image_bands, str):
+        raise TypeError("model_bands and image_bands must be sequences of band names.")
+    image_names = [str(name) for name in image_bands]
+    model_bands = list(model_bands)
+    if all(isinstance(band, Band) for band in model_bands):
+        model = tuple(model_bands)
+    else:
+        model = _resolve_model([str(name) for name in model_bands], model_sensor)
+    model_names = [band.name for band in model]
+    if all(name in image_names for name in model_names):
+        _check_unique(model_names, image_names)
+        return (
+            [image_names.index(name) for name in model_names],
+            [(name, name, None) for name in model_names],
+            None,
+        )
+    model_key = next((band.sensor for band in model if band.sensor is not None), None)
+    if image_sensor is not None:
+        keys = [get_sensor(image_sensor).key]
+    else:
+        keys = ([model_key] if model_key else []) + [k for k in SENSORS if k != model_key] + [None]
+    found, best = [], None
+    for key in keys:
+        if image_sensor is None and not _plausible(key, image_names):
+            continue
+        try:
+            image = resolve_bands(image_names, sensor=key)
+        except ValueError:
+            if image_sensor is not None:
+                raise
+            continue
+        positions, missing = _pair_up(model, image)
+        if missing and (best is None or len(missing) < len(best[1])):
+            best = (key, missing)
+        if not missing:
+            if image_sensor is not None or key == model_key:
+                return positions, _mapping(model, image, positions), key
+            found.append((key, positions, image))
+    if not found:
+        key, missing = best if best is not None else (None, list(model))
+        where = f" read as {SENSORS[key].long_name} bands" if key else ""
+        described = ", ".join(
+            f"{band.name!r} ({band.common_name or 'no common name'})" for band in missing
+        )
+        hint = "" if image_sensor else "; name the image's sensor (sensor=) if it has a preset"
+        if any(band.common_name is None for band in missing):
+            hint += (
+                "; bands without a common name only match identical names: fit the model "
+                "with sensor= (e.g. sensor='landsat8') or name its bands by common name"
+            )
+        raise ValueError(
+            f"The model's band(s) {described} have no counterpart among the image's bands "
+            f"{image_names}{where}{hint}."
+        )
+    if len({tuple(positions) for _, positions, _ in found}) > 1:
+        readings = "; ".join(
+            f"{key or 'common names'}: {[image_names[p] for p in positions]}"
+            for key, positions, _ in found
+        )
+        raise ValueError(
+            f"The image's band names {image_names} fit several sensor presets that pick "
+            f"different bands for the model's {model_names} ({readings}); name the image's "
+            "sensor with sensor=."
+        )
+    key, positions, image = found[0]
+    return positions, _mapping(model, image, positions), key
+
+
+def _plausible(key, names):
+    """Whether names could come from the sensor's own products (only for guessing)."""
+    if key is None or SENSORS[key].padded:
+        return True
+    return not any(re.fullmatch(r"[A-Za-z_]*0\d+[A-Za-z]?", name) for name in names)
+
+
+def _check_unique(wanted, names):
+    duplicated = sorted({name for name in wanted if names.count(name) > 1})
+    if duplicated:
+        raise ValueError(
+            f"Band(s) {duplicated} appear more than once among the image's bands {names}; "
+            "cannot tell which one the model should use."
+        )
+
+
+def _resolve_model(names, sensor):
+    """The model's bands with common names: under ``sensor``, as written, or under the
+    presets that all agree on every name's common name."""
+    if sensor is not None:
+        return resolve_bands(names, sensor=sensor)
+    free = resolve_bands(names)
+    if all(band.common_name is not None for band in free):
+        return free
+    readings = {}
+    for key in SENSORS:
+        try:
+            bands = resolve_bands(names, sensor=key)
+        except ValueError:
+            continue
+        readings.setdefault(tuple(band.common_name for band in bands), bands)
+    if len(readings) == 1:
+        return next(iter(readings.values()))
+    return free
+
+
+def _pair_up(model, image):
+    """Positions of the model's bands among the image's bands, and the bands not found."""
+    positions, missing = [], []
+    for band in model:
+        if band.sensor is not None and band.sensor == image[0].sensor:
+            preset = SENSORS[band.sensor]
+            canonical = preset.canonical(band.name)
+            matches = [
+                i for i, other in enumerate(image) if preset.canonical(other.name) == canonical
+            ]
+        elif band.common_name is not None:
+            matches = [
+                i
+                for i, other in enumerate(image)
+                if other.common_name == band.common_name and other.group == band.group
+            ]
+        else:
+            matches = []
+        if len(matches) == 1:
+            positions.append(matches[0])
+        else:
+            missing.append(band)
+    return positions, missing
+
+
+def _mapping(model, image, positions):
+    mapping = []
+    for band, position in zip(model, positions):
+        other = image[position]
+        same = band.name == other.name or (band.sensor is not None and band.sensor == other.sensor)
+        mapping.append((band.name, other.name, None if same else band.common_name))
+    return mapping

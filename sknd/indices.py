@@ -224,11 +224,13 @@ CATALOGUE = (
 
 
 # Awesome Spectral Indices band symbols -> sknd common names. Symbols without
-# a counterpart here (constants, radar, yellow, ...) make an entry unusable.
+# a counterpart here (constants, radar, ...) make an entry unusable.
 _SPYNDEX_BANDS = {
     "A": "coastal",
     "B": "blue",
+    "G1": "green1",
     "G": "green",
+    "Y": "yellow",
     "R": "red",
     "RE1": "rededge1",
     "RE2": "rededge2",
@@ -238,6 +240,7 @@ _SPYNDEX_BANDS = {
     "WV": "nir09",
     "S1": "swir1",
     "S2": "swir2",
+    "T": "tir",
     "T1": "tir1",
     "T2": "tir2",
 }

@@ -27,7 +27,7 @@ import re
 
 import numpy as np
 
-from ._formula import VARIANTS, softplus
+from ._formula import VARIANTS, softplus, weight_ratio
 from ._validation import check_fitted_indices
 from .bands import resolve_bands
 from .indices import get_catalogue, known_index
@@ -159,7 +159,7 @@ def index_table(estimator, catalogue=None):
                 "band_j": bands[j].name,
                 "a": a[position],
                 "c": c[position],
-                "k": float(softplus(a[position]) / softplus(c[position])),
+                "k": float(weight_ratio(a[position], c[position])),
                 "importance": importances[position],
                 "known_index": known_index(bands[i], bands[j], catalogue),
             }

@@ -17,11 +17,13 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from ._nd_torch import band_table, unband
 from .nn import NormalizedDifference, resolve_pairs
 
 __all__ = [
     "ARCHITECTURES",
     "LAYER_KINDS",
+    "AppendNormalizedDifference",
     "AttentionND",
     "Layer",
     "RawPassthrough",
@@ -42,20 +44,77 @@ class AttentionND(nn.Module):
         Number of input bands.
     pairs, epsilon, variant
         As for :class:`~sknd.nn.NormalizedDifference`.
+    dim : int, default=1
+        Axis of the input holding the bands, as for
+        :class:`~sknd.nn.NormalizedDifference`; on ``(N, C, H, W)`` patches the
+        gate is a 1 x 1 convolution (the same ``nn.Linear`` weights at every
+        pixel).
 
     Examples
     --------
     >>> AttentionND(4)(torch.rand(2, 4)).shape
     torch.Size([2, 6])
+    >>> AttentionND(4)(torch.rand(2, 4, 8, 8)).shape
+    torch.Size([2, 6, 8, 8])
     """
 
-    def __init__(self, n_features, pairs="all", epsilon=1e-6, variant="reflectance"):
+    def __init__(self, n_features, pairs="all", epsilon=1e-6, variant="reflectance", dim=1):
         super().__init__()
-        self.nd = NormalizedDifference(n_features, pairs, epsilon, variant)
+        self.nd = NormalizedDifference(n_features, pairs, epsilon, variant, dim=dim)
         self.gate = nn.Linear(n_features, self.nd.n_pairs)
 
     def forward(self, x):
-        return self.nd(x) * torch.sigmoid(self.gate(x))
+        dim = self.nd.dim
+        if x.dim() == 2 and dim % 2 == 1:
+            return self.nd(x) * torch.sigmoid(self.gate(x))
+        values = self.nd(x)  # checks x first
+        table = band_table(x, dim)
+        if table.dim() == 2:
+            gate = self.gate(table)
+        else:  # the Linear at every position: a 1 x 1 convolution, without transposing x
+            gate = torch.baddbmm(
+                self.gate.bias.unsqueeze(-1), self.gate.weight.expand(table.shape[0], -1, -1), table
+            )
+        return values * torch.sigmoid(unband(gate, x.shape, dim))
+
+
+class AppendNormalizedDifference(nn.Module):
+    """The input's channels followed by learnable normalized differences of them.
+
+    The learnable counterpart of appending fixed indices (NDVI, NDWI) to image
+    channels: the first block of a CNN or U-Net that keeps the raw bands and
+    adds ``n_pairs`` learned indices computed per pixel.
+
+    Parameters
+    ----------
+    n_features : int
+        Number of input bands.
+    pairs, epsilon, variant, dim
+        As for :class:`~sknd.nn.NormalizedDifference` (``dim``: the channel
+        axis, 1 for ``(N, C, H, W)``).
+
+    Attributes
+    ----------
+    nd : sknd.nn.NormalizedDifference
+        The layer computing the appended indices.
+    n_outputs : int
+        Channels of the output, ``n_features + n_pairs``.
+
+    Examples
+    --------
+    >>> block = AppendNormalizedDifference(4, pairs=[(3, 2), (1, 3)])
+    >>> block(torch.rand(2, 4, 16, 16)).shape
+    torch.Size([2, 6, 16, 16])
+    >>> model = nn.Sequential(block, nn.Conv2d(block.n_outputs, 8, 3, padding=1))
+    """
+
+    def __init__(self, n_features, pairs="all", epsilon=1e-6, variant="reflectance", dim=1):
+        super().__init__()
+        self.nd = NormalizedDifference(n_features, pairs, epsilon, variant, dim=dim)
+        self.n_outputs = n_features + self.nd.n_pairs
+
+    def forward(self, x):
+        return torch.cat([x, self.nd(x)], self.nd.dim)
 
 
 class RawPassthrough(nn.Module):

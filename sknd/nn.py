@@ -35,6 +35,10 @@ against autograd:
   :mod:`sknd._kernels`): raster prediction of fitted models, 3.5x faster per
   pixel than torch. Pinned by tests/test_networks.py (torch forward equals
   both, for every architecture, variant and task).
+- ONNX models (:func:`sknd.onnx.to_onnx`): no copy of the formula, the
+  exporter traces the :mod:`sknd._nd_torch` forward (whose smooth ``|b|``
+  avoids ``hypot``, which ONNX lacks, while exporting). Pinned by
+  tests/test_onnx.py (onnxruntime equals the estimators' methods).
 - formula strings (numpy, Earth Engine, LaTeX, text) written by
   :func:`sknd.inspection.export_formulas`, pinned by tests/test_inspection.py
   (the exported numpy formula reproduces ``transform``).
@@ -50,6 +54,7 @@ from torch import nn
 from ._formula import TORCH_MATMUL_MAX_INPUTS, VARIANTS, check_variant
 from ._nd_torch import (
     PairPlan,
+    band_table,
     gather_backward,
     gather_forward,
     input_grad,
@@ -57,6 +62,7 @@ from ._nd_torch import (
     matmul_backward,
     matmul_forward,
     matmul_weight,
+    unband,
 )
 
 __all__ = [
@@ -204,13 +210,43 @@ def _check_method(method):
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
 
 
-def normalized_difference(x, a, c, pairs, epsilon=1e-6, variant="reflectance", method="auto"):
+#: Input dtypes computed in float32 (and returned in their own dtype): the
+#: denominators of nearby bands lose every digit in 8 or 11 bits of mantissa.
+_HALF_DTYPES = (torch.float16, torch.bfloat16)
+
+
+def _forward(x, a, c, dim, plan_of, method):
+    """The layer's outputs for ``x`` with the bands along ``dim``.
+
+    ``plan_of(dtype, device)`` gives the :class:`~sknd._nd_torch.PairPlan`.
+    Half-precision inputs are computed in float32 and autocast is turned off
+    inside, as for the other ratio-of-sums operations of torch (softmax, norms).
+    """
+    device_type = x.device.type
+    if torch.is_autocast_enabled(device_type):
+        with torch.autocast(device_type, enabled=False):
+            return _forward(x, a, c, dim, plan_of, method)
+    table = x if x.dim() == 2 and dim % 2 == 1 else band_table(x, dim)
+    dtype = torch.float32 if x.dtype in _HALF_DTYPES else x.dtype
+    if dtype != x.dtype:
+        table = table.to(dtype)
+    plan = plan_of(dtype, x.device)
+    out = _NormalizedDifferenceFunction.apply(
+        table, a.to(dtype), c.to(dtype), plan, plan.choose(method)
+    )
+    out = out.to(x.dtype)
+    return out if table.dim() == x.dim() == 2 else unband(out, x.shape, dim)
+
+
+def normalized_difference(
+    x, a, c, pairs, epsilon=1e-6, variant="reflectance", method="auto", dim=1
+):
     """Learnable normalized differences of band pairs (functional form).
 
     Parameters
     ----------
-    x : torch.Tensor of shape (n_samples, n_features)
-        Input bands.
+    x : torch.Tensor of shape (n_samples, n_features) or (n_samples, n_features, ...)
+        Input bands, along axis ``dim``.
     a, c : torch.Tensor of shape (n_pairs,)
         Raw parameters; the band weights are ``softplus(a)`` and ``softplus(c)``.
     pairs : torch.Tensor of shape (n_pairs, 2)
@@ -229,11 +265,15 @@ def normalized_difference(x, a, c, pairs, epsilon=1e-6, variant="reflectance", m
         matrix (``O(n_features n_pairs)`` flops per sample, but one fast
         GEMM). ``"auto"`` uses ``"matmul"`` up to :data:`MATMUL_MAX_INPUTS`
         layer inputs.
+    dim : int, default=1
+        Axis of ``x`` holding the bands: 1 for ``(N, C)`` tables, ``(N, C, H,
+        W)`` images and ``(N, C, T)`` series; -1 for channels-last layouts.
 
     Returns
     -------
-    torch.Tensor of shape (n_samples, n_pairs)
-        Values in ``[-1, 1]``.
+    torch.Tensor
+        ``x``'s shape with ``n_pairs`` in place of ``n_features`` along
+        ``dim``; values in ``[-1, 1]``.
 
     Examples
     --------
@@ -245,8 +285,12 @@ def normalized_difference(x, a, c, pairs, epsilon=1e-6, variant="reflectance", m
     """
     check_variant(variant)
     _check_method(method)
-    plan = PairPlan(pairs, x.shape[1], variant, float(epsilon), x.dtype, x.device)
-    return _NormalizedDifferenceFunction.apply(x, a, c, plan, plan.choose(method))
+    n_features = x.shape[dim]
+
+    def plan_of(dtype, device):
+        return PairPlan(pairs, n_features, variant, float(epsilon), dtype, device)
+
+    return _forward(x, a, c, dim, plan_of, method)
 
 
 class NormalizedDifference(nn.Module):
@@ -266,6 +310,21 @@ class NormalizedDifference(nn.Module):
         ``"signed"`` and ``"softplus"`` accept any real input.
     method : {"auto", "gather", "matmul"}, default="auto"
         How the outputs are computed, see :func:`normalized_difference`.
+    dim : int, default=1
+        Axis of the input holding the bands. The default reads ``(N, C)``
+        tables, ``(N, C, H, W)`` image patches and ``(N, C, T)`` series (the
+        layout of ``nn.Conv2d``), computing every pair at every pixel with the
+        output's ``n_pairs`` channels in place of the bands; ``-1`` reads
+        channels-last layouts such as ``(N, H, W, C)``. The result equals the
+        layer applied pixel by pixel.
+    check_input : bool, default=True
+        Check each input in eager mode with one reduction (its minimum): NaN
+        raises a ``ValueError``, and so does a negative value for
+        ``variant="reflectance"``, whose outputs are only bounded for
+        non-negative inputs (stacked on another ND layer, use ``"signed"``).
+        The check reads the value back to the host (a synchronisation on a
+        GPU); ``False`` skips it. Skipped under ``torch.compile`` and
+        ``torch.export``, which trace no data-dependent branches.
 
     Attributes
     ----------
@@ -280,19 +339,43 @@ class NormalizedDifference(nn.Module):
     >>> layer = NormalizedDifference(4)
     >>> layer(torch.rand(8, 4)).shape
     torch.Size([8, 6])
+
+    Image patches ``(N, C, H, W)``, every pair at every pixel:
+
+    >>> layer(torch.rand(2, 4, 16, 16)).shape
+    torch.Size([2, 6, 16, 16])
+
+    Stacked on another ND layer, whose outputs are signed:
+
+    >>> deep = nn.Sequential(layer, NormalizedDifference(6, variant="signed"))
+    >>> deep(torch.rand(8, 4)).shape
+    torch.Size([8, 15])
     """
 
-    def __init__(self, n_features, pairs="all", epsilon=1e-6, variant="reflectance", method="auto"):
+    def __init__(
+        self,
+        n_features,
+        pairs="all",
+        epsilon=1e-6,
+        variant="reflectance",
+        method="auto",
+        dim=1,
+        check_input=True,
+    ):
         super().__init__()
         check_variant(variant)
         if not epsilon > 0:
             raise ValueError(f"epsilon must be positive, got {epsilon!r}.")
         _check_method(method)
+        if isinstance(dim, bool) or not isinstance(dim, int):
+            raise TypeError(f"dim must be an int (the axis of the bands), got {dim!r}.")
         pairs = torch.as_tensor(resolve_pairs(n_features, pairs))
         self.n_features = n_features
         self.epsilon = float(epsilon)
         self.variant = variant
         self.method = method
+        self.dim = dim
+        self.check_input = bool(check_input)
         self.register_buffer("pairs", pairs)
         self.a = nn.Parameter(torch.zeros(len(pairs)))
         self.c = nn.Parameter(torch.zeros(len(pairs)))
@@ -327,11 +410,60 @@ class NormalizedDifference(nn.Module):
             self._plans = {key: plan}
         return plan
 
+    def _plan_of(self, dtype, device):
+        if torch.compiler.is_compiling():
+            # Traced once into the graph: no cache keyed on storage addresses.
+            return PairPlan(self.pairs, self.n_features, self.variant, self.epsilon, dtype, device)
+        return self.pair_plan(dtype, device)
+
     def forward(self, x):
-        plan = self.pair_plan(x.dtype, x.device)
-        return _NormalizedDifferenceFunction.apply(
-            x, self.a, self.c, plan, plan.choose(self.method)
-        )
+        self._check(x)
+        return _forward(x, self.a, self.c, self.dim, self._plan_of, self.method)
+
+    def _check(self, x):
+        """Clear errors for inputs the layer cannot compute (see ``check_input``)."""
+        name = type(self).__name__
+        if not isinstance(x, torch.Tensor):
+            raise TypeError(f"{name} expects a torch.Tensor, got {type(x).__name__}.")
+        if not x.is_floating_point():
+            raise TypeError(
+                f"{name} expects floating-point band values, got a tensor of {x.dtype}: "
+                "convert it first, e.g. x.float() (scaled to reflectance if it holds "
+                "digital numbers)."
+            )
+        if x.dim() < 2:
+            raise ValueError(
+                f"{name} expects a batch, (N, C) or (N, C, ...) with the bands along "
+                f"dim={self.dim}, got a tensor of shape {tuple(x.shape)}: add a batch "
+                "axis, e.g. x.unsqueeze(0)."
+            )
+        if not -x.dim() <= self.dim < x.dim():
+            raise ValueError(
+                f"{name}(dim={self.dim}) cannot read the bands of a {x.dim()}-D input of "
+                f"shape {tuple(x.shape)}: dim must be in [{-x.dim()}, {x.dim() - 1}]."
+            )
+        if x.shape[self.dim] != self.n_features:
+            raise ValueError(
+                f"{name} expects {self.n_features} bands along dim={self.dim}, got shape "
+                f"{tuple(x.shape)} ({x.shape[self.dim]} there). Pass the bands it was "
+                "built for, or set dim to the axis that holds them (dim=1 for (N, C, H, W), "
+                "dim=-1 for channels-last)."
+            )
+        if not self.check_input or torch.compiler.is_compiling() or x.numel() == 0:
+            return
+        low = float(x.detach().min())
+        if low != low:
+            raise ValueError(
+                f"{name} got NaN in its input: fill or mask missing band values first."
+            )
+        if low < 0 and self.variant == "reflectance":
+            raise ValueError(
+                f"{name}(variant='reflectance') needs non-negative band values, got a "
+                f"minimum of {low:.4g}; its outputs are only bounded in [-1, 1] for "
+                "non-negative inputs. For signed inputs, such as the outputs of another ND "
+                "layer, use variant='signed' or 'softplus' (check_input=False skips this "
+                "check)."
+            )
 
     def __getstate__(self):
         # The plans are caches of index tensors: rebuilt on first use, never pickled.
@@ -341,10 +473,13 @@ class NormalizedDifference(nn.Module):
 
     def __setstate__(self, state):
         state.setdefault("_plans", {})
+        # Layers pickled before the channel axis and the input check existed.
+        state.setdefault("dim", 1)
+        state.setdefault("check_input", True)
         super().__setstate__(state)
 
     def extra_repr(self):
         return (
             f"n_features={self.n_features}, n_pairs={self.n_pairs}, "
-            f"epsilon={self.epsilon:g}, variant={self.variant!r}"
+            f"epsilon={self.epsilon:g}, variant={self.variant!r}, dim={self.dim}"
         )

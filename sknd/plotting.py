@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._formula import softplus
+from ._formula import log_softplus
 from ._validation import check_fitted_indices
 from .indices import known_index
 from .inspection import get_bands
@@ -61,7 +61,7 @@ def _log2_ratios(estimator):
         )
     a = np.asarray(estimator.coef_a_, dtype=np.float64).ravel()
     c = np.asarray(estimator.coef_c_, dtype=np.float64).ravel()
-    return pairs, np.log2(softplus(a) / softplus(c))
+    return pairs, (log_softplus(a) - log_softplus(c)) / np.log(2.0)
 
 
 # Ratios worth a tick on short scales; longer scales use powers of two. The
@@ -82,13 +82,109 @@ def _ratio_ticks(half_range, max_per_side=4):
     return positions, labels
 
 
-def _set_ratio_ticks(axis, half_range):
-    from matplotlib.ticker import FixedFormatter, FixedLocator
+# Room between neighbouring tick labels, in points.
+_LABEL_GAP = 2.0
 
-    positions, labels = _ratio_ticks(half_range)
-    axis.set_major_locator(FixedLocator(positions))
-    axis.set_major_formatter(FixedFormatter(labels))
+
+def _label_size(axis):
+    """Font size (points) of the axis' tick labels."""
+    # One tick, made with the axis' tick settings (asking for all ticks would call the
+    # locator that asks for this size).
+    return axis.get_major_ticks(1)[0].label1.get_fontsize()
+
+
+def _text_width(text, size):
+    """Width in points of ``text`` at font size ``size``."""
+    from matplotlib.font_manager import FontProperties
+    from matplotlib.textpath import TextToPath
+
+    width, _, _ = TextToPath().get_text_width_height_descent(
+        text, FontProperties(size=size), ismath=False
+    )
+    return width
+
+
+def _points_per_unit(axis):
+    """Display length (points) of one data unit along the axis, as currently laid out."""
+    ax = axis.axes
+    if axis.axis_name == "x":
+        a, b = ax.transData.transform([(0.0, 0.0), (1.0, 0.0)])[:, 0]
+    else:
+        a, b = ax.transData.transform([(0.0, 0.0), (0.0, 1.0)])[:, 1]
+    return abs(b - a) * 72.0 / ax.figure.dpi
+
+
+def _labels_fit(axis, positions, labels, rotated=False):
+    """Whether tick labels at ``positions`` would leave room between neighbours."""
+    if len(positions) < 2:
+        return True
+    size = _label_size(axis)
+    if axis.axis_name == "y" or rotated:  # labels stacked along the axis: one line each
+        extents = [1.2 * size] * len(labels)
+    else:
+        extents = [_text_width(label, size) for label in labels]
+    scale = _points_per_unit(axis)
+    gaps = np.diff(np.sort(positions)) * scale
+    needed = (np.array(extents[:-1]) + np.array(extents[1:])) / 2 + _LABEL_GAP
+    return bool(np.all(gaps >= needed))
+
+
+def _ratio_locator(half_range):
+    """Ticks at round ratios k, as many per side (4 at most) as leave room for the labels.
+
+    The choice is made at draw time, from the axis' size on the final layout.
+    """
+    from matplotlib.ticker import Locator
+
+    class RatioLocator(Locator):
+        def candidates(self):
+            for per_side in (4, 3, 2, 1):
+                yield _ratio_ticks(half_range, per_side)
+            positions, labels = _ratio_ticks(half_range, 1)
+            yield [positions[0], positions[-1]], [labels[0], labels[-1]]
+            yield [0.0], ["1"]
+
+        def __call__(self):
+            for positions, labels in self.candidates():
+                if _labels_fit(self.axis, positions, labels):
+                    return positions
+            return [0.0]
+
+    return RatioLocator()
+
+
+def _set_ratio_ticks(axis, half_range):
+    from matplotlib.ticker import FixedLocator, FuncFormatter
+
+    names = {}
+    for per_side in (4, 3, 2, 1):
+        positions, labels = _ratio_ticks(half_range, per_side)
+        names.update({round(p, 9): text for p, text in zip(positions, labels)})
+    axis.set_major_locator(_ratio_locator(half_range))
+    axis.set_major_formatter(FuncFormatter(lambda x, pos: names.get(round(x, 9), "")))
     axis.set_minor_locator(FixedLocator([]))
+
+
+def _set_band_ticks(axis, names, rotate):
+    """One tick per band, or every m-th band when one label per band would not fit."""
+    from matplotlib.ticker import FuncFormatter, Locator
+
+    n = len(names)
+
+    class BandLocator(Locator):
+        def __call__(self):
+            size = _label_size(axis)
+            if axis.axis_name == "y" or rotate:
+                extent = 1.2 * size
+            else:
+                extent = max(_text_width(name, size) for name in names)
+            step = int(np.ceil((extent + _LABEL_GAP) / max(_points_per_unit(axis), 1e-9)))
+            return list(range(0, n, max(step, 1)))
+
+    axis.set_major_locator(BandLocator())
+    axis.set_major_formatter(
+        FuncFormatter(lambda x, pos: names[int(round(x))] if 0 <= round(x) < n else "")
+    )
 
 
 def plot_coefficient_matrix(
@@ -160,8 +256,16 @@ def plot_coefficient_matrix(
         cmap=colormap,
         norm=TwoSlopeNorm(vmin=-half_range, vcenter=0.0, vmax=half_range),
     )
-    ax.set_xticks(range(n), names, rotation=90 if n > 6 else 0)
-    ax.set_yticks(range(n), names)
+    # Long or many names: rotated x labels and a smaller font; every m-th band is labelled
+    # where one label per band would overlap (decided at draw time, see _set_band_ticks).
+    rotate = n > 6 or max(len(name) for name in names) > 4
+    size = "small" if n > 12 else None
+    size = "x-small" if n > 24 else size
+    if size is not None:
+        ax.tick_params(labelsize=size)
+    ax.tick_params(axis="x", labelrotation=90 if rotate else 0)
+    _set_band_ticks(ax.xaxis, names, rotate)
+    _set_band_ticks(ax.yaxis, names, rotate)
     ax.set_xlabel("band j (upweighted in blue)")
     ax.set_ylabel("band i (upweighted in red)")
     ax.set_title("Learned band weighting k = sp(a) / sp(c)")

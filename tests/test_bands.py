@@ -1,12 +1,15 @@
 """Tests of the band vocabulary (sensor presets and name resolution)."""
 
+import numpy as np
 import pytest
 
+from sknd._sensors import AMBIGUOUS_SENSORS, SENSOR_ALIASES, VOCABULARY
 from sknd.bands import (
     COMMON_NAMES,
     SENSORS,
     band_pair_indices,
     get_sensor,
+    match_bands,
     resolve_bands,
     sensor_bands,
 )
@@ -69,8 +72,10 @@ def test_sentinel2_preset_is_complete_and_ordered():
 def test_all_presets_use_the_common_vocabulary():
     for key, preset in SENSORS.items():
         assert get_sensor(key) is preset
+        commons = [common for _, common, _ in preset.bands if common is not None]
+        assert len(commons) == len(set(commons)), key  # a common name means one band
         for _, common, wavelength in preset.bands:
-            assert common in COMMON_NAMES
+            assert common is None or common in COMMON_NAMES
             assert wavelength > 300
 
 
@@ -156,3 +161,205 @@ def test_band_pair_indices():
     ]
     with pytest.raises(ValueError, match="Unknown band 'green'"):
         band_pair_indices([("green", "nir")], free)  # only grouped green bands
+
+
+# ------------------------------------------------- presets and vocabularies (issue 13)
+@pytest.mark.parametrize(
+    "sensor, name, canonical, common",
+    [
+        ("landsat5", "B4", "B4", "nir"),
+        ("Landsat 4", "SR_B7", "B7", "swir2"),
+        ("TM", "ST_B6", "B6", "tir"),
+        ("landsat7", "B8", "B8", "pan"),
+        ("ETM+", "SR_B5", "B5", "swir1"),
+        ("hls_s30", "B8A", "B8A", "nir08"),
+        ("S30", "B05", "B5", "rededge1"),
+        ("hls_l30", "B05", "B5", "nir"),
+        ("L30", "B09", "B9", "cirrus"),
+        ("planetscope", "B3", "B3", "green1"),
+        ("SuperDove", "B5", "B5", "yellow"),
+        ("planet", "B8", "B8", "nir"),
+        ("aster", "B3N", "B3N", "nir"),
+        ("ASTER", "B3", "B3N", "nir"),
+        ("aster", "B04", "B4", "swir1"),
+        ("aster", "B5", "B5", None),
+    ],
+)
+def test_new_presets(sensor, name, canonical, common):
+    preset = get_sensor(sensor)
+    assert preset.canonical(name) == canonical
+    (band,) = resolve_bands([name], sensor=sensor)
+    assert band.common_name == common and band.wavelength > 300
+
+
+@pytest.mark.parametrize("alias", ["landsat5", "landsat7", "planetscope", "aster", "LT05", "LE07"])
+def test_new_preset_aliases(alias):
+    assert get_sensor(alias).key in SENSORS
+
+
+def test_hls_alone_names_its_two_products():
+    with pytest.raises(ValueError, match="'hls_l30' or 'hls_s30'"):
+        get_sensor("HLS")
+    assert get_sensor("HLS S30").key == "hls_s30"
+    assert get_sensor("hls-l30").key == "hls_l30"
+
+
+def test_sensor_alias_table_has_no_clash_and_every_entry_resolves():
+    for alias, key in SENSOR_ALIASES.items():
+        assert key in SENSORS and get_sensor(alias).key == key
+        assert alias not in AMBIGUOUS_SENSORS
+    for key in SENSORS:  # every preset is reachable by its own key
+        assert get_sensor(key).key == key
+
+
+@pytest.mark.parametrize("key", sorted(SENSORS))
+def test_every_band_and_common_name_of_a_preset_resolves_to_itself(key):
+    preset = SENSORS[key]
+    names = preset.valid_names()
+    assert len(names) == len(set(names))
+    assert preset.source, key  # each table cites where it comes from
+    for canonical, common, _ in preset.bands:
+        assert preset.canonical(canonical) == canonical
+        assert preset.canonical(canonical.lower()) == canonical
+        if common is not None:
+            assert preset.canonical(common) == canonical
+            assert preset.canonical(common.upper()) == canonical
+    for alias, canonical in preset.aliases:
+        assert alias == alias.lower() and canonical in names
+
+
+@pytest.mark.parametrize("key", sorted(SENSORS))
+def test_vocabulary_names_resolve_under_every_preset(key):
+    # A spyndex short name or STAC common name means the preset's band with that common
+    # name, whenever the preset has one (a preset alias may redirect it, e.g. nir08).
+    preset = SENSORS[key]
+    aliases = dict(preset.aliases)
+    by_common = {common: canonical for canonical, common, _ in preset.bands if common}
+    for name, common in VOCABULARY.items():
+        assert common in COMMON_NAMES, name
+        expected = aliases.get(name, by_common.get(common))
+        if expected is not None:
+            assert preset.canonical(name) == expected, (key, name)
+            assert preset.canonical(name.upper()) == expected, (key, name)
+
+
+@pytest.mark.parametrize(
+    "sensor, name, canonical",
+    [
+        # spyndex / Awesome Spectral Indices short names
+        ("sentinel2", "B", "B2"),
+        ("sentinel2", "G", "B3"),
+        ("sentinel2", "R", "B4"),
+        ("sentinel2", "RE1", "B5"),
+        ("sentinel2", "RE3", "B7"),
+        ("sentinel2", "N", "B8"),
+        ("sentinel2", "N2", "B8A"),
+        ("sentinel2", "WV", "B9"),
+        ("sentinel2", "S1", "B11"),
+        ("sentinel2", "S2", "B12"),
+        ("landsat8", "N2", "B5"),
+        ("landsat8", "T1", "B10"),
+        ("landsat5", "T", "B6"),
+        ("planetscope", "G1", "B3"),
+        ("planetscope", "Y", "B5"),
+        # STAC eo:common_name
+        ("sentinel2", "nir08", "B8A"),
+        ("sentinel2", "swir16", "B11"),
+        ("sentinel2", "swir22", "B12"),
+        ("sentinel2", "rededge071", "B5"),
+        ("sentinel2", "rededge075", "B6"),
+        ("sentinel2", "rededge078", "B7"),
+        ("landsat8", "nir08", "B5"),
+        ("landsat8", "swir16", "B6"),
+        ("landsat8", "swir22", "B7"),
+        ("landsat8", "lwir11", "B10"),
+        ("landsat8", "lwir12", "B11"),
+        ("landsat7", "lwir", "B6"),
+        ("modis", "nir08", "B2"),
+        ("planetscope", "rededge", "B7"),
+        ("planetscope", "green05", "B3"),
+    ],
+)
+def test_spyndex_and_stac_names(sensor, name, canonical):
+    assert get_sensor(sensor).canonical(name) == canonical
+    (band,) = resolve_bands([name], sensor=sensor)
+    assert band.name == name
+
+
+def test_builtin_tables_agree_with_spyndex():
+    spyndex = pytest.importorskip("spyndex")
+    checked = 0
+    for preset in SENSORS.values():
+        for short_name, entry in dict(spyndex.bands).items():
+            for platform in preset.spyndex_platforms:
+                record = getattr(entry, platform, None)
+                if record is None or record.band not in preset.valid_names():
+                    continue
+                for name in (short_name, entry.common_name):
+                    assert preset.canonical(name) == record.band, (preset.key, name)
+                checked += 1
+    assert checked > 50
+
+
+# -------------------------------------------------------------------- match_bands
+L8 = ["SR_B2", "SR_B3", "SR_B4", "SR_B5"]
+S2 = ["B02", "B03", "B04", "B08"]
+
+
+def test_match_bands_identical_names_first():
+    # numpy arrays of names, as feature_names_in_ holds them
+    positions, mapping, sensor = match_bands(
+        np.array(["nir", "red"], dtype=object), np.array(["red", "green", "nir"])
+    )
+    assert positions == [2, 0] and sensor is None
+    assert mapping == [("nir", "nir", None), ("red", "red", None)]
+    with pytest.raises(ValueError, match="more than once"):
+        match_bands(["nir"], ["nir", "nir"])
+    with pytest.raises(TypeError, match="sequences"):
+        match_bands("nir", ["nir"])
+
+
+def test_match_bands_landsat8_to_sentinel2_and_back():
+    positions, mapping, sensor = match_bands(L8[::-1], S2, model_sensor="landsat8")
+    assert positions == [3, 2, 1, 0] and sensor == "sentinel2"
+    assert mapping[0] == ("SR_B5", "B08", "nir")
+    positions, mapping, sensor = match_bands(S2, L8[::-1], model_sensor="sentinel2")
+    assert positions == [3, 2, 1, 0] and sensor == "landsat8"
+    assert mapping[-1] == ("B08", "SR_B5", "nir")
+    # Without the model's sensor: common names match, but SR_B2 is blue on Landsat 8 and
+    # green on Landsat 4-7, so it cannot be placed.
+    assert match_bands(["nir", "B"], S2)[0] == [3, 0]
+    with pytest.raises(ValueError, match="no common name.*fit the model with sensor="):
+        match_bands(L8, S2)
+
+
+def test_match_bands_same_sensor_spellings_are_not_a_transfer():
+    bands = resolve_bands(["B4", "B8"], sensor="sentinel2")
+    positions, mapping, sensor = match_bands(bands, ["B08", "B03", "B04"])
+    assert positions == [2, 0] and sensor == "sentinel2"
+    assert mapping == [("B4", "B04", None), ("B8", "B08", None)]
+
+
+def test_match_bands_missing_counterpart_is_named():
+    # Sentinel-2 scene without a SWIR band: Landsat 8 SR_B6 (swir1) has no counterpart.
+    with pytest.raises(ValueError, match=r"'SR_B6' \(swir1\) have no counterpart.*B02"):
+        match_bands(["SR_B4", "SR_B6"], S2, model_sensor="landsat8")
+    with pytest.raises(ValueError, match="no counterpart"):
+        match_bands(["SR_B4", "SR_B6"], S2, model_sensor="landsat8", image_sensor="S2")
+    # Names of a preset the image's names do not fit.
+    with pytest.raises(ValueError, match="Unknown band name"):
+        match_bands(["red"], ["B02", "B8A"], image_sensor="landsat8")
+
+
+def test_match_bands_ambiguous_names_need_the_sensor():
+    # "B3", "B4" are red and NIR of Landsat 7 but green and red of Sentinel-2.
+    with pytest.raises(ValueError, match="several sensor presets.*sensor="):
+        match_bands(["red", "nir"], ["B2", "B3", "B4", "B8"])
+    assert match_bands(["red", "nir"], ["B2", "B3", "B4", "B8"], image_sensor="sentinel2")[0] == [
+        2,
+        3,
+    ]
+    assert match_bands(["red", "nir"], ["B2", "B3", "B4", "B8"], image_sensor="landsat7")[0] == [
+        1,
+        2,
+    ]

@@ -2,7 +2,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sknd.datasets import load_forest_type, load_satimage
+from sknd.datasets import (
+    load_forest_type,
+    load_landsat8_samples,
+    load_satimage,
+    load_sentinel2_scene,
+)
 
 
 def test_satimage_all_is_train_then_test():
@@ -75,3 +80,57 @@ def test_return_x_y_and_frame(loader):
 def test_invalid_subset(loader):
     with pytest.raises(ValueError, match="subset"):
         loader(subset="validation")
+
+
+def test_landsat8_samples_contents():
+    bunch = load_landsat8_samples()
+    assert bunch.data.shape == (120, 8) and bunch.data.dtype == np.float64
+    assert list(bunch.feature_names) == [f"SR_B{i}" for i in range(1, 8)] + ["ST_B10"]
+    assert bunch.target_names.tolist() == ["Urban", "Vegetation", "Water"]
+    assert np.bincount(bunch.target).tolist() == [37, 46, 37]
+    reflectance = bunch.data[:, :7]
+    assert reflectance.min() > 0 and reflectance.max() < 1  # scaled surface reflectance
+    assert 250 < bunch.data[:, 7].min() < bunch.data[:, 7].max() < 330  # kelvin
+    # Water is dark in the NIR (SR_B5), vegetation bright: a real-data sanity check.
+    nir = bunch.data[:, 4]
+    assert nir[bunch.target == 2].max() < nir[bunch.target == 1].min()
+    assert "MIT" in bunch.DESCR and "10.1038/s41597-023-02096-0" in bunch.DESCR
+    X, y = load_landsat8_samples(return_X_y=True, as_frame=True)
+    assert list(X.columns) == list(bunch.feature_names) and y.name == "class"
+
+
+def test_sentinel2_scene_contents():
+    scene = load_sentinel2_scene()
+    assert scene.data.shape == (4, 300, 300) and scene.data.dtype == np.float32
+    assert scene.band_names.tolist() == ["B02", "B03", "B04", "B08"]
+    assert 0 < scene.data.min() and scene.data.max() < 1
+    # Stored values are reflectance x 10,000 as integers: the division is exact to float32.
+    np.testing.assert_allclose(np.round(scene.data * 10_000), scene.data * 10_000, atol=1e-2)
+    assert scene.example_crs == "EPSG:32633" and scene.example_transform[0] == 10.0
+    assert "illustrative" in scene.DESCR
+
+
+def test_sentinel2_scene_matches_spyndex():
+    spyndex = pytest.importorskip("spyndex")
+    pytest.importorskip("xarray")
+    source = spyndex.datasets.open("sentinel")  # (band, x, y) in spyndex's labels
+    scene = load_sentinel2_scene(as_dataarray=True)
+    assert scene.dims == ("band", "y", "x")
+    assert scene["band"].values.tolist() == source["band"].values.tolist()
+    np.testing.assert_array_equal(
+        np.round(scene.values * 10_000).astype(np.int64),
+        source.transpose("band", "y", "x").values,
+    )
+    samples = load_landsat8_samples(as_frame=True)
+    spectral = spyndex.datasets.open("spectral")
+    np.testing.assert_array_equal(
+        samples.data.to_numpy(), spectral[list(samples.feature_names)].to_numpy()
+    )
+
+
+def test_spyndex_files_keep_their_license():
+    from importlib import resources
+
+    folder = resources.files("sknd.datasets").joinpath("data", "spyndex")
+    assert "MIT License" in folder.joinpath("LICENSE").read_text(encoding="utf-8")
+    assert "Montero" in folder.joinpath("SOURCE.txt").read_text(encoding="utf-8")

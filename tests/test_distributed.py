@@ -5,16 +5,20 @@ Each test starts from a small ``LocalCluster``; a real deployment only swaps
 the cluster for ``Client("tcp://scheduler:8786")`` (see docs/raster.md).
 """
 
-import dask
-import dask.array as da
 import joblib
 import numpy as np
 import pytest
-import xarray as xr
-from distributed import Client, LocalCluster, get_task_stream
 from sklearn.model_selection import GridSearchCV, ParameterGrid
 
 from sknd import NDClassifier, raster
+
+# dask.distributed and xarray (the distributed and raster extras) are optional.
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+xr = pytest.importorskip("xarray")
+distributed = pytest.importorskip("distributed")
+Client, LocalCluster = distributed.Client, distributed.LocalCluster
+get_task_stream = distributed.get_task_stream
 
 FAST = {"max_epochs": 3, "random_state": 0}
 

@@ -25,6 +25,7 @@ PUBLIC_MODULES = [
     "sknd",
     "sknd.nn",
     "sknd.networks",
+    "sknd.onnx",
     "sknd.raster",
     "sknd.inspection",
     "sknd.bands",

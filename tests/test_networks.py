@@ -10,7 +10,13 @@ from sknd._evaluator import FastNetwork
 from sknd._formula import VARIANTS
 from sknd._fused import FusedTrainer, Unsupported
 from sknd._training import TensorDataset
-from sknd.networks import ARCHITECTURES, AttentionND, build_network, describe
+from sknd.networks import (
+    ARCHITECTURES,
+    AppendNormalizedDifference,
+    AttentionND,
+    build_network,
+    describe,
+)
 from sknd.nn import NormalizedDifference
 
 # Paper, Table 2: 10 bands, binary target (one output unit).
@@ -163,3 +169,27 @@ def test_describe_refuses_unknown_layers():
     assert [layer.kind for layer in records] == ["passthrough", "linear"]
     assert [layer.kind for layer in records[0].inner] == ["linear", "relu"]
     assert records[0].nd is None and records[0].width == 3 + 3
+
+
+def test_attention_gate_on_image_patches_is_a_1x1_convolution():
+    block = AttentionND(4)
+    x = torch.rand(2, 4, 3, 5)
+    expected = block(x.permute(0, 2, 3, 1).reshape(-1, 4))
+    out = block(x)
+    assert out.shape == (2, 6, 3, 5)
+    torch.testing.assert_close(out.permute(0, 2, 3, 1).reshape(-1, 6), expected)
+
+
+def test_append_normalized_difference_keeps_the_bands_and_learns_the_indices():
+    block = AppendNormalizedDifference(3, pairs=[(2, 0)])
+    x = torch.rand(2, 3, 4, 4, requires_grad=True)
+    out = block(x)
+    assert out.shape == (2, 4, 4, 4) and block.n_outputs == 4
+    torch.testing.assert_close(out[:, :3], x)
+    torch.testing.assert_close(
+        out[:, 3], (x[:, 2] - x[:, 0]) / (x[:, 2] + x[:, 0] + 1e-6 / np.log(2))
+    )
+    out[:, 3].sum().backward()
+    assert block.nd.a.grad.abs().item() > 0
+    last = AppendNormalizedDifference(3, dim=-1)(torch.rand(2, 4, 4, 3))
+    assert last.shape == (2, 4, 4, 6)

@@ -278,3 +278,172 @@ def test_gradients_stay_finite_next_to_a_pair_of_zero_bands(method):
     normalized_difference(x, a, c, pairs, 1e-15, "softplus", method).sum().backward()
     for grad in (x.grad, a.grad, c.grad):
         assert torch.isfinite(grad).all()
+
+
+# ---------------------------------------------------------------- channel axis, checks, tracing
+
+CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
+
+
+def random_layer(n_features, variant, method, seed=0, **kwargs):
+    layer = NormalizedDifference(n_features, variant=variant, method=method, **kwargs).double()
+    with torch.no_grad():
+        gen = torch.Generator().manual_seed(seed)
+        layer.a.copy_(torch.randn(layer.n_pairs, generator=gen))
+        layer.c.copy_(torch.randn(layer.n_pairs, generator=gen))
+    return layer
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("method", ["gather", "matmul"])
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize(
+    "shape, dim", [((3, 5, 4, 6), 1), ((3, 5, 7), 1), ((3, 4, 6, 5), -1), ((5, 6), 0)]
+)
+def test_channel_axis_equals_the_layer_pixel_by_pixel(shape, dim, variant, method, device):
+    gen = torch.Generator().manual_seed(1)
+    x = torch.rand(shape, generator=gen, dtype=torch.float64)
+    if variant != "reflectance":
+        x = 3 * (x - 0.5)
+    x = x.to(device).requires_grad_()
+    layer = random_layer(5, variant, method, dim=dim).to(device)
+    out = layer(x)
+    assert out.shape == shape[: dim % len(shape)] + (10,) + shape[dim % len(shape) + 1 :]
+    grad = torch.randn(out.shape, generator=gen, dtype=torch.float64).to(device)
+    out.backward(grad)
+    grads = [x.grad, layer.a.grad, layer.c.grad]
+
+    rows = x.detach().movedim(dim, -1).reshape(-1, 5).requires_grad_()
+    pixel_layer = random_layer(5, variant, method).to(device)
+    expected = pixel_layer(rows)
+    expected.backward(grad.movedim(dim, -1).reshape(-1, 10))
+    torch.testing.assert_close(out.movedim(dim, -1).reshape(-1, 10), expected)
+    torch.testing.assert_close(grads[0].movedim(dim, -1).reshape(-1, 5), rows.grad)
+    torch.testing.assert_close(grads[1], pixel_layer.a.grad)
+    torch.testing.assert_close(grads[2], pixel_layer.c.grad)
+
+
+@pytest.mark.parametrize("method", ["gather", "matmul"])
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_gradcheck_on_image_patches(variant, method):
+    x, a, c, pairs = random_inputs(variant, n_samples=2 * 3 * 2, n_features=4)
+    x = x.reshape(2, 3, 2, 4).permute(0, 3, 1, 2).contiguous()  # (N, C, H, W)
+    inputs = tuple(t.clone().requires_grad_() for t in (x, a, c))
+    assert gradcheck(
+        lambda x, a, c: normalized_difference(x, a, c, pairs, 1e-3, variant, method), inputs
+    )
+
+
+def test_image_patches_are_not_copied_beyond_the_output():
+    # The matmul form reads (N, C, H, W) as (N, C, H*W): no transposed copy of the input.
+    x = torch.rand(2, 4, 8, 8)
+    layer = NormalizedDifference(4, method="matmul")
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        layer(x.requires_grad_())
+    assert any(t.data_ptr() == x.data_ptr() for t in saved)
+
+
+@pytest.mark.parametrize(
+    "x, error, match",
+    [
+        (torch.rand(4, 3), ValueError, "expects 4 bands along dim=1"),
+        (torch.rand(2, 16, 16, 4), ValueError, "dim=-1 for channels-last"),
+        (torch.rand(4), ValueError, "add a batch axis"),
+        (torch.ones(2, 4, dtype=torch.int64), TypeError, "floating-point"),
+        (torch.tensor([[0.1, float("nan"), 0.2, 0.3]]), ValueError, "NaN"),
+        (torch.tensor([[0.1, -0.2, 0.2, 0.3]]), ValueError, "variant='signed'"),
+        ([[0.1, 0.2, 0.2, 0.3]], TypeError, "torch.Tensor"),
+    ],
+)
+def test_bad_input_is_a_clear_error(x, error, match):
+    with pytest.raises(error, match=match):
+        NormalizedDifference(4)(x)
+
+
+def test_wrong_dim_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"dim must be in \[-2, 1\]"):
+        NormalizedDifference(4, dim=2)(torch.rand(3, 4))
+    with pytest.raises(TypeError, match="dim must be an int"):
+        NormalizedDifference(4, dim="channels")
+
+
+def test_input_check_can_be_turned_off_and_nan_is_checked_for_signed_variants():
+    negative = torch.tensor([[0.1, -0.2, 0.2, 0.3]])
+    assert NormalizedDifference(4, check_input=False)(negative).shape == (1, 6)
+    assert NormalizedDifference(4, variant="signed")(negative).abs().max() <= 1
+    with pytest.raises(ValueError, match="NaN"):
+        NormalizedDifference(4, variant="signed")(negative * float("nan"))
+
+
+@pytest.mark.parametrize("method", ["gather", "matmul"])
+def test_stacked_layers_stay_bounded_with_the_signed_variant(method):
+    # Remark 2.3: ND outputs are signed; a second layer needs a signed variant.
+    gen = torch.Generator().manual_seed(0)
+    first = NormalizedDifference(6, method=method)
+    second = NormalizedDifference(15, variant="signed", method=method)
+    with torch.no_grad():
+        for param in (*first.parameters(), *second.parameters()):
+            param.copy_(5 * torch.randn(param.shape, generator=gen))
+    x = torch.rand(64, 6, 4, 4, generator=gen)
+    out = second(first(x))
+    assert out.shape == (64, 105, 4, 4)
+    assert out.abs().max() <= 1
+    with pytest.raises(ValueError, match="non-negative"):
+        NormalizedDifference(15)(first(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_precision_inputs_are_computed_in_float32(dtype):
+    x = torch.rand(8, 5, 4, 4).add_(0.01)
+    layer = NormalizedDifference(5)
+    out = layer(x.to(dtype).requires_grad_())
+    assert out.dtype == dtype
+    expected = layer(x.to(dtype).float())
+    torch.testing.assert_close(out.float(), expected, atol=1e-2, rtol=0)
+    out.float().sum().backward()
+    assert torch.isfinite(layer.a.grad).all()
+
+
+def test_autocast_leaves_the_layer_in_float32():
+    x = torch.rand(8, 5)
+    layer = NormalizedDifference(5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = layer(x)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, layer(x))
+
+
+def test_old_pickles_get_the_defaults_of_new_settings():
+    layer = NormalizedDifference(3)
+    state = layer.__getstate__()
+    del state["dim"], state["check_input"]
+    restored = NormalizedDifference.__new__(NormalizedDifference)
+    restored.__setstate__(state)
+    assert restored(torch.rand(2, 3, 4)).shape == (2, 3, 4)
+
+
+@pytest.mark.parametrize("method", ["gather", "matmul"])
+def test_compiled_layer_has_no_graph_breaks_and_keeps_the_gradients(method):
+    torch._dynamo.reset()
+    layer = random_layer(5, "reflectance", method).float()
+    x = torch.rand(2, 5, 4, 4)
+    explanation = torch._dynamo.explain(layer)(x)
+    assert explanation.graph_break_count == 0
+    compiled = torch.compile(layer, backend="aot_eager")
+    compiled(x).square().sum().backward()
+    grads = [p.grad.clone() for p in layer.parameters()]
+    layer.zero_grad()
+    layer(x).square().sum().backward()
+    for mine, eager in zip(grads, layer.parameters()):
+        torch.testing.assert_close(mine, eager.grad)
+
+
+def test_exported_layer_equals_the_eager_layer():
+    layer = random_layer(4, "signed", "auto").float()
+    x = torch.randn(3, 4, 5, 5)
+    batch = torch.export.Dim("batch")
+    program = torch.export.export(layer, (x,), dynamic_shapes=({0: batch},))
+    other = torch.randn(7, 4, 5, 5)
+    torch.testing.assert_close(program.module()(other), layer(other))

@@ -3,12 +3,9 @@
 import threading
 import warnings
 
-import dask
-import dask.array as da
 import numpy as np
 import pandas as pd
 import pytest
-import xarray as xr
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -16,6 +13,12 @@ from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier, NDRegressor, NDTransformer, _evaluator, raster
 from sknd._pixels import pixel_function
+from sknd.bands import BandMatchWarning
+
+# xarray and dask (the raster extra) are optional: without them this module is skipped.
+dask = pytest.importorskip("dask")
+da = pytest.importorskip("dask.array")
+xr = pytest.importorskip("xarray")
 
 BANDS = ["blue", "green", "red", "nir"]
 
@@ -271,7 +274,7 @@ def test_dataarray_band_dim_in_any_position(clf, dims):
         xr.testing.assert_identical(out["lat"], image["lat"])
         assert "spatial_ref" in out.coords
         assert "band" not in out.coords and "wavelength" not in out.coords
-        assert out.attrs == {}
+        assert out.attrs["long_name"] == ("class" if out is labels else ("0", "1", "2"))
 
 
 def test_dataarray_custom_dim_names(clf, pca):
@@ -302,13 +305,14 @@ def test_dataarray_bands_reordered_by_name(named_clf):
             np.testing.assert_allclose(
                 proba.transpose("y", "x", "class").values.reshape(-1, 3), expected
             )
-        # numpy input of an estimator fitted on named columns: bands in fitted order.
-        raster.predict(named_clf, image.transpose("y", "x", "band").values)
+        # numpy input of an estimator fitted on named columns: bands in fitted order,
+        # accepted by position on request.
+        raster.predict(named_clf, image.transpose("y", "x", "band").values, bands="positional")
 
 
 def test_dataarray_missing_band_is_named(named_clf):
     image = _dataarray(bands=["blue", "green", "red", "swir"])
-    with pytest.raises(ValueError, match=r"\['nir'\] are missing"):
+    with pytest.raises(ValueError, match=r"'nir' \(nir\) have no counterpart"):
         raster.predict(named_clf, image)
     duplicated = _dataarray(bands=["blue", "green", "red", "nir", "nir"])
     with pytest.raises(ValueError, match="more than once"):
@@ -318,7 +322,7 @@ def test_dataarray_missing_band_is_named(named_clf):
 def test_band_count_mismatch(clf):
     with pytest.raises(ValueError, match="5 bands"):
         raster.predict(clf, _image(n_bands=5))
-    with pytest.raises(ValueError, match="5 bands along dimension 'band'"):
+    with pytest.raises(ValueError, match="5 bands"):
         raster.predict(clf, _dataarray(bands=list("abcde")))
 
 
@@ -694,7 +698,7 @@ def test_sknd_bands_parameter_names_the_bands():
     expected = raster.predict_proba(clf, image)
     shuffled = image.sel(band=["nir", "blue", "red", "green"])
     xr.testing.assert_allclose(raster.predict_proba(clf, shuffled), expected)
-    with pytest.raises(ValueError, match=r"\['nir'\] are missing"):
+    with pytest.raises(ValueError, match=r"'nir' \(nir\) have no counterpart"):
         raster.predict(clf, _dataarray(bands=["blue", "green", "red", "swir"]))
     # Without bands=, the automatic names x0, x1, ... do not constrain the image.
     unnamed = NDClassifier(**FAST).fit(X, y)
@@ -725,3 +729,212 @@ def test_sknd_dataarray_by_band_name_lazy():
         transformer.transform(pd.DataFrame(table, columns=BANDS)),
         atol=1e-6,
     )
+
+
+# ----------------------------------------------- band matching and georeferencing (issue 13)
+def _named_table_clf(names, seed=0):
+    X, y = _training_data(n_bands=len(names), seed=seed)
+    return LogisticRegression().fit(pd.DataFrame(X, columns=names), y)
+
+
+def test_unnamed_bands_are_taken_by_position_with_a_warning(named_clf):
+    image = _image()
+    expected = named_clf.predict(pd.DataFrame(image.reshape(-1, 4), columns=BANDS))
+    with pytest.warns(BandMatchWarning, match=r"no names.*by position.*'blue'.*bands="):
+        labels = raster.predict(named_clf, image)
+    np.testing.assert_array_equal(labels.ravel(), expected)
+    # rioxarray's band numbers 1..n are not names either.
+    numbered = _dataarray().assign_coords(band=[1, 2, 3, 4])
+    with pytest.warns(BandMatchWarning, match="no names"):
+        raster.predict(named_clf, numbered)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        raster.predict(named_clf, image, bands="positional")
+        raster.predict(named_clf, numbered, bands="positional")
+    # Unnamed and a different count: an error that says how to name them.
+    with pytest.raises(ValueError, match="5 bands without names.*bands="):
+        raster.predict(named_clf, _image(n_bands=5))
+
+
+def test_bands_argument_names_the_image_bands(named_clf):
+    image = _image()
+    reference = raster.predict_proba(named_clf, image, bands="positional")
+    reversed_image = image[..., ::-1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = raster.predict_proba(named_clf, reversed_image, bands=BANDS[::-1])
+    np.testing.assert_allclose(proba, reference)
+    # A reversed image taken by position gives another map: the warning is warranted.
+    with pytest.warns(BandMatchWarning):
+        assert not np.allclose(raster.predict_proba(named_clf, reversed_image), reference)
+    with pytest.raises(ValueError, match="3 band names in bands= for an image of 4 bands"):
+        raster.predict(named_clf, image, bands=BANDS[:3])
+    with pytest.raises(ValueError, match="'nir' \\(nir\\) have no counterpart"):
+        raster.predict(named_clf, image, bands=["blue", "green", "red", "swir16"])
+    with pytest.raises(ValueError, match="'positional'"):
+        raster.predict(named_clf, image, bands="nir")
+    with pytest.raises(TypeError, match="sensor"):
+        raster.predict(named_clf, image, sensor=2)
+
+
+def test_long_name_band_descriptions_are_band_names(named_clf):
+    image = _dataarray()
+    expected = raster.predict_proba(named_clf, image)
+    described = image.sel(band=BANDS[::-1]).assign_coords(band=[1, 2, 3, 4])
+    described.attrs["long_name"] = tuple(BANDS[::-1])  # as rioxarray reads descriptions
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = raster.predict_proba(named_clf, described)
+    np.testing.assert_allclose(proba.values, expected.values)
+
+
+def test_dataframe_image_matched_by_column_names(named_clf):
+    X, _ = _training_data(n_samples=20, seed=3)
+    frame = pd.DataFrame(X, columns=BANDS, index=np.arange(100, 120))
+    expected = named_clf.predict_proba(frame)
+    shuffled = frame[["nir", "red", "blue", "green"]].assign(swir=0.3)
+    proba = raster.predict_proba(named_clf, shuffled)
+    assert isinstance(proba, pd.DataFrame) and proba.index.equals(frame.index)
+    assert proba.columns.tolist() == named_clf.classes_.tolist()
+    np.testing.assert_allclose(proba.to_numpy(), expected)
+    labels = raster.predict(named_clf, shuffled)
+    assert isinstance(labels, pd.Series) and labels.name == "predict"
+    np.testing.assert_array_equal(labels.to_numpy(), named_clf.predict(frame))
+
+
+@pytest.mark.parametrize("direction", ["landsat8->sentinel2", "sentinel2->landsat8"])
+def test_cross_sensor_transfer(direction):
+    # One model per direction; the scene carries the other sensor's names in another order.
+    l8, s2 = ["SR_B2", "SR_B3", "SR_B4", "SR_B5"], ["B02", "B03", "B04", "B08"]
+    source, target = (l8, s2) if direction.startswith("landsat8") else (s2, l8)
+    sensor = direction.split("->")[0]
+    X, y = _training_data(n_samples=120)
+    clf = NDClassifier(sensor=sensor, **FAST).fit(pd.DataFrame(X, columns=source), y)
+    image = _dataarray(bands=target)
+    expected = raster.predict(clf, image.assign_coords(band=source))
+    scene = image.sel(band=target[::-1])
+    with pytest.warns(BandMatchWarning, match=r"common name from .* -> .*\(nir\)"):
+        labels = raster.predict(clf, scene)
+    xr.testing.assert_equal(labels, expected)
+    # The scene's sensor may be named; a band without a counterpart is named in the error.
+    with pytest.warns(BandMatchWarning):
+        raster.predict(clf, scene, sensor=direction.split("->")[1])
+    with pytest.raises(ValueError, match="no counterpart"):
+        raster.predict(clf, image.sel(band=target[:3]).assign_coords(band=target[:3]))
+
+
+def test_sensor_needs_a_named_model(clf):
+    with pytest.raises(ValueError, match="sensor='sentinel2' needs a model fitted with band"):
+        raster.predict(clf, _image(), sensor="sentinel2")
+
+
+def test_output_attrs_say_what_the_layer_holds(named_clf, pca):
+    image = _dataarray()
+    labels = raster.predict(named_clf, image, fill_value=-1)
+    assert labels.attrs["long_name"] == "class"
+    assert labels.attrs["classes"] == ["0", "1", "2"]
+    assert labels.attrs["_FillValue"] == -1
+    proba = raster.predict_proba(named_clf, image)
+    assert proba.attrs["long_name"] == ("0", "1", "2") and np.isnan(proba.attrs["_FillValue"])
+    pca_image = raster.transform(pca, image, bands="positional")
+    assert pca_image.attrs["long_name"] == ("pca0", "pca1")
+
+
+def test_fillvalue_attribute_is_nodata(named_clf):
+    image = _dataarray().astype(np.float32)
+    image[:, 0, 0] = -9999.0
+    image.attrs["_FillValue"] = np.float32(-9999.0)
+    for candidate in (image, image.chunk({"x": 4})):
+        labels = raster.predict(named_clf, candidate, fill_value=-1).values
+        assert labels[0, 0] == -1 and (labels[1:] >= 0).all()
+        proba = raster.predict_proba(named_clf, candidate).values
+        assert np.isnan(proba[:, 0, 0]).all() and np.isfinite(proba[:, 1:]).all()
+
+
+# rioxarray releases for Python 3.11 multiply affine 3 transforms with `*`, which warns.
+AFFINE_MATMUL = pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDeprecationWarning")
+
+
+def _write_geotiff(path, data, *, crs="EPSG:32633", nodata=-9999.0, descriptions=None):
+    rasterio = pytest.importorskip("rasterio")
+    from affine import Affine
+
+    profile = {
+        "driver": "GTiff",
+        "width": data.shape[2],
+        "height": data.shape[1],
+        "count": data.shape[0],
+        "dtype": data.dtype.name,
+        "transform": Affine(10.0, 0.0, 500_000.0, 0.0, -10.0, 5_000_000.0),
+        "nodata": nodata,
+    }
+    if crs is not None:
+        profile["crs"] = crs
+    with rasterio.open(path, "w", **profile) as dst:
+        dst.write(data)
+        if descriptions is not None:
+            dst.descriptions = tuple(descriptions)
+    return path
+
+
+def _scene_data(n_bands=4, shape=(9, 11)):
+    data = np.moveaxis(_image(shape, n_bands), -1, 0).astype(np.float32)
+    data[:, 0, :3] = -9999.0  # a strip of nodata
+    data[1, 2, 2] = np.nan  # and a NaN in one band
+    return data
+
+
+@AFFINE_MATMUL
+@pytest.mark.parametrize("chunks", [None, {"x": 4, "y": 5}])
+def test_geotiff_round_trip_keeps_crs_transform_and_nodata(tmp_path, named_clf, pca, chunks):
+    rioxarray = pytest.importorskip("rioxarray")
+    path = _write_geotiff(
+        tmp_path / "scene.tif", _scene_data()[::-1], descriptions=BANDS[::-1]
+    )  # bands stored in reverse order, named by their descriptions
+    scene = rioxarray.open_rasterio(path, chunks=chunks)
+    assert scene.rio.crs is not None
+    outputs = {
+        "predict": raster.predict(named_clf, scene, fill_value=-1),
+        "predict_proba": raster.predict_proba(named_clf, scene),
+        "transform": raster.transform(pca, scene, bands="positional"),
+    }
+    for method, out in outputs.items():
+        assert (chunks is not None) == (out.chunks is not None)
+        assert out.rio.crs == scene.rio.crs, method
+        assert out.rio.transform() == scene.rio.transform(), method
+        xr.testing.assert_identical(out["x"], scene["x"])
+        written = tmp_path / f"{method}.tif"
+        out.rio.to_raster(written)
+        reread = rioxarray.open_rasterio(written)
+        assert reread.rio.crs == scene.rio.crs and reread.rio.transform() == scene.rio.transform()
+        values = reread.values
+        # Nodata and NaN pixels hold the fill value, never a class.
+        if method == "predict":
+            assert reread.rio.nodata == -1
+            assert (values[0, 0, :3] == -1).all() and values[0, 2, 2] == -1
+            assert (values[0, 1:, 3:] >= 0).all()
+        else:
+            assert np.isnan(reread.rio.nodata)
+            assert np.isnan(values[:, 0, :3]).all() and np.isfinite(values[:, 1:, 3:]).all()
+    # Matched by the descriptions: the same map as the bands in training order.
+    ordered = scene.isel(band=[3, 2, 1, 0]).assign_coords(band=BANDS)
+    ordered.attrs.pop("long_name")
+    np.testing.assert_array_equal(
+        outputs["predict"].values, raster.predict(named_clf, ordered, fill_value=-1).values
+    )
+    # The descriptions of the written probabilities are the class names.
+    rasterio = pytest.importorskip("rasterio")
+    with rasterio.open(tmp_path / "predict_proba.tif") as src:
+        assert src.descriptions == ("0", "1", "2")
+
+
+@AFFINE_MATMUL
+def test_geotiff_without_crs_gives_a_map_without_crs(tmp_path, named_clf):
+    rioxarray = pytest.importorskip("rioxarray")
+    path = _write_geotiff(tmp_path / "nocrs.tif", _scene_data(), crs=None, descriptions=BANDS)
+    scene = rioxarray.open_rasterio(path)
+    assert scene.rio.crs is None
+    labels = raster.predict(named_clf, scene, fill_value=-1)
+    assert labels.rio.crs is None
+    labels.rio.to_raster(tmp_path / "out.tif")
+    assert rioxarray.open_rasterio(tmp_path / "out.tif").rio.crs is None

@@ -1,23 +1,76 @@
 #!/usr/bin/env bash
-# Create (or update) a virtual environment with sknd installed in editable mode and its test
+# Create (or update) a virtual environment with sknd installed in editable mode and its
 # extras. PyTorch is installed first and explicitly: left to pip's resolver, "torch" on a
-# machine without a GPU would pull a multi-GB CUDA build.
+# Linux machine without a GPU would come from PyPI as the multi-GB CUDA build.
 #   usage: tools/install.sh [VENV_DIR]      (default .venv)
-#   TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu tools/install.sh   # CPU wheels
+# Environment:
+#   TORCH_VERSION=2.13.0      the torch release to install
+#   TORCH_INDEX_URL=URL       take torch from this index, no questions asked
+#                             (e.g. https://download.pytorch.org/whl/cu126 for a CUDA build)
+#   TORCH_CPU_INDEX_URL=URL   where to get a CPU build when the configured index's default is
+#                             a CUDA build (default https://download.pytorch.org/whl/cpu)
+#   EXTRAS=test               sknd's extras, e.g. EXTRAS=test,docs
+#
+# Without a GPU and without TORCH_INDEX_URL, the script asks pip (a dry run) which wheel the
+# configured index would install. If that is already a CPU build (a "+cpu" version and no
+# nvidia-* dependencies: macOS, Windows, mirrors that serve CPU wheels), it installs it;
+# otherwise it installs "torch==VERSION+cpu" from TORCH_CPU_INDEX_URL. It prints which.
 set -euo pipefail
 venv=${1:-.venv}
 python=${PYTHON:-python3}
 torch_version=${TORCH_VERSION:-2.13.0}
+cpu_index=${TORCH_CPU_INDEX_URL:-https://download.pytorch.org/whl/cpu}
+extras=${EXTRAS:-test}
 
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+say() { echo "install.sh: $*"; }
 
-if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
-    if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-        echo "install.sh: GPU found, installing the default (CUDA) build of torch $torch_version"
-    else
-        echo "install.sh: no GPU found, installing torch $torch_version for the CPU"
+# Prints "cpu" or "cuda": the build pip would install for torch==$torch_version by default.
+default_torch_build() {
+    local report
+    report=$(mktemp)
+    if ! "${pip[@]}" install --dry-run --quiet --ignore-installed --report "$report" \
+            "torch==$torch_version" >/dev/null 2>&1; then
+        rm -f "$report"; echo unknown; return
     fi
-    "${pip[@]}" install ${TORCH_INDEX_URL:+--index-url "$TORCH_INDEX_URL"} "torch==$torch_version"
+    "$venv/bin/python" - "$report" <<'PY'
+import json, sys
+installs = json.load(open(sys.argv[1]))["install"]
+names = {i["metadata"]["name"].lower(): i["metadata"]["version"] for i in installs}
+torch = names.get("torch", "")
+cuda = "+cu" in torch or any(n.startswith("nvidia-") for n in names)
+print("cuda" if cuda else "cpu")
+PY
+    rm -f "$report"
+}
+
+if "$venv/bin/python" -c "import torch" 2>/dev/null; then
+    say "torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') already installed, kept"
+elif [ -n "${TORCH_INDEX_URL:-}" ]; then
+    say "installing torch $torch_version from TORCH_INDEX_URL=$TORCH_INDEX_URL"
+    "${pip[@]}" install --index-url "$TORCH_INDEX_URL" "torch==$torch_version"
+elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+    say "GPU found: installing the index's default build of torch $torch_version (CUDA on Linux)"
+    "${pip[@]}" install "torch==$torch_version"
+else
+    build=$(default_torch_build)
+    if [ "$build" = cpu ]; then
+        say "no GPU found; the package index serves a CPU build of torch $torch_version by default: installing it"
+        "${pip[@]}" install "torch==$torch_version"
+    else
+        if [ "$build" = cuda ]; then
+            why="the package index's default torch $torch_version is a CUDA build"
+        else
+            why="a dry run could not tell which torch $torch_version build the package index serves"
+        fi
+        say "no GPU found; $why: installing torch==$torch_version+cpu from $cpu_index"
+        if ! "${pip[@]}" install --index-url "$cpu_index" \
+                "torch==$torch_version+cpu"; then
+            say "could not install the CPU build from $cpu_index (offline?); set TORCH_INDEX_URL to an index that has it, or TORCH_INDEX_URL=https://pypi.org/simple to accept the default (CUDA) build"
+            exit 1
+        fi
+    fi
 fi
-"${pip[@]}" install -e ".[test]"
+"$venv/bin/python" -c "import torch; print(f'install.sh: torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}')"
+"${pip[@]}" install -e ".[$extras]"

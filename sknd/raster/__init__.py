@@ -10,16 +10,32 @@ grid:
   integer ``band_dim``) is processed in chunks of ``chunk_pixels`` pixels, so
   that the estimator's intermediates stay small whatever the image size;
 - an :class:`xarray.DataArray` with a band dimension in any position keeps its
-  other dimensions and their coordinates; bands are matched by name to the
-  estimator's ``feature_names_in_`` (or an sknd estimator's ``bands=``) when
-  the band coordinate holds strings;
+  other dimensions, their coordinates and their attributes, the CRS
+  (``spatial_ref``, ``rio.crs``) and transform included; the output's
+  attributes say what it holds and carry its no-data value (``_FillValue``);
+- a :class:`pandas.DataFrame` of pixels (one column per band) gives a Series
+  or a DataFrame on the same index;
 - a dask-backed DataArray (or a bare dask array) is processed lazily, block by
   block, through :func:`xarray.apply_ufunc` with ``dask="parallelized"``: the
   result is a lazy DataArray, computed by whatever dask scheduler is active
   (threads, processes or a ``dask.distributed`` cluster).
 
-Pixels with a NaN (or the ``nodata`` value) in any band are no-data: they are
-never shown to the estimator and come out as ``fill_value`` (NaN by default).
+Bands are matched by name (see :func:`sknd.bands.match_bands`) when the model
+has band names (``feature_names_in_`` or an sknd estimator's ``bands=``) and
+the image has them too: from ``bands=``, the DataArray's band coordinate, the
+file's band descriptions (the ``long_name`` attribute rioxarray reads) or the
+DataFrame's columns. Names of another sensor are translated through the sensor
+presets of :mod:`sknd.bands` (a model fitted on Landsat 8 bands predicts a
+Sentinel-2 scene), with a :class:`~sknd.bands.BandMatchWarning` listing the
+mapping. An image without names is taken by position, with a warning, or
+without one when ``bands="positional"``.
+
+Pixels with a NaN (or the ``nodata`` value) in any band the model uses are
+no-data: they are never shown to the estimator and come out as ``fill_value``
+(NaN by default).
+
+``python -m sknd.raster MODEL.joblib SCENE.tif OUT.tif`` applies a saved model
+to a GeoTIFF window by window (see ``python -m sknd.raster --help``).
 
 Fitted sknd estimators are evaluated by a numpy re-implementation of their
 network (:mod:`sknd._evaluator`), which is several times faster than the torch
@@ -35,8 +51,10 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from ._docstrings import Substitution
-from ._pixels import apply_block, apply_pixels, prepare
+from .._docstrings import Substitution
+from .._pixels import apply_pixels, prepare
+from ._matching import band_columns
+from ._xarray import apply_dataarray, is_dataarray
 
 __all__ = ["DEFAULT_CHUNK_PIXELS", "predict", "predict_proba", "transform"]
 
@@ -45,10 +63,6 @@ __all__ = ["DEFAULT_CHUNK_PIXELS", "predict", "predict_proba", "transform"]
 #: stay in the tens of megabytes.
 DEFAULT_CHUNK_PIXELS = 65_536
 
-# Name of the new dimension while xarray builds the result: the user's name may
-# equal the band dimension, which apply_ufunc would confuse with the input's.
-_TMP_OUTPUT_DIM = "__sknd_output__"
-
 
 # --------------------------------------------------------------------- public API
 _IMAGE_PARAMETERS = """\
@@ -56,23 +70,37 @@ _IMAGE_PARAMETERS = """\
         Any fitted scikit-learn compatible estimator that takes a table of
         pixels ``(n_pixels, n_bands)``; fitted sknd estimators take a fast
         path that gives the same values as their methods.
-    image : ndarray, dask array or xarray.DataArray
+    image : ndarray, dask array, xarray.DataArray or pandas.DataFrame
         The image. numpy and dask arrays have their bands on the last axis
         (or on axis ``band_dim`` when it is an int); a DataArray has them
         along dimension ``band_dim``, in any position. Any number of other
-        dimensions (``y, x``, ``time, y, x``, ...) is allowed.
+        dimensions (``y, x``, ``time, y, x``, ...) is allowed. A DataFrame
+        is a table of pixels with one column per band.
     band_dim : str or int, default="band"
         Name of the band dimension of a DataArray. For numpy and dask arrays
-        an int gives the band axis; a string means the last axis. When the
-        band coordinate holds strings and the estimator has
-        ``feature_names_in_`` (or is an sknd estimator fitted with
-        ``bands=``), bands are selected and reordered by name.
+        an int gives the band axis; a string means the last axis.
+    bands : sequence of str, "positional" or None, default=None
+        Names of the image's bands, in order, overriding the names the image
+        carries (band coordinate, ``long_name`` band descriptions, DataFrame
+        columns). When the estimator has band names (``feature_names_in_``
+        or an sknd estimator's ``bands=``), the bands it uses are picked and
+        ordered by name, through the sensor presets when the names are of
+        another sensor. ``"positional"`` takes the bands in order without
+        looking at names. An image without names is taken by position with
+        a :class:`~sknd.bands.BandMatchWarning`.
+    sensor : str or None, default=None
+        Sensor preset of the image's band names (see
+        :func:`sknd.bands.get_sensor`), e.g. ``"sentinel2"`` for a scene
+        whose bands are called ``B02``, ``B08``; guessed from the names when
+        None.
 """
 
 _NODATA_PARAMETER = """\
     nodata : scalar or None, default=None
         Value marking missing data in the input, in addition to NaN. A pixel
-        is no-data when any of its bands is NaN or equals ``nodata``.
+        is no-data when any band the estimator uses is NaN or equals
+        ``nodata``. None takes a DataArray's ``_FillValue`` attribute (the
+        file's nodata as rioxarray reads it) when it has one.
 """
 
 _CHUNK_PARAMETERS = """\
@@ -88,9 +116,15 @@ _CHUNK_PARAMETERS = """\
 
 _RETURN_NOTES = """\
     For a numpy array the result is a numpy array, for a bare dask array a
-    lazy dask array, for a DataArray a DataArray (lazy when the input was)
-    that keeps the other dimensions, their coordinates and the non-band
-    coordinates; the band coordinate and attributes are dropped. A new output
+    lazy dask array, for a DataFrame a Series (or a DataFrame) on its index,
+    for a DataArray a DataArray (lazy when the input was) that keeps the
+    other dimensions, the non-band coordinates and their attributes (the CRS
+    in ``spatial_ref`` with it, so that ``result.rio.crs`` and
+    ``result.rio.transform()`` equal the input's); the band coordinate is
+    dropped and the attributes describe the output: ``long_name`` (the class
+    or index names of a new output dimension, which rioxarray writes as band
+    descriptions), ``classes`` for a classifier's labels and ``_FillValue``
+    (the fill value, written as the GeoTIFF's nodata). A new output
     dimension takes the position of the band dimension. A dask-backed band
     dimension is rechunked to a single chunk (every pixel needs all its
     bands); chunk the spatial dimensions as you wish.
@@ -108,6 +142,8 @@ def predict(
     image,
     *,
     band_dim="band",
+    bands=None,
+    sensor=None,
     output_dim="output",
     nodata=None,
     fill_value=None,
@@ -166,6 +202,8 @@ def predict(
         estimator,
         image,
         band_dim=band_dim,
+        bands=bands,
+        sensor=sensor,
         output_dim=output_dim,
         nodata=nodata,
         fill_value=fill_value,
@@ -185,6 +223,8 @@ def predict_proba(
     image,
     *,
     band_dim="band",
+    bands=None,
+    sensor=None,
     output_dim="class",
     nodata=None,
     fill_value=None,
@@ -237,6 +277,8 @@ def predict_proba(
         estimator,
         image,
         band_dim=band_dim,
+        bands=bands,
+        sensor=sensor,
         output_dim=output_dim,
         nodata=nodata,
         fill_value=fill_value,
@@ -256,6 +298,8 @@ def transform(
     image,
     *,
     band_dim="band",
+    bands=None,
+    sensor=None,
     output_dim="index",
     nodata=None,
     fill_value=None,
@@ -303,6 +347,8 @@ def transform(
         estimator,
         image,
         band_dim=band_dim,
+        bands=bands,
+        sensor=sensor,
         output_dim=output_dim,
         nodata=nodata,
         fill_value=fill_value,
@@ -313,7 +359,18 @@ def transform(
 
 # ------------------------------------------------------------------ dispatching
 def _apply(
-    method, estimator, image, *, band_dim, output_dim, nodata, fill_value, chunk_pixels, n_jobs
+    method,
+    estimator,
+    image,
+    *,
+    band_dim,
+    bands,
+    sensor,
+    output_dim,
+    nodata,
+    fill_value,
+    chunk_pixels,
+    n_jobs,
 ):
     check_is_fitted(estimator)
     if not hasattr(estimator, method):
@@ -322,28 +379,34 @@ def _apply(
         raise ValueError(f"chunk_pixels must be a positive integer, got {chunk_pixels!r}.")
     if not isinstance(output_dim, str):
         raise TypeError(f"output_dim must be a string, got {output_dim!r}.")
+    if sensor is not None and not isinstance(sensor, str):
+        raise TypeError(f"sensor must be a preset name (str) or None, got {sensor!r}.")
     n_jobs = _n_jobs(n_jobs)
     options = {
         "nodata": nodata,
         "fill_value": fill_value,
         "chunk_pixels": int(chunk_pixels),
+        "bands": bands,
+        "sensor": sensor,
     }
-    if _is_dataarray(image):
+    if is_dataarray(image):
         if not isinstance(band_dim, str):
             raise TypeError(f"band_dim must be a dimension name for a DataArray, got {band_dim!r}.")
-        return _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options)
+        return apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options)
+    if _is_dataframe(image):
+        return _apply_dataframe(method, estimator, image, n_jobs, options)
     if _is_dask_array(image):
         return _apply_dask_array(method, estimator, image, band_dim, options)
-    return _apply_ndarray(method, estimator, np.asarray(image), band_dim, n_jobs, options)
+    return _apply_ndarray(method, estimator, np.asarray(image), band_dim, n_jobs, options)[0]
 
 
-def _is_dataarray(image):
-    # Look xarray and dask up without importing them: numpy users need neither.
-    xr = sys.modules.get("xarray")
-    return xr is not None and isinstance(image, xr.DataArray)
+def _is_dataframe(image):
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(image, pd.DataFrame)
 
 
 def _is_dask_array(image):
+    # Look dask up without importing it: numpy users need neither dask nor xarray.
     da = sys.modules.get("dask.array")
     return da is not None and isinstance(image, da.Array)
 
@@ -370,20 +433,14 @@ def _n_jobs(n_jobs):
     return int(n_jobs)
 
 
-def _check_n_bands(estimator, n_bands, where):
-    expected = getattr(estimator, "n_features_in_", None)
-    if expected is not None and n_bands != expected:
-        raise ValueError(
-            f"The image has {n_bands} bands {where}, but {type(estimator).__name__} was "
-            f"fitted on {expected} features."
-        )
-
-
-def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options):
+def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options, names=None):
     axis = _band_axis(image.ndim, band_dim)
     n_bands = image.shape[axis]
-    _check_n_bands(estimator, n_bands, f"on axis {axis}")
-    func, spec = prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
+    columns = band_columns(
+        estimator, names, n_bands, bands=options["bands"], sensor=options["sensor"]
+    )
+    n_inputs = n_bands if columns is None else len(columns)
+    func, spec = prepare(method, estimator, n_inputs, image.dtype, options["fill_value"])
     pixels = np.moveaxis(image, axis, -1)  # a view: chunks are copied one at a time
     if spec.n_outputs is None:
         out = np.empty(pixels.shape[:-1], dtype=spec.dtype)
@@ -401,8 +458,22 @@ def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options):
         chunk_pixels=options["chunk_pixels"],
         nodata=options["nodata"],
         n_jobs=n_jobs,
+        columns=columns,
     )
-    return out
+    return out, spec
+
+
+def _apply_dataframe(method, estimator, frame, n_jobs, options):
+    import pandas as pd
+
+    values = frame.to_numpy()
+    if values.dtype == object:
+        values = values.astype(np.float64)
+    names = [str(column) for column in frame.columns]
+    out, spec = _apply_ndarray(method, estimator, values, -1, n_jobs, options, names=names)
+    if spec.n_outputs is None:
+        return pd.Series(out, index=frame.index, name=method)
+    return pd.DataFrame(out, index=frame.index, columns=list(spec.output_labels))
 
 
 def _apply_dask_array(method, estimator, image, band_dim, options):
@@ -411,102 +482,7 @@ def _apply_dask_array(method, estimator, image, band_dim, options):
     axis = _band_axis(image.ndim, band_dim)
     dims = [f"dim_{i}" for i in range(image.ndim)]
     dims[axis] = "band"
-    result = _apply_dataarray(
+    result = apply_dataarray(
         method, estimator, xr.DataArray(image, dims=dims), "band", "output", 1, options
     )
     return result.data
-
-
-def _apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options):
-    import xarray as xr
-
-    if band_dim not in image.dims:
-        raise ValueError(
-            f"The image has no dimension {band_dim!r} (its dimensions are {image.dims}); "
-            "pass the name of its band dimension as band_dim."
-        )
-    if output_dim != band_dim and output_dim in image.dims:
-        raise ValueError(
-            f"output_dim={output_dim!r} is already a dimension of the image {image.dims}; "
-            "choose another name."
-        )
-    image = _match_bands(estimator, image, band_dim)
-    n_bands = image.sizes[band_dim]
-    _check_n_bands(estimator, n_bands, f"along dimension {band_dim!r}")
-    func, spec = prepare(method, estimator, n_bands, image.dtype, options["fill_value"])
-
-    lazy = image.chunks is not None
-    if lazy:
-        # apply_ufunc needs each pixel's bands in one block. Rechunk the data only:
-        # DataArray.chunk would also turn numpy coordinates (e.g. 2-D lat/lon) into dask.
-        axis = image.get_axis_num(band_dim)
-        image = image.copy(deep=False, data=image.data.rechunk({axis: -1}))
-    block_kwargs = {
-        "func": func,
-        "spec": spec,
-        "chunk_pixels": options["chunk_pixels"],
-        "nodata": options["nodata"],
-        "n_jobs": 1 if lazy else n_jobs,
-        "single_threaded_blas": lazy,
-    }
-    output_core_dims = [[]] if spec.n_outputs is None else [[_TMP_OUTPUT_DIM]]
-    gufunc_kwargs = {}
-    if spec.n_outputs is not None:
-        gufunc_kwargs["output_sizes"] = {_TMP_OUTPUT_DIM: spec.n_outputs}
-    result = xr.apply_ufunc(
-        apply_block,
-        image,
-        kwargs=block_kwargs,
-        input_core_dims=[[band_dim]],
-        output_core_dims=output_core_dims,
-        dask="parallelized",
-        output_dtypes=[spec.dtype],
-        dask_gufunc_kwargs=gufunc_kwargs,
-        keep_attrs=False,
-    )
-    if spec.n_outputs is None:
-        order = [dim for dim in image.dims if dim != band_dim]
-    else:
-        order = [_TMP_OUTPUT_DIM if dim == band_dim else dim for dim in image.dims]
-    result = result.transpose(*order)
-    if spec.n_outputs is not None:
-        result = result.rename({_TMP_OUTPUT_DIM: output_dim})
-        result = result.assign_coords({output_dim: spec.output_labels})
-    result.name = method
-    return result
-
-
-def _band_names(estimator):
-    """The band names an estimator was fitted on, or None when it has none."""
-    names = getattr(estimator, "feature_names_in_", None)
-    if names is None and getattr(estimator, "bands", None) is not None:
-        # sknd estimators fitted on arrays with explicit bands=[...] names.
-        names = getattr(estimator, "band_names_", None)
-    return names
-
-
-def _match_bands(estimator, image, band_dim):
-    """Select and order bands by name when both the image and the estimator name them."""
-    names = _band_names(estimator)
-    if names is None or band_dim not in image.coords:
-        return image
-    labels = image.coords[band_dim].values.tolist()
-    if not all(isinstance(label, str) for label in labels):
-        return image
-    available = set(labels)
-    missing = [name for name in names if name not in available]
-    if missing:
-        raise ValueError(
-            f"{type(estimator).__name__} was fitted on bands {list(names)}, but band(s) "
-            f"{missing} are missing from the {band_dim!r} coordinate of the image, which "
-            f"holds {labels}."
-        )
-    duplicated = sorted({name for name in names if labels.count(name) > 1})
-    if duplicated:
-        raise ValueError(
-            f"Band(s) {duplicated} appear more than once in the {band_dim!r} coordinate "
-            "of the image; cannot tell which one the estimator should use."
-        )
-    if labels == list(names):
-        return image
-    return image.sel({band_dim: list(names)})

@@ -1,0 +1,6 @@
+"""``python -m sknd.raster MODEL.joblib SCENE.tif OUT.tif``: see :mod:`sknd.raster._cli`."""
+
+from ._cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

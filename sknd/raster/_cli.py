@@ -1,0 +1,312 @@
+"""``python -m sknd.raster MODEL.joblib SCENE.tif OUT.tif``: a saved model applied to a scene.
+
+The scene is read and the map written strip by strip (whole rows of the
+file's tiles), so memory stays bounded whatever the scene's size: a reader
+thread fetches the next strip and a writer thread writes the previous one
+while the model predicts the current one (GDAL releases the GIL while it
+reads, decodes and writes). The output GeoTIFF has the scene's CRS and
+transform, one band per output (the class map; the class probabilities with
+``--proba``; the learned indices with ``--indices``) named after what it holds,
+and the fill value as its nodata.
+
+Exit codes: 0 on success, 2 on a usage error, an unreadable file, a model
+that is not a fitted scikit-learn estimator, or bands that do not match the
+model's (the message says which).
+"""
+
+import argparse
+import contextlib
+import os
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from .._pixels import apply_pixels, prepare
+from ._matching import POSITIONAL, band_columns
+
+__all__ = []
+
+# Pixels per strip when --block-rows is not given: large enough that per-strip
+# overhead vanishes, small enough that two strips of a 10-band float scene stay
+# in the hundreds of megabytes.
+_STRIP_PIXELS = 4_000_000
+_GDAL_CACHE_BYTES = 64 * 2**20
+_METHODS = {"class": "predict", "proba": "predict_proba", "indices": "transform"}
+
+
+class CommandError(Exception):
+    """An error the command reports in one line, with exit code 2."""
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog="python -m sknd.raster",
+        description="Apply a fitted model saved with joblib to a GeoTIFF (or any raster GDAL "
+        "reads) and write the map as a GeoTIFF with the scene's CRS and transform.",
+    )
+    parser.add_argument("model", help="fitted estimator saved with joblib.dump")
+    parser.add_argument("scene", help="input raster, one band per model input")
+    parser.add_argument("output", help="output GeoTIFF")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument(
+        "--proba", action="store_true", help="write class probabilities (one band per class)"
+    )
+    what.add_argument(
+        "--indices", action="store_true", help="write the transform (e.g. learned indices)"
+    )
+    parser.add_argument(
+        "--nodata", type=float, default=None, help="input no-data value (default: the file's)"
+    )
+    parser.add_argument(
+        "--fill-value",
+        type=float,
+        default=None,
+        help="output value of no-data pixels (default: NaN, or -1 for class codes)",
+    )
+    names = parser.add_mutually_exclusive_group()
+    names.add_argument(
+        "--bands", default=None, help="comma-separated names of the scene's bands, in order"
+    )
+    names.add_argument(
+        "--positional", action="store_true", help="take the scene's bands in order, by position"
+    )
+    parser.add_argument("--sensor", default=None, help="sensor preset of the scene's band names")
+    parser.add_argument("--block-rows", type=int, default=None, help="rows per strip")
+    parser.add_argument("--n-jobs", type=int, default=None, help="threads predicting a strip")
+    parser.add_argument("--compress", default=None, help="GeoTIFF compression (default: input's)")
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    return parser
+
+
+def main(argv=None):
+    """Run the command; return its exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        _run(args)
+    except CommandError as exc:
+        print(f"python -m sknd.raster: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _run(args):
+    try:
+        import rasterio
+    except ImportError as exc:
+        raise CommandError("the command needs rasterio: pip install 'sknd[geo]'") from exc
+    # Every block is read and written once, strip by strip: GDAL's block cache (5 % of the
+    # RAM by default) would only hold finished blocks. A user's GDAL_CACHEMAX wins.
+    options = {} if "GDAL_CACHEMAX" in os.environ else {"GDAL_CACHEMAX": _GDAL_CACHE_BYTES}
+    with rasterio.Env(**options):
+        _run_in_env(args, rasterio)
+
+
+def _run_in_env(args, rasterio):
+    what = "proba" if args.proba else "indices" if args.indices else "class"
+    method = _METHODS[what]
+    model = _load_model(args.model, method)
+    try:
+        src = rasterio.open(args.scene)
+    except (rasterio.errors.RasterioError, OSError) as exc:
+        raise CommandError(f"cannot read the scene {args.scene!r}: {exc}") from None
+    with src:
+        descriptions = list(src.descriptions)
+        names = descriptions if all(descriptions) else None
+        bands = POSITIONAL if args.positional else _split(args.bands)
+        try:
+            columns = band_columns(model, names, src.count, bands=bands, sensor=args.sensor)
+        except (ValueError, TypeError) as exc:
+            raise CommandError(str(exc)) from None
+        n_inputs = src.count if columns is None else len(columns)
+        nodata = args.nodata if args.nodata is not None else src.nodata
+        if nodata is not None and np.isnan(nodata):
+            nodata = None  # NaN is no-data anyway
+        func, spec, codes = _pixel_function(model, method, n_inputs, src.dtypes, args.fill_value)
+        profile = _output_profile(src, spec, args.compress)
+        try:
+            dst = rasterio.open(args.output, "w", **profile)
+        except (rasterio.errors.RasterioError, OSError) as exc:
+            raise CommandError(f"cannot write {args.output!r}: {exc}") from None
+        with dst:
+            _describe(dst, model, method, spec, codes)
+            _process(src, dst, func, spec, args, nodata=nodata, columns=columns)
+
+
+def _split(text):
+    return None if text is None else [name.strip() for name in text.split(",")]
+
+
+def _load_model(path, method):
+    import joblib
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        model = joblib.load(path)
+    except Exception as exc:  # unpickling raises anything
+        raise CommandError(f"cannot load the model {path!r}: {exc}") from None
+    if not (hasattr(model, "fit") and hasattr(model, "get_params")):
+        raise CommandError(
+            f"{path!r} holds a {type(model).__name__}, not a scikit-learn estimator."
+        )
+    try:
+        check_is_fitted(model)
+    except NotFittedError:
+        raise CommandError(f"the model in {path!r} is not fitted.") from None
+    if not hasattr(model, method):
+        raise CommandError(f"{type(model).__name__} has no method {method}.")
+    return model
+
+
+class _ClassCodes:
+    """Labels as their position in ``classes_``: a GeoTIFF holds numbers, not strings."""
+
+    def __init__(self, func, classes):
+        self.func = func
+        self.classes = classes
+
+    def __call__(self, X):
+        return np.searchsorted(self.classes, self.func(X)).astype(np.int16)
+
+
+def _pixel_function(model, method, n_inputs, dtypes, fill_value):
+    """The pixel function, its output layout as written, and the class names of codes.
+
+    Float outputs are written as float32 with NaN (or ``fill_value``) for
+    no-data; integer labels as the smallest integer type holding them and the
+    fill (-1 by default); other labels (strings) as their position in
+    ``classes_``.
+    """
+    dtype = np.dtype(dtypes[0])
+    if method != "predict":
+        func, spec = prepare(method, model, n_inputs, dtype, fill_value)
+        spec.dtype = np.dtype(np.float32)
+        return func, spec, None
+    # A fill of -1 keeps integer labels integer; the probe tells the labels' kind.
+    func, spec = prepare(method, model, n_inputs, dtype, -1)
+    if spec.dtype.kind == "f":
+        spec.dtype = np.dtype(np.float32)
+        spec.fill = np.nan if fill_value is None else fill_value
+        return func, spec, None
+    fill = -1 if fill_value is None else fill_value
+    if not float(fill).is_integer():
+        raise CommandError(f"--fill-value {fill} is not an integer, as the class labels are.")
+    classes = getattr(model, "classes_", None)
+    codes = None
+    if spec.dtype.kind not in "iub":
+        if classes is None:
+            raise CommandError(
+                f"{type(model).__name__}.predict gives labels a GeoTIFF cannot hold and the "
+                "model has no classes_ to number them."
+            )
+        codes = np.asarray(classes)
+        func = _ClassCodes(func, codes)
+        values = [int(fill), 0, len(codes) - 1]
+    else:
+        values = [int(fill)] + ([] if classes is None else [int(c) for c in classes])
+    spec.dtype = np.result_type(
+        np.min_scalar_type(min(values)), np.min_scalar_type(max(values)), np.int16
+    )
+    spec.fill = int(fill)
+    return func, spec, codes
+
+
+def _output_profile(src, spec, compress):
+    profile = {
+        "driver": "GTiff",
+        "width": src.width,
+        "height": src.height,
+        "count": 1 if spec.n_outputs is None else spec.n_outputs,
+        "dtype": spec.dtype.name,
+        "crs": src.crs,
+        "transform": src.transform,
+        "nodata": spec.fill,
+    }
+    if src.width >= 256 and src.height >= 256:
+        profile.update(tiled=True, blockxsize=256, blockysize=256)
+    compress = compress if compress is not None else src.profile.get("compress")
+    if compress:
+        profile["compress"] = compress
+    if src.crs is None:
+        del profile["crs"]
+    return profile
+
+
+def _describe(dst, model, method, spec, codes):
+    """Band descriptions and tags saying what the output holds."""
+    if spec.n_outputs is not None:
+        dst.descriptions = tuple(str(label) for label in spec.output_labels)
+    else:
+        dst.set_band_description(1, "class" if hasattr(model, "classes_") else method)
+    classes = getattr(model, "classes_", None)
+    if method == "predict" and classes is not None:
+        if codes is not None:
+            dst.update_tags(classes=", ".join(f"{i}={label}" for i, label in enumerate(codes)))
+        else:
+            dst.update_tags(classes=", ".join(str(label) for label in classes))
+    dst.update_tags(sknd_model=type(model).__name__, sknd_method=method)
+
+
+def _strips(src, rows):
+    from rasterio.windows import Window
+
+    for top in range(0, src.height, rows):
+        yield Window(0, top, src.width, min(rows, src.height - top))
+
+
+def _process(src, dst, func, spec, args, *, nodata, columns):
+    block_rows = src.block_shapes[0][0] if src.block_shapes else 1
+    rows = args.block_rows
+    if rows is None:
+        rows = max(block_rows, (_STRIP_PIXELS // max(src.width, 1)) // block_rows * block_rows)
+    if rows < 1:
+        raise CommandError(f"--block-rows must be positive, got {rows}.")
+    n_jobs = 1 if args.n_jobs is None else args.n_jobs
+    if n_jobs < 1:
+        raise CommandError(f"--n-jobs must be positive, got {n_jobs}.")
+    windows = list(_strips(src, rows))
+    progress = _progress(src.height, disable=args.no_progress)
+    with progress as bar, ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as writer:
+        # Only the bands the model uses are read, in the model's order.
+        indexes = None if columns is None else [column + 1 for column in columns]
+        pending_read = reader.submit(src.read, indexes, window=windows[0])
+        pending_write = None
+        for index, window in enumerate(windows):
+            data = pending_read.result()  # (bands, rows, width)
+            if index + 1 < len(windows):
+                pending_read = reader.submit(src.read, indexes, window=windows[index + 1])
+            out = np.empty(spec.tail + data.shape[1:], dtype=spec.dtype)
+            apply_pixels(
+                np.moveaxis(data, 0, -1),
+                func,
+                spec,
+                out=np.moveaxis(out, 0, -1) if spec.n_outputs is not None else out,
+                chunk_pixels=65_536,
+                nodata=nodata,
+                n_jobs=n_jobs,
+            )
+            if pending_write is not None:
+                pending_write.result()
+            if spec.n_outputs is None:
+                pending_write = writer.submit(dst.write, out, 1, window=window)
+            else:
+                pending_write = writer.submit(dst.write, out, window=window)
+            bar.update(window.height)
+        if pending_write is not None:
+            pending_write.result()
+
+
+def _progress(total, disable):
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        disable = True
+    if disable:
+        return contextlib.nullcontext(_NoBar())
+    return tqdm(total=total, unit="row", desc="sknd.raster", file=sys.stderr)
+
+
+class _NoBar:
+    def update(self, n):
+        pass

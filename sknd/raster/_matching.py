@@ -1,0 +1,121 @@
+"""Which of an image's bands feed which of a model's inputs.
+
+Shared by the functions of :mod:`sknd.raster` and the ``python -m sknd.raster``
+command: the image's band names (from ``bands=``, an xarray band coordinate,
+the file's band descriptions or DataFrame columns) are matched to the model's
+(``feature_names_in_``, or an sknd estimator's ``bands=``) with
+:func:`sknd.bands.match_bands`. Bands are only taken by position when the
+image has no names (with a :class:`~sknd.bands.BandMatchWarning`) or when the
+caller says so with ``bands="positional"``.
+"""
+
+import warnings
+
+from ..bands import Band, BandMatchWarning, match_bands
+
+__all__ = []
+
+POSITIONAL = "positional"
+
+
+def model_band_names(estimator):
+    """The band names an estimator was fitted on, or None when it has none."""
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None and getattr(estimator, "bands", None) is not None:
+        # sknd estimators fitted on arrays with explicit bands=[...] names.
+        names = getattr(estimator, "band_names_", None)
+    return None if names is None else [str(name) for name in names]
+
+
+def check_bands(bands, n_bands):
+    """Validate the ``bands=`` argument: None, ``"positional"`` or one name per band."""
+    if bands is None or (isinstance(bands, str) and bands == POSITIONAL):
+        return bands
+    if isinstance(bands, str):
+        raise ValueError(f"bands must be a sequence of band names or 'positional', got {bands!r}.")
+    try:
+        names = [str(name) for name in bands]
+    except TypeError:
+        raise TypeError(
+            f"bands must be a sequence of band names or 'positional', got {bands!r}."
+        ) from None
+    if len(names) != n_bands:
+        raise ValueError(f"Got {len(names)} band names in bands= for an image of {n_bands} bands.")
+    return names
+
+
+def band_columns(estimator, image_names, n_bands, *, bands, sensor):
+    """Positions of the model's inputs among the image's bands, or None for all, in order.
+
+    ``image_names`` are the names the image carries (None when it has none);
+    ``bands`` (checked by :func:`check_bands`) overrides them.
+    """
+    bands = check_bands(bands, n_bands)
+    if isinstance(bands, list):
+        image_names = bands
+    model = model_band_names(estimator)
+    expected = getattr(estimator, "n_features_in_", None)
+    if bands == POSITIONAL or model is None:
+        if sensor is not None and model is None:
+            raise ValueError(
+                f"sensor={sensor!r} needs a model fitted with band names (DataFrame columns "
+                "or bands=); this one has none, so bands can only be taken by position."
+            )
+        _check_count(estimator, expected, n_bands)
+        return None
+    if image_names is None:
+        if n_bands != len(model):
+            raise ValueError(
+                f"The image has {n_bands} bands without names, but "
+                f"{type(estimator).__name__} was fitted on {len(model)} bands {model}; "
+                "name the image's bands with bands=[...] so that they can be matched."
+            )
+        warnings.warn(
+            f"The image's bands have no names; they are taken by position as the model's "
+            f"bands {model}. Pass bands=[...] with the image's band names to match them by "
+            "name, or bands='positional' to accept positions.",
+            BandMatchWarning,
+            stacklevel=5,  # band_columns < _apply_ndarray or apply_dataarray < _apply < predict
+        )
+        return None
+    positions, mapping, image_sensor = match_bands(
+        _model_bands(estimator, model),
+        image_names,
+        model_sensor=_model_sensor(estimator),
+        image_sensor=sensor,
+    )
+    transferred = [(m, i, common) for m, i, common in mapping if common is not None]
+    if transferred:
+        pairs = ", ".join(f"{m} -> {i} ({common})" for m, i, common in transferred)
+        source = _model_sensor(estimator) or "the model's bands"
+        target = image_sensor or "the image's bands"
+        warnings.warn(
+            f"Bands matched by common name from {source} to {target}: {pairs}.",
+            BandMatchWarning,
+            stacklevel=5,  # band_columns < _apply_ndarray or apply_dataarray < _apply < predict
+        )
+    if positions == list(range(n_bands)):
+        return None
+    return positions
+
+
+def _check_count(estimator, expected, n_bands):
+    if expected is not None and n_bands != expected:
+        raise ValueError(
+            f"The image has {n_bands} bands, but {type(estimator).__name__} was fitted on "
+            f"{expected} features."
+        )
+
+
+def _model_sensor(estimator):
+    sensor = getattr(estimator, "sensor", None)
+    return sensor if isinstance(sensor, str) else None
+
+
+def _model_bands(estimator, names):
+    """An sknd estimator's resolved bands (with their common names), else the names."""
+    resolved = getattr(estimator, "bands_", None)
+    if resolved is not None and all(isinstance(band, Band) for band in resolved):
+        if [band.name for band in resolved] == names:
+            return tuple(resolved)
+    return names

@@ -1,0 +1,153 @@
+"""xarray images: band names, lazy application and what the result keeps.
+
+The result of :mod:`sknd.raster` on a DataArray is a map of the same place: it
+keeps the non-band coordinates *with their attributes* (rioxarray keeps the
+CRS and the transform in the attributes of the scalar ``spatial_ref``
+coordinate, named by the ``grid_mapping`` attribute or encoding), and carries
+attributes describing itself instead of the input's (whose band descriptions,
+scale factors and nodata describe the bands, not the output).
+"""
+
+import sys
+
+import numpy as np
+
+from .._pixels import apply_block, prepare
+from ._matching import band_columns
+
+__all__ = []
+
+# Name of the new dimension while xarray builds the result: the user's name may
+# equal the band dimension, which apply_ufunc would confuse with the input's.
+_TMP_OUTPUT_DIM = "__sknd_output__"
+
+# Input attributes that describe the grid, not the bands: kept on the output.
+_GRID_ATTRS = ("AREA_OR_POINT", "grid_mapping")
+
+
+def is_dataarray(image):
+    # Look xarray up without importing it: numpy users need neither xarray nor dask.
+    xr = sys.modules.get("xarray")
+    return xr is not None and isinstance(image, xr.DataArray)
+
+
+def image_band_names(image, band_dim):
+    """The band names a DataArray carries, or None.
+
+    A band coordinate of strings wins; else the ``long_name`` attribute when it
+    holds one name per band (rioxarray reads a GeoTIFF's band descriptions
+    there); integer band numbers (rioxarray's 1..n) are not names.
+    """
+    n_bands = image.sizes[band_dim]
+    if band_dim in image.coords:
+        labels = image.coords[band_dim].values.tolist()
+        if all(isinstance(label, str) for label in labels):
+            return labels
+    long_name = image.attrs.get("long_name")
+    if isinstance(long_name, (tuple, list)) and len(long_name) == n_bands:
+        names = [str(name).strip() for name in long_name]
+        if all(names):
+            return names
+    return None
+
+
+def _image_nodata(image, nodata):
+    """``nodata``, or the image's ``_FillValue`` (its file's nodata) when None."""
+    if nodata is not None:
+        return nodata
+    value = image.attrs.get("_FillValue")
+    if value is None or np.ndim(value) != 0:
+        return None
+    value = value.item() if hasattr(value, "item") else value
+    if isinstance(value, float) and np.isnan(value):
+        return None  # NaN is no-data anyway
+    return value
+
+
+def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options):
+    import xarray as xr
+
+    if band_dim not in image.dims:
+        raise ValueError(
+            f"The image has no dimension {band_dim!r} (its dimensions are {image.dims}); "
+            "pass the name of its band dimension as band_dim."
+        )
+    if output_dim != band_dim and output_dim in image.dims:
+        raise ValueError(
+            f"output_dim={output_dim!r} is already a dimension of the image {image.dims}; "
+            "choose another name."
+        )
+    n_bands = image.sizes[band_dim]
+    columns = band_columns(
+        estimator,
+        image_band_names(image, band_dim),
+        n_bands,
+        bands=options["bands"],
+        sensor=options["sensor"],
+    )
+    n_inputs = n_bands if columns is None else len(columns)
+    func, spec = prepare(method, estimator, n_inputs, image.dtype, options["fill_value"])
+
+    lazy = image.chunks is not None
+    if lazy:
+        # apply_ufunc needs each pixel's bands in one block. Rechunk the data only:
+        # DataArray.chunk would also turn numpy coordinates (e.g. 2-D lat/lon) into dask.
+        axis = image.get_axis_num(band_dim)
+        image = image.copy(deep=False, data=image.data.rechunk({axis: -1}))
+    block_kwargs = {
+        "func": func,
+        "spec": spec,
+        "chunk_pixels": options["chunk_pixels"],
+        "nodata": _image_nodata(image, options["nodata"]),
+        "n_jobs": 1 if lazy else n_jobs,
+        "single_threaded_blas": lazy,
+        "columns": columns,
+    }
+    output_core_dims = [[]] if spec.n_outputs is None else [[_TMP_OUTPUT_DIM]]
+    gufunc_kwargs = {}
+    if spec.n_outputs is not None:
+        gufunc_kwargs["output_sizes"] = {_TMP_OUTPUT_DIM: spec.n_outputs}
+    result = xr.apply_ufunc(
+        apply_block,
+        image,
+        kwargs=block_kwargs,
+        input_core_dims=[[band_dim]],
+        output_core_dims=output_core_dims,
+        dask="parallelized",
+        output_dtypes=[spec.dtype],
+        dask_gufunc_kwargs=gufunc_kwargs,
+        # True keeps the attributes of the coordinates (the CRS in spatial_ref's);
+        # the result's own attributes are replaced below.
+        keep_attrs=True,
+    )
+    if spec.n_outputs is None:
+        order = [dim for dim in image.dims if dim != band_dim]
+    else:
+        order = [_TMP_OUTPUT_DIM if dim == band_dim else dim for dim in image.dims]
+    result = result.transpose(*order)
+    if spec.n_outputs is not None:
+        result = result.rename({_TMP_OUTPUT_DIM: output_dim})
+        result = result.assign_coords({output_dim: spec.output_labels})
+    result.attrs = _output_attrs(method, estimator, image, spec)
+    if "grid_mapping" in image.encoding:
+        result.encoding["grid_mapping"] = image.encoding["grid_mapping"]
+    result.name = method
+    return result
+
+
+def _output_attrs(method, estimator, image, spec):
+    """What the output holds: its name(s), the classes, its no-data value."""
+    attrs = {key: image.attrs[key] for key in _GRID_ATTRS if key in image.attrs}
+    classes = getattr(estimator, "classes_", None)
+    if spec.n_outputs is not None:
+        # One name per output band: rioxarray writes them as band descriptions.
+        attrs["long_name"] = tuple(str(label) for label in spec.output_labels)
+    elif method == "predict" and classes is not None:
+        attrs["long_name"] = "class"
+    else:
+        attrs["long_name"] = method
+    if method == "predict" and classes is not None and np.ndim(classes) == 1:
+        attrs["classes"] = [str(label) for label in classes]
+    if spec.dtype.kind in "fiub" and np.ndim(spec.fill) == 0:
+        attrs["_FillValue"] = np.asarray(spec.fill, dtype=spec.dtype).item()
+    return attrs

@@ -1,0 +1,174 @@
+"""Tests of ``python -m sknd.raster`` (sknd/raster/_cli.py): GeoTIFF in, GeoTIFF out."""
+
+import subprocess
+import sys
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LinearRegression, LogisticRegression
+
+from sknd import NDTransformer
+from sknd.bands import BandMatchWarning
+from sknd.raster._cli import main
+
+rasterio = pytest.importorskip("rasterio")
+Affine = pytest.importorskip("affine").Affine
+
+BANDS = ["blue", "green", "red", "nir"]
+TRANSFORM = Affine(10.0, 0.0, 500_000.0, 0.0, -10.0, 5_000_000.0)
+
+
+def _training(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.01, 0.6, size=(n, 4))
+    ndvi = (X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2])
+    return pd.DataFrame(X, columns=BANDS), np.array(["soil", "water", "veg"])[
+        np.digitize(ndvi, [-0.2, 0.2])
+    ]
+
+
+@pytest.fixture(scope="module")
+def model_path(tmp_path_factory):
+    X, y = _training()
+    path = tmp_path_factory.mktemp("models") / "clf.joblib"
+    joblib.dump(LogisticRegression().fit(X, y), path)
+    return path
+
+
+def _scene(path, *, shape=(40, 30), order=BANDS, crs="EPSG:32633", described=True):
+    rng = np.random.default_rng(1)
+    values = {name: rng.uniform(0.01, 0.6, size=shape).astype(np.float32) for name in BANDS}
+    data = np.stack([values[name] for name in order])
+    data[:, 0, :5] = -9999.0
+    data[2, 3, 3] = np.nan
+    profile = {
+        "driver": "GTiff",
+        "width": shape[1],
+        "height": shape[0],
+        "count": len(order),
+        "dtype": "float32",
+        "transform": TRANSFORM,
+        "nodata": -9999.0,
+    }
+    if crs:
+        profile["crs"] = crs
+    with rasterio.open(path, "w", **profile) as dst:
+        dst.write(data)
+        if described:
+            dst.descriptions = tuple(order)
+    table = pd.DataFrame({name: values[name].ravel() for name in BANDS})
+    return path, table
+
+
+def _read(path):
+    with rasterio.open(path) as src:
+        return src.read(), src.profile, src.descriptions, src.tags()
+
+
+def test_class_map_keeps_crs_transform_and_matches_bands_by_name(tmp_path, model_path):
+    scene, table = _scene(tmp_path / "scene.tif", order=BANDS[::-1])
+    out = tmp_path / "classes.tif"
+    assert main([str(model_path), str(scene), str(out), "--block-rows", "7"]) == 0
+    data, profile, descriptions, tags = _read(out)
+    assert profile["crs"].to_string() == "EPSG:32633" and profile["transform"] == TRANSFORM
+    assert profile["nodata"] == -1 and data.dtype == np.int16 and descriptions == ("class",)
+    model = joblib.load(model_path)
+    codes = np.searchsorted(model.classes_, model.predict(table)).reshape(40, 30)
+    valid = np.ones((40, 30), dtype=bool)
+    valid[0, :5] = valid[3, 3] = False
+    np.testing.assert_array_equal(data[0][valid], codes[valid])
+    assert (data[0][~valid] == -1).all()  # nodata and NaN pixels: fill, never a class
+    assert tags["classes"] == "0=soil, 1=veg, 2=water"
+
+
+def test_proba_and_indices(tmp_path, model_path):
+    scene, table = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "proba.tif"
+    assert main([str(model_path), str(scene), str(out), "--proba", "--no-progress"]) == 0
+    data, profile, descriptions, _ = _read(out)
+    assert descriptions == ("soil", "veg", "water") and np.isnan(profile["nodata"])
+    model = joblib.load(model_path)
+    np.testing.assert_allclose(
+        data[:, 1, :].T, model.predict_proba(table).reshape(40, 30, 3)[1], rtol=1e-5
+    )
+    assert np.isnan(data[:, 0, :5]).all()
+    X, y = _training()
+    transformer = NDTransformer(n_indices=2, max_epochs=3, random_state=0).fit(X, y)
+    joblib.dump(transformer, tmp_path / "nd.joblib")
+    out = tmp_path / "indices.tif"
+    assert main([str(tmp_path / "nd.joblib"), str(scene), str(out), "--indices"]) == 0
+    data, _, descriptions, _ = _read(out)
+    assert descriptions == tuple(transformer.get_feature_names_out())
+    np.testing.assert_allclose(
+        data[:, 5, :].T, transformer.transform(table).reshape(40, 30, 2)[5], rtol=1e-4, atol=1e-6
+    )
+
+
+def test_regression_and_fill_value(tmp_path):
+    X, _ = _training()
+    path = tmp_path / "reg.joblib"
+    joblib.dump(LinearRegression().fit(X, X["nir"] - X["red"]), path)
+    scene, _ = _scene(tmp_path / "scene.tif", crs=None)
+    out = tmp_path / "reg.tif"
+    assert main([str(path), str(scene), str(out), "--fill-value", "-5"]) == 0
+    data, profile, _, _ = _read(out)
+    assert profile["crs"] is None and profile["dtype"] == "float32"
+    assert (data[0, 0, :5] == -5).all() and profile["nodata"] == -5
+
+
+def test_unnamed_scene_warns_or_takes_positions(tmp_path, model_path):
+    scene, _ = _scene(tmp_path / "scene.tif", described=False)
+    out = tmp_path / "out.tif"
+    with pytest.warns(BandMatchWarning, match="no names"):
+        assert main([str(model_path), str(scene), str(out)]) == 0
+    assert main([str(model_path), str(scene), str(out), "--positional"]) == 0
+    names = ",".join(BANDS)
+    assert main([str(model_path), str(scene), str(out), "--bands", names]) == 0
+
+
+@pytest.mark.parametrize(
+    "case, message",
+    [
+        ("missing band", "'nir' \\(nir\\) have no counterpart"),
+        ("unreadable scene", "cannot read the scene"),
+        ("not an estimator", "holds a dict, not a scikit-learn estimator"),
+        ("not a model file", "cannot load the model"),
+        ("no transform", "has no method transform"),
+        ("bad fill", "not an integer"),
+    ],
+)
+def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, message):
+    scene, _ = _scene(tmp_path / "scene.tif")
+    model, extra = str(model_path), []
+    if case == "missing band":
+        extra = ["--bands", "blue,green,red,swir16"]
+    elif case == "unreadable scene":
+        scene = tmp_path / "scene.txt"
+        scene.write_text("not a raster")
+    elif case == "not an estimator":
+        model = str(tmp_path / "dict.joblib")
+        joblib.dump({"a": 1}, model)
+    elif case == "not a model file":
+        model = str(scene)
+    elif case == "no transform":
+        extra = ["--indices"]
+    elif case == "bad fill":
+        extra = ["--fill-value", "0.5"]
+    assert main([model, str(scene), str(tmp_path / "out.tif"), *extra]) == 2
+    assert message.replace("\\", "") in capsys.readouterr().err.replace("\\", "")
+
+
+def test_module_runs_as_a_command(tmp_path, model_path):
+    scene, _ = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "out.tif"
+    command = [sys.executable, "-m", "sknd.raster", str(model_path), str(scene), str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _read(out)[1]["crs"].to_string() == "EPSG:32633"
+    done = subprocess.run(
+        [*command[:4], str(tmp_path / "missing.tif"), str(out)],
+        **{"capture_output": True, "text": True, "timeout": 120},
+    )
+    assert done.returncode == 2 and "cannot read the scene" in done.stderr
