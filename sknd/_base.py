@@ -12,7 +12,7 @@ import pandas as pd
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import GroupShuffleSplit, train_test_split
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -99,6 +99,24 @@ def _resolve_device(device):
             "use device='cpu' or device='auto'."
         )
     return device
+
+
+def _group_split(X, codes, groups, validation_fraction, seed):
+    """Hold out about ``validation_fraction`` of the groups for early stopping."""
+    groups = np.asarray(groups)
+    if groups.ndim != 1 or len(groups) != len(X):
+        raise ValueError(
+            f"groups must be one label per sample: got shape {groups.shape} for {len(X)} samples."
+        )
+    if len(np.unique(groups)) < 2:
+        raise ValueError(
+            "early_stopping=True with groups holds out whole groups for validation, but all "
+            "samples are in one group. Pass at least two groups, an explicit X_val and "
+            "y_val, or early_stopping=False."
+        )
+    splitter = GroupShuffleSplit(n_splits=1, test_size=validation_fraction, random_state=seed)
+    train, valid = next(splitter.split(X, codes, groups))
+    return X[train], codes[train], X[valid], codes[valid]
 
 
 def restore_on_failure(fit):
@@ -291,8 +309,12 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             )
         return X, y
 
-    def _validation_split(self, X, codes, task, X_val, y_val, seed):
-        """Return ``(X_train, codes_train, X_val, codes_val)``; the latter two may be None."""
+    def _validation_split(self, X, codes, task, X_val, y_val, seed, groups=None):
+        """Return ``(X_train, codes_train, X_val, codes_val)``; the latter two may be None.
+
+        With ``groups``, the internal split holds out whole groups (fields, spatial
+        blocks): correlated samples on both sides would make early stopping optimistic.
+        """
         if (X_val is None) != (y_val is None):
             raise ValueError("Pass both X_val and y_val, or neither.")
         if X_val is not None:
@@ -305,6 +327,8 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             return X, codes, X_val, task.encode(y_val)
         if not self.early_stopping:
             return X, codes, None, None
+        if groups is not None:
+            return _group_split(X, codes, groups, self.validation_fraction, seed)
         n_samples = len(X)
         n_valid = int(np.ceil(self.validation_fraction * n_samples))
         if n_samples - n_valid < 1:
@@ -330,7 +354,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         return {}
 
     # ------------------------------------------------------------------ fitting
-    def _fit(self, X, y, X_val=None, y_val=None):
+    def _fit(self, X, y, X_val=None, y_val=None, groups=None):
         X, y = self._validate_X_y(X, y, reset=True)
         n_features = X.shape[1]
         # Band names (DataFrame columns or bands=) are frozen at fit time; they
@@ -352,7 +376,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         device = _resolve_device(self.device)
         X_train, c_train, X_valid, c_valid = self._validation_split(
-            X, task.encoded, task, X_val, y_val, seed
+            X, task.encoded, task, X_val, y_val, seed, groups
         )
         n_keep = n_pairs_to_keep(
             self.pairs, len(pairs), auto=auto_pair_budget(n_features, task.n_outputs)

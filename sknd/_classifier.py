@@ -118,7 +118,7 @@ class NDClassifier(ClassifierMixin, BaseND):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @restore_on_failure
-    def fit(self, X, y, X_val=None, y_val=None):
+    def fit(self, X, y, X_val=None, y_val=None, groups=None):
         """Train the network on band values ``X`` and labels ``y``.
 
         Parameters
@@ -130,13 +130,19 @@ class NDClassifier(ClassifierMixin, BaseND):
         X_val, y_val : array-like, default=None
             Explicit validation set for early stopping, used instead of the
             internal ``validation_fraction`` split.
+        groups : array-like of shape (n_samples,), default=None
+            Group labels (fields, plots, spatial blocks). With early stopping and
+            no ``X_val``, the internal validation split holds out whole groups
+            (:class:`~sklearn.model_selection.GroupShuffleSplit`), so correlated
+            samples never sit on both sides. Routed by scikit-learn's metadata
+            routing after ``set_fit_request(groups=True)``.
 
         Returns
         -------
         self : NDClassifier
             The fitted estimator.
         """
-        self._fit(X, y, X_val, y_val)
+        self._fit(X, y, X_val, y_val, groups)
         self.classes_ = self._task.classes
         self._set_indices()
         return self

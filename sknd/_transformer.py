@@ -138,7 +138,7 @@ class NDTransformer(TransformerMixin, BaseND):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @restore_on_failure
-    def fit(self, X, y=None, X_val=None, y_val=None):
+    def fit(self, X, y=None, X_val=None, y_val=None, groups=None):
         """Learn indices that predict ``y`` from band values ``X``.
 
         Parameters
@@ -153,13 +153,19 @@ class NDTransformer(TransformerMixin, BaseND):
             target) raises a ``ValueError``.
         X_val, y_val : array-like, default=None
             Explicit validation set for early stopping.
+        groups : array-like of shape (n_samples,), default=None
+            Group labels (fields, plots, spatial blocks). With early stopping and
+            no ``X_val``, the internal validation split holds out whole groups
+            (:class:`~sklearn.model_selection.GroupShuffleSplit`), so correlated
+            samples never sit on both sides. Routed by scikit-learn's metadata
+            routing after ``set_fit_request(groups=True)``.
 
         Returns
         -------
         self : NDTransformer
             The fitted transformer.
         """
-        self._fit(X, y, X_val, y_val)
+        self._fit(X, y, X_val, y_val, groups)
         n_pairs = len(self.pairs_)
         if self.n_indices is not None and self.n_indices > n_pairs:
             raise ValueError(

@@ -31,6 +31,7 @@ PUBLIC_MODULES = [
     "sknd.bands",
     "sknd.indices",
     "sknd.datasets",
+    "sknd.experiments",
 ]
 ESTIMATORS = [NDClassifier, NDRegressor, NDTransformer]
 

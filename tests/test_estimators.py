@@ -380,3 +380,62 @@ def test_fits_in_threads_match_serial_fits():
     for expected, got in zip(serial, threaded):
         np.testing.assert_array_equal(got, expected)
     assert torch.get_num_threads() == threads
+
+
+# --- groups: a group-aware internal validation split, routed by metadata routing ----------
+
+
+def test_fit_groups_hold_out_whole_groups_for_early_stopping():
+    from sknd._tasks import ClassificationTask
+
+    rng = np.random.default_rng(0)
+    X = np.column_stack([np.arange(200.0) + 1, rng.uniform(1, 2, 200)])
+    y = np.tile([0, 1], 100)
+    groups = np.repeat(np.arange(20), 10)
+    estimator = NDClassifier(validation_fraction=0.25)
+    task = ClassificationTask(y)
+    X_train, _, X_valid, _ = estimator._validation_split(
+        X, task.encoded, task, None, None, 0, groups
+    )
+    train_groups = set(groups[X_train[:, 0].astype(int) - 1])
+    valid_groups = set(groups[X_valid[:, 0].astype(int) - 1])
+    assert train_groups.isdisjoint(valid_groups)
+    assert len(valid_groups) == 5  # a quarter of the groups, whole
+    assert len(X_train) + len(X_valid) == 200
+
+
+@pytest.mark.parametrize(
+    ("groups", "message"),
+    [(np.zeros(60), "one group"), (np.arange(59), "one label per sample")],
+)
+def test_fit_groups_bad_input(groups, message):
+    rng = np.random.default_rng(0)
+    X, y = rng.uniform(1, 2, (60, 3)), np.tile([0, 1], 30)
+    with pytest.raises(ValueError, match=message):
+        NDClassifier(max_epochs=2).fit(X, y, groups=groups)
+
+
+def test_groups_routed_through_cross_validation_and_grid_search():
+    import sklearn
+    from sklearn.model_selection import GridSearchCV, GroupKFold, cross_val_score
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 10, (120, 3))
+    y = (X[:, 0] > X[:, 1]).astype(int)
+    groups = np.repeat(np.arange(12), 10)
+    seen = []
+
+    class Spy(NDClassifier):
+        def fit(self, X, y, X_val=None, y_val=None, groups=None):
+            seen.append(None if groups is None else len(np.unique(groups)))
+            return super().fit(X, y, X_val=X_val, y_val=y_val, groups=groups)
+
+    with sklearn.config_context(enable_metadata_routing=True):
+        estimator = Spy(max_epochs=2).set_fit_request(groups=True)
+        scores = cross_val_score(estimator, X, y, cv=GroupKFold(3), params={"groups": groups})
+        search = GridSearchCV(estimator, {"depth": [2]}, cv=GroupKFold(3))
+        search.fit(X, y, groups=groups)
+    assert len(scores) == 3
+    # Each training part of a 3-fold split over 12 groups holds 8 groups.
+    assert seen[:3] == [8, 8, 8]
+    assert seen[-1] == 12  # the refit on all data

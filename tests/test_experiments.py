@@ -108,9 +108,9 @@ def _synthetic_results(n_folds=10, seed=0):
     return results
 
 
-def test_paired_ttest_matches_scipy():
+def test_plain_paired_ttest_matches_scipy():
     results = _synthetic_results()
-    tests = paired_ttest(results, "nd", "mlp")
+    tests = paired_ttest(results, "nd", "mlp", correction=None)
     assert tests["depth"].tolist() == [2, 3]
     for depth, p_value, statistic in tests[["depth", "p_value", "statistic"]].itertuples(
         index=False
@@ -231,22 +231,13 @@ def quick_run(tmp_path_factory):
     csv = root / "slice.csv"
     frame.to_csv(csv, index=False)
     output = root / "out"
-    with pytest.warns(UserWarning, match="non-numeric"), warnings.catch_warnings():
+    with warnings.catch_warnings():
         if importlib.util.find_spec("matplotlib") is None:  # an sdist without the plot extra
             warnings.filterwarnings("ignore", "matplotlib is not installed", UserWarning)
         status = main(
-            [
-                "--dataset",
-                str(csv),
-                "--target",
-                "cover",
-                "--quick",
-                "--output",
-                str(output),
-                "--quiet",
-                *FAST,
-            ]
-        )
+            ["--dataset", str(csv), "--target", "cover", "--quick", "--output", str(output),
+             "--quiet", *FAST]
+        )  # fmt: skip
     assert status == 0
     return output
 
@@ -282,7 +273,14 @@ def test_quick_results_schema(quick_run):
 def test_quick_report_and_figures(quick_run):
     pytest.importorskip("matplotlib")
     report = (quick_run / "report.md").read_text()
-    for text in ("Table 1", "Table 2", "Table 3", "p (ND vs MLP)", "Illumination", "slice"):
+    for text in (
+        "Table 1",
+        "Table 2",
+        "Table 3",
+        "p (ND vs MLP, corrected)",
+        "Illumination",
+        "slice",
+    ):
         assert text in report
     for name in (
         "accuracy_by_depth",
@@ -331,3 +329,174 @@ def test_peers_only_run_gives_empty_histories_and_coefficients_with_columns():
     assert results.histories.empty and list(results.histories.columns) == HISTORY_COLUMNS
     assert results.coefficients.empty
     assert list(results.coefficients.columns) == COEFFICIENT_COLUMNS
+
+
+# --- corrected statistics ------------------------------------------------------------------
+
+
+def test_corrected_ttest_is_nadeau_bengio():
+    results = _synthetic_results()
+    results["n_train"], results["n_val"], results["n_test"] = 70, 20, 10
+    tests = paired_ttest(results, "nd", "mlp").set_index("depth")
+    plain = paired_ttest(results, "nd", "mlp", correction=None).set_index("depth")
+    clean = results[(results["noise"] == 0) & (results["depth"] == 2)]
+    d = (
+        clean[clean["model"] == "nd"].sort_values("fold")["accuracy"].to_numpy()
+        - clean[clean["model"] == "mlp"].sort_values("fold")["accuracy"].to_numpy()
+    )
+    k = len(d)
+    se = np.sqrt((1 / k + 10 / 90) * d.var(ddof=1))
+    assert tests.loc[2, "statistic"] == pytest.approx(d.mean() / se)
+    assert tests.loc[2, "p_value"] == pytest.approx(2 * stats.t.sf(abs(d.mean() / se), k - 1))
+    half = stats.t.ppf(0.975, k - 1) * se
+    assert tests.loc[2, "ci_low"] == pytest.approx(d.mean() - half)
+    assert tests.loc[2, "ci_high"] == pytest.approx(d.mean() + half)
+    # The correction can only make the test more conservative.
+    assert (tests["p_value"] >= plain["p_value"]).all()
+    with pytest.raises(ValueError, match="correction"):
+        paired_ttest(results, correction="bonferroni")
+
+
+def test_paired_ttest_compares_each_depth_with_a_peer_without_depth():
+    results = _synthetic_results()
+    tests = paired_ttest(results, "nd", "logreg_bands")
+    assert tests["depth"].tolist() == [2, 3]
+    assert np.allclose(tests["mean_b"], 0.9)
+    assert (tests["difference"] > 0).all()
+
+
+# --- splits for groups, regression and spatial blocks --------------------------------------
+
+
+@pytest.mark.parametrize("n_groups", [30, 5])
+@pytest.mark.parametrize("task", ["classification", "regression"])
+def test_experiment_splits_never_split_a_group(task, n_groups):
+    from sknd.experiments import experiment_splits
+
+    rng = np.random.default_rng(0)
+    groups = np.repeat(np.arange(n_groups), 240 // n_groups)
+    y = rng.integers(0, 3, len(groups)) if task == "classification" else rng.normal(size=240)
+    splits = experiment_splits(y, groups, n_splits=5, task=task, random_state=0)
+    assert len(splits) == 5
+    tested = np.concatenate([s[2] for s in splits])
+    np.testing.assert_array_equal(np.sort(tested), np.arange(len(y)))
+    for train, validation, test in splits:
+        parts = [set(groups[part]) for part in (train, validation, test)]
+        assert parts[0].isdisjoint(parts[1]) and parts[0].isdisjoint(parts[2])
+        assert parts[1].isdisjoint(parts[2])
+        assert len(train) + len(validation) + len(test) == len(y)
+        assert len(validation) > 0
+
+
+def test_experiment_splits_regression_without_groups_keeps_the_paper_shares():
+    from sknd.experiments import experiment_splits
+
+    splits = experiment_splits(np.arange(100.0), n_splits=10, task="regression", random_state=0)
+    for train, validation, test in splits:
+        assert (len(train), len(validation), len(test)) == (70, 20, 10)
+
+
+def test_spatial_blocks_and_check_groups_messages():
+    from sknd.experiments import check_groups, spatial_blocks
+
+    coords = np.array([[0.0, 0.0], [9.9, 9.9], [10.0, 0.0], [25.0, 31.0]])
+    assert spatial_blocks(coords, 10).tolist() == [0, 0, 1, 11]
+    with pytest.raises(ValueError, match="NaN"):
+        spatial_blocks(np.array([[0.0, np.nan]]), 1)
+    with pytest.raises(ValueError, match="positive"):
+        spatial_blocks(coords, 0)
+    y = np.arange(8.0)
+    with pytest.raises(ValueError, match="single group"):
+        check_groups(y, np.zeros(8), 2, "regression")
+    with pytest.raises(ValueError, match="only 2 groups"):
+        check_groups(y, np.repeat([0, 1], 4), 2, "regression")
+    with pytest.raises(ValueError, match="4 distinct groups, fewer than n_splits=5"):
+        check_groups(y, np.repeat([0, 1, 2, 3], 2), 5, "regression")
+    with pytest.raises(ValueError, match="evaluate it as regression"):
+        check_groups(np.repeat([0, 1], 4), None, 5, "classification")
+
+
+# --- the model table -----------------------------------------------------------------------
+
+
+def test_a_new_network_row_is_one_spec(tmp_path, monkeypatch):
+    from sknd.experiments import network_spec, run_experiments
+
+    X, y = load_forest_type(return_X_y=True, as_frame=True)
+    wide = network_spec("nd_wide", "ND, 16 units", "nd", hidden_units=16)
+    own = network_spec("nd_own", "ND (own recipe)", "nd", paper_recipe=False, batch_size=64)
+    experiment = run_experiments(
+        X, y, depths=[2, 3], n_splits=3, models=["nd", wide, own, "logreg_nd"],
+        estimator_params={"max_epochs": 2}, noise_levels=[0.0], noise_repeats=1, verbose=0,
+    )  # fmt: skip
+    results = experiment.results
+    assert list(dict.fromkeys(results["model"])) == ["nd", "nd_wide", "nd_own", "logreg_nd"]
+    fitted = experiment.estimators[("nd_wide", 3, 0)]
+    assert fitted.hidden_units == 16 and fitted.lr == 0.01  # the paper's recipe underneath
+    assert fitted.max_epochs == 2  # the user's overrides apply to every row
+    assert experiment.estimators[("nd_own", 2, 0)].batch_size == 64
+    assert set(experiment.histories["model"]) == {"nd", "nd_wide", "nd_own"}
+    assert set(experiment.coefficients["model"]) == {"nd", "nd_wide", "nd_own"}
+    from sknd.experiments import _figures
+
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    legends = []
+    drawn = _figures.plot_accuracy_by_depth
+
+    def spy(results, ax=None):
+        fig = drawn(results, ax)
+        legends.extend(t.get_text() for t in fig.axes[0].get_legend().get_texts())
+        return fig
+
+    monkeypatch.setattr(_figures, "plot_accuracy_by_depth", spy)
+    _figures.save_figures(experiment, tmp_path)
+    # The run's labels reach the figures, and only while they are drawn.
+    assert "ND (own recipe)" in legends
+    assert _figures._label("nd_own") == "nd_own"
+    report = write_report(experiment, tmp_path, figures=False).read_text()
+    assert "- ND, 16 units: the paper's settings with hidden_units=16." in report
+    assert "- ND (own recipe): the estimator's defaults with batch_size=64, max_epochs=2." in report
+    assert "| ND (own recipe) | 2 |" in report  # compared with the fixed-index baseline
+
+
+def test_run_experiments_refuses_a_continuous_target_for_classification():
+    from sknd.experiments import run_experiments
+
+    X, y = load_forest_type(return_X_y=True)
+    with pytest.raises(ValueError, match="task='regression'"):
+        run_experiments(X, y + 0.5, n_splits=3, models=["logreg_nd"], verbose=0)
+
+
+def test_progress_shows_time_left():
+    import io
+
+    from sknd.experiments._progress import Progress
+
+    stream = io.StringIO()
+    progress = Progress(3, stream=stream)
+    for k in range(3):
+        progress.update(f"task {k}")
+    progress.close()
+    lines = stream.getvalue().splitlines()
+    # Not a terminal: one line per finished task, each with the time left.
+    assert len(lines) == 3
+    assert lines[-1].startswith("3/3 fits") and "left, task 2" in lines[-1]
+
+
+def test_best_pair_regressor_closed_form_matches_linear_regression():
+    from sklearn.linear_model import LinearRegression
+
+    from sknd.experiments import BestPairNDRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(1, 10, size=(200, 6))
+    X[:, 5] = 3.0  # constant band: its pairs with each other band still vary
+    y = 2 * (X[:, 4] - X[:, 1]) / (X[:, 4] + X[:, 1]) + 0.1 * rng.standard_normal(200)
+    fast = BestPairNDRegressor().fit(X[:150], y[:150], X_val=X[150:], y_val=y[150:])
+    loop = BestPairNDRegressor(estimator=LinearRegression()).fit(
+        X[:150], y[:150], X_val=X[150:], y_val=y[150:]
+    )
+    np.testing.assert_allclose(fast.selection_scores_, loop.selection_scores_, atol=1e-10)
+    assert fast.pair_ == loop.pair_ == (1, 4)
+    np.testing.assert_allclose(fast.predict(X), loop.predict(X))

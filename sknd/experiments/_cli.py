@@ -6,10 +6,13 @@ import sys
 import warnings
 from pathlib import Path
 
+from ..bands import resolve_bands
 from ._data import SHIPPED_DATASETS, load_experiment_data
 from ._noise import PAPER_NOISE_LEVELS
-from ._protocol import MODELS, run_experiments
+from ._protocol import run_experiments
 from ._report import write_report
+from ._specs import specs_for
+from ._splits import check_groups
 
 #: What ``--quick`` changes (explicit options still win). Chosen so that a quick run on a
 #: shipped dataset takes well under two minutes on two cores.
@@ -41,6 +44,17 @@ def _float_list(text):
     return [float(v) for v in text.replace(",", " ").split()]
 
 
+def _pairs(text):
+    if text in ("all", "auto"):
+        return text
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected 'all', 'auto' or a number of pairs, got {text!r}"
+        ) from None
+
+
 def _str_list(text):
     return [v.strip() for v in text.split(",") if v.strip()]
 
@@ -49,10 +63,12 @@ def build_parser():
     parser = argparse.ArgumentParser(
         prog="python -m sknd.experiments",
         description=(
-            "Reproduce the normalized-difference paper's experiments: stratified K-fold "
-            "cross-validation (70/20/10 train/validation/test with 10 folds) of the ND, MLP "
+            "Reproduce the normalized-difference paper's experiments: K-fold "
+            "cross-validation (70/20/10 train/validation/test with 10 folds; stratified for "
+            "classification, grouped with --groups or --spatial-blocks) of the ND, MLP "
             "and AttND networks and of scikit-learn peers, noise robustness and an "
-            "illumination check. Writes results.csv, report.md and PNG figures."
+            "illumination check. Writes results.csv, report.md and PNG figures; every "
+            "automatic choice is printed and listed in the report."
         ),
     )
     parser.add_argument(
@@ -63,8 +79,51 @@ def build_parser():
     parser.add_argument(
         "--target",
         default=None,
-        help="class column of a CSV (default: a column named class, target, "
-        "label or y); all other numeric columns are bands",
+        help="target column of a CSV (default: a column named class, target, "
+        "label or y); the other numeric columns are bands, except groups, coordinates, "
+        "--exclude and id/fold-like names",
+    )
+    parser.add_argument(
+        "--task",
+        choices=("classification", "regression"),
+        default="classification",
+        help="classification (NDClassifier, accuracy) or regression (NDRegressor, R2 and "
+        "RMSE, Ridge/PLS peers); default classification",
+    )
+    parser.add_argument(
+        "--groups",
+        default=None,
+        metavar="COLUMN",
+        help="column of group labels (field, plot, fold id): no group is split between "
+        "training, validation and test (StratifiedGroupKFold / GroupKFold)",
+    )
+    parser.add_argument(
+        "--spatial-blocks",
+        type=float,
+        default=None,
+        metavar="SIZE",
+        help="spatial block cross-validation: groups are square blocks of SIZE coordinate "
+        "units (needs --coords)",
+    )
+    parser.add_argument(
+        "--coords",
+        type=_str_list,
+        default=None,
+        metavar="X_COL,Y_COL",
+        help="coordinate columns for --spatial-blocks (never used as bands)",
+    )
+    parser.add_argument(
+        "--exclude",
+        type=_str_list,
+        default=None,
+        metavar="COLS",
+        help="comma-separated columns that are not bands (other targets, metadata)",
+    )
+    parser.add_argument(
+        "--sensor",
+        default=None,
+        help="sensor of the band names (e.g. sentinel2, landsat8) to name classic indices "
+        "in the figures and the known_index column of coefficients.csv",
     )
     parser.add_argument(
         "--bands",
@@ -100,7 +159,10 @@ def build_parser():
         "--models",
         type=_str_list,
         default=None,
-        help="comma-separated subset of: " + ", ".join(MODELS),
+        help="comma-separated subset of the models; classification: "
+        + ", ".join(spec.name for spec in specs_for("classification"))
+        + "; regression: "
+        + ", ".join(spec.name for spec in specs_for("regression")),
     )
     parser.add_argument(
         "--max-epochs",
@@ -120,6 +182,13 @@ def build_parser():
         default=None,
         help="units per hidden layer (default: NDClassifier's, the number of band pairs "
         "clipped to 8..256)",
+    )
+    parser.add_argument(
+        "--pairs",
+        type=_pairs,
+        default=None,
+        help="band pairs of the ND layers: all, auto (screened) or a count to keep "
+        "(default: the estimators' own); with hundreds of bands, auto is much faster",
     )
     parser.add_argument(
         "--noise-levels",
@@ -143,10 +212,12 @@ def build_parser():
         "--max-samples",
         type=int,
         default=None,
-        help="use a stratified random subsample of this many rows",
+        help="use a random subsample of this many rows (stratified for classification)",
     )
     parser.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
-    parser.add_argument("--quiet", action="store_true", help="no progress display")
+    parser.add_argument(
+        "--quiet", action="store_true", help="no progress bar and no notes on stderr"
+    )
     return parser
 
 
@@ -169,17 +240,47 @@ def main(argv=None):
     """
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    args = _resolve(parser.parse_args(argv))
+    args = parser.parse_args(argv)
+    folds_given = args.folds is not None
+    args = _resolve(args)
     try:
         data = load_experiment_data(
             args.dataset,
             target=args.target,
             bands=args.bands,
+            task=args.task,
+            groups=args.groups,
+            coords=args.coords,
+            block_size=args.spatial_blocks,
+            exclude=args.exclude,
             max_samples=args.max_samples,
             random_state=args.seed,
         )
+        n_groups = None if data.groups is None else len(set(data.groups))
+        if n_groups is not None and 3 <= n_groups < args.folds and not folds_given:
+            data.notes.append(
+                f"{n_groups} folds, one per group of {data.group_name} (fewer groups than "
+                f"the default {args.folds} folds; set with --folds)."
+            )
+            args.folds = n_groups
+        check_groups(
+            data.y,
+            data.groups,
+            args.folds,
+            data.task,
+            name=data.group_name or "groups",
+            folds_option="--folds",
+        )
+        if args.models is not None:
+            specs_for(data.task, args.models)
+        if args.sensor is not None:
+            # The networks would fail on the first fit; say it now, naming the option.
+            try:
+                resolve_bands(None, feature_names=list(data.X.columns), sensor=args.sensor)
+            except ValueError as exc:
+                raise ValueError(f"--sensor {args.sensor}: {exc}") from None
     except (ValueError, OSError) as exc:
-        # A wrong path or column is a usage error: say so without a traceback.
+        # A wrong path, column or option is a usage error: say so without a traceback.
         parser.error(str(exc))
     output = args.output or Path("results") / data.name
     estimator_params = {
@@ -188,6 +289,8 @@ def main(argv=None):
             ("max_epochs", args.max_epochs),
             ("patience", args.patience),
             ("hidden_units", args.hidden_units),
+            ("sensor", args.sensor),
+            ("pairs", args.pairs),
         )
         if value is not None
     }
@@ -207,17 +310,21 @@ def main(argv=None):
             warnings.warn("matplotlib is not installed: skipping the figures.", stacklevel=1)
             figures = False
     if not args.quiet:
+        grouping = f", grouped by {data.group_name}" if data.groups is not None else ""
         print(
-            f"sknd.experiments: {data.name}, {len(data.y)} samples x {data.X.shape[1]} bands, "
-            f"{args.folds} folds, depths {args.depths}, n_jobs={args.n_jobs} -> {output}",
+            f"sknd.experiments: {data.name} ({data.task}), {len(data.y)} samples x "
+            f"{data.X.shape[1]} bands, {args.folds} folds{grouping}, depths {args.depths}, "
+            f"n_jobs={args.n_jobs} -> {output}",
             file=sys.stderr,
         )
     experiment = run_experiments(
         data.X,
         data.y,
+        task=data.task,
+        groups=data.groups,
         depths=args.depths,
         n_splits=args.folds,
-        models=args.models or MODELS,
+        models=args.models,
         noise_levels=noise_levels,
         noise_repeats=args.noise_repeats,
         estimator_params=estimator_params,
@@ -226,8 +333,9 @@ def main(argv=None):
         random_state=args.seed,
         verbose=0 if args.quiet else 1,
         dataset_name=data.name,
+        target_names=data.target_names,
+        notes=data.notes,
     )
-    experiment.settings["target_names"] = list(data.target_names)
     experiment.settings["command"] = "python -m sknd.experiments " + shlex.join(argv)
     report = write_report(
         experiment, output, figures=figures, command=experiment.settings["command"]

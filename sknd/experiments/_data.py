@@ -1,15 +1,28 @@
-"""Resolve the ``--dataset`` argument: a shipped dataset name or a user's CSV file."""
+"""Resolve the ``--dataset`` argument: a shipped dataset name or a user's CSV file.
 
-import warnings
+Every automatic choice (columns not used as bands, dropped rows, subsampling) becomes a
+note: the command line prints each once and the report lists them.
+"""
+
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 from sklearn.utils import Bunch
+from sklearn.utils.multiclass import type_of_target
+
+from ._splits import spatial_blocks
 
 SHIPPED_DATASETS = ("satimage", "forest_type")
 _TARGET_GUESSES = ("class", "target", "label", "y")
+# Columns that identify samples or folds rather than measure reflectance.
+_ID_LIKE = re.compile(
+    r"^(id|fid|oid|objectid|index|sample|unnamed: ?\d+|folds?"
+    r"|.*[_ ]id|id[_ ].*|folds?[_ ].*|.*[_ ]folds?)$",
+    re.IGNORECASE,
+)
 
 
 def _load_shipped(name):
@@ -20,35 +33,109 @@ def _load_shipped(name):
     return bunch.data, np.asarray(bunch.target), list(bunch.target_names)
 
 
-def _load_csv(path, target):
+def _shorten(names, limit=12):
+    names = [str(n) for n in names]
+    if len(names) <= limit:
+        return ", ".join(names)
+    return ", ".join(names[: limit // 2]) + ", ..., " + ", ".join(names[-limit // 2 :])
+
+
+def _column(frame, name, option, path):
+    if name not in frame.columns:
+        raise ValueError(
+            f"{path}: {option} names no column {name!r}; columns: {list(frame.columns)}."
+        )
+    return frame[name]
+
+
+def _load_csv(path, target, task, reserved, exclude, bands, notes):
     frame = pd.read_csv(path)
+    frame.columns = [str(c) for c in frame.columns]
     if target is None:
-        matches = [c for c in frame.columns if str(c).strip().lower() in _TARGET_GUESSES]
+        taken = {n for names in reserved.values() for n in names} | set(exclude)
+        matches = [
+            c for c in frame.columns if c.strip().lower() in _TARGET_GUESSES and c not in taken
+        ]
         if len(matches) != 1:
             raise ValueError(
-                f"{path}: pass the class column with --target (columns: {list(frame.columns)})."
+                f"{path}: pass the target column with --target (columns: {list(frame.columns)})."
             )
         target = matches[0]
-    if target not in frame.columns:
-        raise ValueError(f"{path}: no column {target!r}; columns: {list(frame.columns)}.")
-    bands = frame.drop(columns=[target]).select_dtypes(include="number")
-    dropped = [c for c in frame.columns if c != target and c not in bands.columns]
+        notes.append(f"Target column {target!r} (guessed from its name; set with --target).")
+    labels = _column(frame, target, "--target", path)
+    for option, names in reserved.items():
+        for name in names:
+            _column(frame, name, option, path)
+    for name in exclude:
+        _column(frame, name, "--exclude", path)
+    not_bands = {target, *exclude, *(n for names in reserved.values() for n in names)}
+    if bands is not None:
+        clash = [b for b in bands if b in not_bands]
+        if clash:
+            raise ValueError(f"--bands {clash} are also the target, groups or coordinates.")
+        missing = [b for b in bands if b not in frame.columns]
+        if missing:
+            raise ValueError(f"{path}: unknown bands {missing}; columns: {list(frame.columns)}.")
+        candidates = frame[list(bands)]
+    else:
+        candidates = frame.drop(columns=[c for c in frame.columns if c in not_bands])
+        id_like = [c for c in candidates.columns if _ID_LIKE.match(c.strip())]
+        if id_like:
+            notes.append(
+                f"Not used as bands: {id_like} (names of id or fold columns; choose the bands "
+                "with --bands)."
+            )
+            candidates = candidates.drop(columns=id_like)
+    numeric = candidates.select_dtypes(include="number")
+    dropped = [c for c in candidates.columns if c not in numeric.columns]
     if dropped:
-        warnings.warn(f"Ignoring non-numeric columns {dropped}.", stacklevel=3)
-    labels = frame[target]
-    if labels.dtype == object:
-        # Class letters often carry stray spaces in CSV exports ("d " vs "d").
-        labels = labels.astype(str).str.strip()
-    keep = bands.notna().all(axis=1) & labels.notna()
+        notes.append(f"Not used as bands: non-numeric columns {dropped}.")
+    skipped = [c for c in not_bands if c != target]
+    if skipped:
+        notes.append(
+            f"Not used as bands: {sorted(skipped)} (named as groups, coordinates or --exclude)."
+        )
+    if task == "classification":
+        if not pd.api.types.is_numeric_dtype(labels):
+            # Class letters often carry stray spaces in CSV exports ("d " vs "d").
+            labels = labels.astype(str).str.strip().where(labels.notna())
+        elif type_of_target(labels.dropna()) == "continuous":
+            raise ValueError(
+                f"Target column {target!r} is continuous ({labels.nunique()} distinct values): "
+                "pass --task regression to evaluate NDRegressor, or name a class column with "
+                "--target."
+            )
+    else:
+        if not pd.api.types.is_numeric_dtype(labels):
+            raise ValueError(
+                f"--task regression needs a numeric target, but column {target!r} holds "
+                f"{labels.dtype} values; pick another --target or --task classification."
+            )
+        if labels.isna().any():
+            raise ValueError(
+                f"Target column {target!r} has {int(labels.isna().sum())} missing values: "
+                "drop those rows from the CSV or pick another --target."
+            )
+    frame = frame.assign(**{target: labels})
+    keep = numeric.notna().all(axis=1) & labels.notna()
     if not keep.all():
-        warnings.warn(f"Dropping {int((~keep).sum())} rows with missing values.", stacklevel=3)
-    bands, labels = bands[keep].reset_index(drop=True), labels[keep].to_numpy()
-    bands.columns = [str(c) for c in bands.columns]
-    classes, y = np.unique(labels, return_inverse=True)
-    return bands.astype(np.float64), y, [str(c) for c in classes]
+        notes.append(f"Dropped {int((~keep).sum())} rows with missing band or target values.")
+    return frame[keep].reset_index(drop=True), numeric[keep].reset_index(drop=True), target
 
 
-def load_experiment_data(dataset, *, target=None, bands=None, max_samples=None, random_state=0):
+def load_experiment_data(
+    dataset,
+    *,
+    target=None,
+    bands=None,
+    task="classification",
+    groups=None,
+    coords=None,
+    block_size=None,
+    exclude=None,
+    max_samples=None,
+    random_state=0,
+):
     """Load a dataset for the experiment runner.
 
     Parameters
@@ -56,13 +143,26 @@ def load_experiment_data(dataset, *, target=None, bands=None, max_samples=None, 
     dataset : str or path-like
         ``"satimage"``, ``"forest_type"`` or the path of a CSV file with a header row.
     target : str, default=None
-        Class column of a CSV. None looks for a single column named ``class``, ``target``,
-        ``label`` or ``y`` (any case). All other numeric columns are bands.
+        Target column of a CSV. None looks for a single column named ``class``,
+        ``target``, ``label`` or ``y`` (any case).
     bands : list of str, default=None
-        Keep only these band columns (e.g. the centre pixel of satimage:
-        ``["p4_green", "p4_red", "p4_nir1", "p4_nir2"]``).
+        Use only these band columns (e.g. the centre pixel of satimage:
+        ``["p4_green", "p4_red", "p4_nir1", "p4_nir2"]``). None means every numeric column
+        that is not the target, the groups, a coordinate, excluded, or named like an id or
+        fold column (``id``, ``fid``, ``*_id``, ``fold``...).
+    task : {"classification", "regression"}, default="classification"
+        A continuous target with ``task="classification"`` raises a ``ValueError`` naming
+        ``--task regression``; a regression target with missing values raises too.
+    groups : str, default=None
+        CSV column of group labels (field, plot, fold id) for grouped cross-validation.
+    coords : list of two str, default=None
+        CSV columns of the x and y coordinates, for ``block_size``.
+    block_size : float, default=None
+        Groups are square blocks of this side in coordinate units (:func:`spatial_blocks`).
+    exclude : list of str, default=None
+        Further CSV columns that are not bands (other targets, metadata).
     max_samples : int, default=None
-        Draw a stratified random subsample of this size (for quick trials).
+        Draw a random subsample of this size (stratified for classification).
     random_state : int, default=0
         Seeds the subsample.
 
@@ -70,31 +170,112 @@ def load_experiment_data(dataset, *, target=None, bands=None, max_samples=None, 
     -------
     data : Bunch
         ``X`` (DataFrame of float64 bands with string column names), ``y`` (int class
-        indices), ``target_names``, ``name`` (the dataset name or the CSV file stem).
+        indices, or float targets), ``target_names`` (None for regression), ``name`` (the
+        dataset name or the CSV file stem), ``task``, ``groups`` (ndarray or None),
+        ``group_name`` (how to call the groups in messages) and ``notes`` (the automatic
+        choices, one sentence each).
+
+    Examples
+    --------
+    >>> from sknd.experiments import load_experiment_data
+    >>> data = load_experiment_data("forest_type")
+    >>> data.X.shape, data.task, data.groups is None
+    ((523, 9), 'classification', True)
     """
+    if task not in ("classification", "regression"):
+        raise ValueError(f"task must be 'classification' or 'regression', got {task!r}.")
+    if groups is not None and block_size is not None:
+        raise ValueError("Pass --groups or --spatial-blocks, not both.")
+    if block_size is not None and coords is None:
+        raise ValueError("--spatial-blocks needs the coordinate columns: --coords X_COL,Y_COL.")
+    if coords is not None and len(coords) != 2:
+        raise ValueError(f"--coords takes two columns (x and y), got {list(coords)}.")
+    if block_size is not None and not block_size > 0:
+        raise ValueError(f"--spatial-blocks must be a positive block size, got {block_size}.")
+    notes = []
     key = str(dataset)
+    reserved = {"--groups": [] if groups is None else [groups], "--coords": list(coords or [])}
     if key in SHIPPED_DATASETS:
+        if task == "regression":
+            raise ValueError(
+                f"The shipped {key} data has class labels: --task regression needs a CSV "
+                "with a continuous target."
+            )
+        if groups is not None or coords is not None:
+            raise ValueError(
+                f"The shipped {key} data has no group or coordinate columns; "
+                "--groups and --coords need a CSV."
+            )
         X, y, target_names = _load_shipped(key)
-        name = key
+        frame, name = None, key
+        if bands is not None:
+            missing = [b for b in bands if b not in X.columns]
+            if missing:
+                raise ValueError(f"Unknown bands {missing}; available: {list(X.columns)}.")
+            X = X[list(bands)]
     else:
         path = Path(dataset)
         if not path.is_file():
             raise ValueError(
                 f"--dataset must be one of {SHIPPED_DATASETS} or an existing CSV file, got {key!r}."
             )
-        X, y, target_names = _load_csv(path, target)
+        frame, X, target = _load_csv(path, target, task, reserved, exclude or [], bands, notes)
         name = path.stem
-    if bands is not None:
-        missing = [b for b in bands if b not in X.columns]
-        if missing:
-            raise ValueError(f"Unknown bands {missing}; available: {list(X.columns)}.")
-        X = X[list(bands)]
+        labels = frame[target]
+        if task == "classification":
+            classes, y = np.unique(labels.to_numpy(), return_inverse=True)
+            target_names = [str(c) for c in classes]
+        else:
+            y, target_names = labels.to_numpy(dtype=np.float64), None
+    group_values, group_name = None, None
+    if groups is not None:
+        values = frame[groups]
+        if values.isna().any():
+            raise ValueError(
+                f"--groups column {groups!r} has {int(values.isna().sum())} missing values: "
+                "fill them (each sample needs a group) or drop those rows."
+            )
+        group_values, group_name = values.to_numpy(), f"--groups column {groups!r}"
+    if block_size is not None:
+        xy = frame[list(coords)]
+        for column in coords:
+            if not pd.api.types.is_numeric_dtype(xy[column]):
+                raise ValueError(f"--coords column {column!r} is not numeric.")
+            n_bad = int((~np.isfinite(xy[column].to_numpy(dtype=float))).sum())
+            if n_bad:
+                raise ValueError(
+                    f"--coords column {column!r} has {n_bad} missing or infinite values: "
+                    "drop those rows or fill the coordinates."
+                )
+        group_values = spatial_blocks(xy.to_numpy(dtype=float), block_size)
+        group_name = f"--spatial-blocks {block_size:g}"
+        notes.append(
+            f"Spatial blocks of {block_size:g} x {block_size:g} coordinate units on "
+            f"{coords[0]}, {coords[1]}: {len(np.unique(group_values))} blocks with samples "
+            "serve as groups."
+        )
     if X.shape[1] < 2:
         raise ValueError(f"Need at least two bands, got {list(X.columns)}.")
     if max_samples is not None and max_samples < len(y):
+        stratify = y if task == "classification" else None
         keep, _ = train_test_split(
-            np.arange(len(y)), train_size=max_samples, stratify=y, random_state=random_state
+            np.arange(len(y)), train_size=max_samples, stratify=stratify, random_state=random_state
         )
         keep = np.sort(keep)
+        notes.append(
+            f"Subsampled {max_samples} of {len(y)} rows at random"
+            + (" (stratified by class)." if stratify is not None else ".")
+        )
         X, y = X.iloc[keep].reset_index(drop=True), y[keep]
-    return Bunch(X=X.reset_index(drop=True), y=y, target_names=target_names, name=name)
+        group_values = None if group_values is None else group_values[keep]
+    notes.append(f"{X.shape[1]} bands: {_shorten(X.columns)}.")
+    return Bunch(
+        X=X.reset_index(drop=True).astype(np.float64),
+        y=y,
+        target_names=target_names,
+        name=name,
+        task=task,
+        groups=group_values,
+        group_name=group_name,
+        notes=notes,
+    )

@@ -1,14 +1,58 @@
 """The report's PNG figures (matplotlib is imported lazily: it is an optional dependency)."""
 
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
 
-from ._protocol import DEPTH_MODELS, MODEL_LABELS, MODELS, PAPER_MODELS
-from ._tables import parameter_table
+from ._protocol import MODEL_LABELS
+from ._specs import MODEL_SPECS
+from ._tables import main_metric, parameter_table
 
-# One colour per model, stable across all figures.
-_COLORS = dict(zip(MODELS, ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7"]))
+# One colour per model of the table, stable across all figures and tasks.
+_ORDER = [spec.name for spec in MODEL_SPECS]
+# The twin peers of the two tasks share a colour; later rows of the table (PLS, new
+# network rows) take the remaining ones.
+_COLORS = {
+    "nd": "C0",
+    "mlp": "C1",
+    "attnd": "C2",
+    "sklearn_mlp": "C3",
+    "logreg_bands": "C4",
+    "ridge_bands": "C4",
+    "logreg_nd": "C5",
+    "ridge_nd": "C5",
+    "best_nd_pair": "C6",
+    "random_forest": "C7",
+}
+_SPARE = ["C8", "C9", "navy", "maroon", "olive", "teal"]
+for _k, _name in enumerate(n for n in _ORDER if n not in _COLORS):
+    _COLORS[_name] = _SPARE[_k % len(_SPARE)]
+_NETWORKS = [spec.name for spec in MODEL_SPECS if spec.network]
+_AXIS = {"accuracy": ("test accuracy (%)", 100), "r2": ("test R²", 1), "rmse": ("test RMSE", 1)}
+
+
+def _color(model):
+    return _COLORS.get(model, "grey")
+
+
+# The labels of the run being drawn (rows given as specs outside the table included).
+_LABELS = ContextVar("labels", default=MODEL_LABELS)
+
+
+def _label(model):
+    return _LABELS.get().get(model, model)
+
+
+def _models(frame):
+    """Models of ``frame`` in table order (unknown rows last)."""
+    present = list(dict.fromkeys(frame["model"]))
+    return [m for m in _ORDER if m in present] + [m for m in present if m not in _ORDER]
+
+
+def _depth_models(frame):
+    with_depth = set(frame.loc[frame["depth"].notna(), "model"])
+    return [m for m in _models(frame) if m in with_depth]
 
 
 def _pyplot():
@@ -42,28 +86,27 @@ def _plain_log_axis(axis, ticks=None, subs=(1.0,)):
     axis.set_minor_formatter(NullFormatter())
 
 
-def _present(results, candidates):
-    return [m for m in candidates if m in set(results["model"])]
-
-
 def _depthless(results):
-    return [m for m in MODELS if m not in DEPTH_MODELS and m in set(results["model"])]
+    with_depth = set(_depth_models(results))
+    return [m for m in _models(results) if m not in with_depth]
 
 
 def plot_accuracy_by_depth(results, ax=None):
-    """Grouped bars of clean test accuracy (mean +- std over folds) per depth and model.
+    """Grouped bars of the clean test score (mean +- std over folds) per depth and model.
 
-    Models without a depth (logistic regressions, best ND pair, random forest) are drawn as
-    horizontal dotted lines at their mean accuracy.
+    The score is the accuracy (regression: R²). Models without a depth (linear models,
+    best ND pair, random forest) are drawn as horizontal dotted lines at their mean score.
     """
     fig, ax = _axes(ax, figsize=(9, 4.2))
+    metric = main_metric(results)
+    ylabel, scale = _AXIS[metric]
     clean = results[np.isclose(results["noise"], results["noise"].min())]
-    models = _present(clean, DEPTH_MODELS)
+    models = _depth_models(clean)
     depths = sorted(clean["depth"].dropna().unique())
     width = 0.8 / max(len(models), 1)
     for k, model in enumerate(models):
-        stats = clean[clean["model"] == model].groupby("depth")["accuracy"].agg(["mean", "std"])
-        stats = stats.reindex(depths) * 100
+        stats = clean[clean["model"] == model].groupby("depth")[metric].agg(["mean", "std"])
+        stats = stats.reindex(depths) * scale
         positions = np.arange(len(depths)) + (k - (len(models) - 1) / 2) * width
         ax.bar(
             positions,
@@ -71,37 +114,38 @@ def plot_accuracy_by_depth(results, ax=None):
             width,
             yerr=stats["std"],
             capsize=3,
-            color=_COLORS[model],
-            label=MODEL_LABELS[model],
+            color=_color(model),
+            label=_label(model),
         )
     for model in _depthless(clean):
-        mean = clean.loc[clean["model"] == model, "accuracy"].mean() * 100
+        mean = clean.loc[clean["model"] == model, metric].mean() * scale
         ax.axhline(
             mean,
-            color=_COLORS[model],
+            color=_color(model),
             linestyle=":",
             linewidth=1.5,
-            label=f"{MODEL_LABELS[model]} (no depth)",
+            label=f"{_label(model)} (no depth)",
         )
     ax.set_xticks(np.arange(len(depths)), [str(int(d)) for d in depths])
     ax.set_xlabel("depth (layers, input to output)")
-    ax.set_ylabel("test accuracy (%)")
-    low = (clean["accuracy"].min() * 100) if len(clean) else 0
-    ax.set_ylim(max(0, low - 5), 100)
+    ax.set_ylabel(ylabel)
+    if metric == "accuracy":
+        low = (clean[metric].min() * 100) if len(clean) else 0
+        ax.set_ylim(max(0, low - 5), 100)
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1))
-    ax.set_title("Test accuracy by depth (error bars: std over folds)")
+    ax.set_title(f"{ylabel[5:].capitalize()} by depth (error bars: std over folds)")
     return fig
 
 
 def _bars_by_depth(table, column, ylabel, title, ax, log, fmt):
     fig, ax = _axes(ax)
-    models = _present(table, DEPTH_MODELS)
+    models = _depth_models(table)
     depths = sorted(table["depth"].dropna().unique())
     width = 0.8 / max(len(models), 1)
     for k, model in enumerate(models):
         values = table[table["model"] == model].set_index("depth")[column].reindex(depths)
         positions = np.arange(len(depths)) + (k - (len(models) - 1) / 2) * width
-        bars = ax.bar(positions, values, width, color=_COLORS[model], label=MODEL_LABELS[model])
+        bars = ax.bar(positions, values, width, color=_color(model), label=_label(model))
         ax.bar_label(bars, fmt=fmt, fontsize="x-small")
     ax.set_xticks(np.arange(len(depths)), [str(int(d)) for d in depths])
     ax.set_xlabel("depth (layers, input to output)")
@@ -127,11 +171,12 @@ def plot_parameters(results, ax=None):
 
 
 def plot_efficiency(results, ax=None):
-    """Bars of efficiency (accuracy % per 100 parameters) per depth and model (log scale)."""
+    """Bars of efficiency (score per 100 parameters) per depth and model (log scale)."""
+    metric = main_metric(results)
     return _bars_by_depth(
         parameter_table(results),
         "efficiency",
-        "accuracy (%) per 100 parameters",
+        f"{_AXIS[metric][0][5:]} per 100 parameters",
         "Parameter efficiency",
         ax,
         log=True,
@@ -139,7 +184,7 @@ def plot_efficiency(results, ax=None):
     )
 
 
-def _curve_panels(frame, x, y, xlabel, ylabel, title, logx=False):
+def _curve_panels(frame, x, y, xlabel, ylabel, title, logx=False, scale=100):
     """One panel per depth (depth models) plus one for the models without depth."""
     plt = _pyplot()
     depths = sorted(frame["depth"].dropna().unique())
@@ -148,23 +193,20 @@ def _curve_panels(frame, x, y, xlabel, ylabel, title, logx=False):
     fig, axes = plt.subplots(
         1, n_panels, figsize=(4.2 * n_panels, 3.8), sharey=True, layout="constrained", squeeze=False
     )
-    panels = [
-        (f"depth {int(d)}", frame[frame["depth"] == d], _present(frame, DEPTH_MODELS))
-        for d in depths
-    ]
+    panels = [(f"depth {int(d)}", frame[frame["depth"] == d], _depth_models(frame)) for d in depths]
     if depthless:
         panels.append(("peers without depth", frame[frame["depth"].isna()], depthless))
     for ax, (name, rows, models) in zip(axes[0], panels):
         for model in models:
-            stats = rows[rows["model"] == model].groupby(x)[y].agg(["mean", "std"]) * 100
+            stats = rows[rows["model"] == model].groupby(x)[y].agg(["mean", "std"]) * scale
             ax.errorbar(
                 stats.index * (100 if x == "noise" else 1),
                 stats["mean"],
                 yerr=stats["std"],
                 marker="o",
                 capsize=3,
-                color=_COLORS[model],
-                label=MODEL_LABELS[model],
+                color=_color(model),
+                label=_label(model),
             )
         ax.set_title(name)
         ax.set_xlabel(xlabel)
@@ -177,14 +219,17 @@ def _curve_panels(frame, x, y, xlabel, ylabel, title, logx=False):
 
 
 def plot_noise_curves(results):
-    """Test accuracy against the multiplicative noise level, one panel per depth."""
+    """Test score against the multiplicative noise level, one panel per depth."""
+    metric = main_metric(results)
+    ylabel, scale = _AXIS[metric]
     return _curve_panels(
         results,
         "noise",
-        "accuracy",
+        metric,
         "noise level eta (%)",
-        "test accuracy (%)",
-        "Accuracy under noise b + eta |b| z (mean +- std over folds)",
+        ylabel,
+        f"{ylabel[5:].capitalize()} under noise b + eta |b| z (mean +- std over folds)",
+        scale=scale,
     )
 
 
@@ -206,16 +251,16 @@ def plot_training_curves(histories, depth, fold=0):
     plt = _pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     rows = histories[(histories["depth"] == depth) & (histories["fold"] == fold)]
-    for model in _present(rows, PAPER_MODELS):
+    for model in [m for m in _models(rows) if m in _NETWORKS or m not in _ORDER]:
         h = rows[rows["model"] == model]
-        color, label = _COLORS[model], MODEL_LABELS[model]
+        color, label = _color(model), _label(model)
         left.plot(h["epoch"], h["valid_score"] * 100, color=color, label=label)
         right.plot(h["epoch"], h["train_loss"], color=color, label=f"{label} train")
         right.plot(
             h["epoch"], h["valid_loss"], color=color, linestyle="--", label=f"{label} validation"
         )
     left.set_xlabel("epoch")
-    left.set_ylabel("validation accuracy (%)")
+    left.set_ylabel("validation score (%)")
     left.legend(fontsize="small")
     right.set_xlabel("epoch")
     right.set_ylabel("loss")
@@ -259,8 +304,16 @@ def save_figures(experiment, output_dir, dpi=120):
     figures : list of (str, str)
         File name (relative to ``output_dir``) and caption of each figure written.
     """
+    labels = {**MODEL_LABELS, **experiment.settings.get("model_labels", {})}
+    token = _LABELS.set(labels)
+    try:
+        return _save_figures(experiment, Path(output_dir), dpi)
+    finally:
+        _LABELS.reset(token)
+
+
+def _save_figures(experiment, output_dir, dpi):
     plt = _pyplot()
-    output_dir = Path(output_dir)
     results, written = experiment.results, []
 
     def save(fig, name, caption):
@@ -271,14 +324,14 @@ def save_figures(experiment, output_dir, dpi=120):
     save(
         plot_accuracy_by_depth(results),
         "accuracy_by_depth.png",
-        "Test accuracy by depth, mean and std over folds.",
+        "Test score by depth, mean and std over folds.",
     )
     save(plot_parameters(results), "parameters.png", "Trainable parameters.")
     save(plot_efficiency(results), "efficiency.png", "Accuracy (%) per 100 parameters.")
     save(
         plot_noise_curves(results),
         "noise.png",
-        "Test accuracy under multiplicative noise, one panel per depth.",
+        "Test score under multiplicative noise, one panel per depth.",
     )
     if len(experiment.illumination):
         save(
@@ -292,7 +345,7 @@ def save_figures(experiment, output_dir, dpi=120):
             save(
                 plot_training_curves(experiment.histories, depth),
                 f"training_depth{depth}.png",
-                f"Training dynamics at depth {depth} (fold 0): validation accuracy; training "
+                f"Training dynamics at depth {depth} (fold 0): validation score; training "
                 "(solid) and validation (dashed) loss.",
             )
         estimator = experiment.estimators.get(("nd", depth, 0))

@@ -1,10 +1,11 @@
-"""Robustness of fitted classifiers to multiplicative band noise and to illumination changes."""
+"""Robustness of fitted models to multiplicative band noise and to illumination changes."""
 
 import numbers
 
 import numpy as np
 import pandas as pd
-from sklearn.metrics import accuracy_score
+from sklearn.base import is_regressor
+from sklearn.metrics import accuracy_score, r2_score, root_mean_squared_error
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, validate_params
 
@@ -21,6 +22,17 @@ def _like(X, values):
     if isinstance(X, pd.DataFrame):
         return pd.DataFrame(values, index=X.index, columns=X.columns)
     return values
+
+
+def metric_columns(estimator):
+    """The score columns of ``estimator``'s task: accuracy, or R² and RMSE."""
+    return ("r2", "rmse") if is_regressor(estimator) else ("accuracy",)
+
+
+def _scores(estimator, y, predicted):
+    if is_regressor(estimator):
+        return {"r2": r2_score(y, predicted), "rmse": root_mean_squared_error(y, predicted)}
+    return {"accuracy": accuracy_score(y, predicted)}
 
 
 def add_multiplicative_noise(X, level, *, random_state=None):
@@ -69,7 +81,7 @@ def add_multiplicative_noise(X, level, *, random_state=None):
     prefer_skip_nested_validation=True,
 )
 def noise_robustness(estimator, X, y, levels=PAPER_NOISE_LEVELS, n_repeats=10, random_state=None):
-    """Accuracy of a fitted classifier on inputs perturbed by multiplicative noise.
+    """Accuracy (classifiers) or R² and RMSE (regressors) on inputs perturbed by noise.
 
     For each repeat one standard normal draw ``z`` is shared by all levels (common random
     numbers), so the accuracy curves over ``levels`` are smooth and differences between
@@ -78,12 +90,12 @@ def noise_robustness(estimator, X, y, levels=PAPER_NOISE_LEVELS, n_repeats=10, r
 
     Parameters
     ----------
-    estimator : fitted classifier
-        Anything with ``predict``.
+    estimator : fitted classifier or regressor
+        Anything with ``predict``; :func:`sklearn.base.is_regressor` picks the scores.
     X : array-like or DataFrame of shape (n_samples, n_features)
         Clean test inputs (band values).
     y : array-like of shape (n_samples,)
-        True labels.
+        True labels or target values.
     levels : array-like of float, default=(0, 0.02, 0.04, 0.06, 0.08, 0.1)
         Noise levels eta, see :func:`add_multiplicative_noise`.
     n_repeats : int, default=10
@@ -94,7 +106,8 @@ def noise_robustness(estimator, X, y, levels=PAPER_NOISE_LEVELS, n_repeats=10, r
     Returns
     -------
     scores : DataFrame
-        One row per (repeat, level) with columns ``noise``, ``repeat``, ``accuracy``.
+        One row per (repeat, level) with columns ``noise``, ``repeat``, ``accuracy``
+        (regressors: ``noise``, ``repeat``, ``r2``, ``rmse``).
         ``scores.groupby("noise").accuracy.mean()`` gives the robustness curve.
 
     Examples
@@ -121,9 +134,9 @@ def noise_robustness(estimator, X, y, levels=PAPER_NOISE_LEVELS, n_repeats=10, r
         z = rng.standard_normal(values.shape)
         for level in levels:
             X_noisy = _like(X, values + level * np.abs(values) * z)
-            accuracy = accuracy_score(y, estimator.predict(X_noisy))
-            rows.append({"noise": float(level), "repeat": repeat, "accuracy": accuracy})
-    return pd.DataFrame(rows, columns=["noise", "repeat", "accuracy"])
+            scores = _scores(estimator, y, estimator.predict(X_noisy))
+            rows.append({"noise": float(level), "repeat": repeat, **scores})
+    return pd.DataFrame(rows, columns=["noise", "repeat", *metric_columns(estimator)])
 
 
 @validate_params(
@@ -136,7 +149,7 @@ def noise_robustness(estimator, X, y, levels=PAPER_NOISE_LEVELS, n_repeats=10, r
     prefer_skip_nested_validation=True,
 )
 def illumination_check(estimator, X, y, factors=ILLUMINATION_FACTORS):
-    """Accuracy and prediction stability when all bands are multiplied by a common factor.
+    """Score and prediction stability when all bands are multiplied by a common factor.
 
     A uniform gain ``k`` on every band models a change of illumination (or of the sensor's
     calibration gain). A normalized difference ``(b_i - b_j) / (b_i + b_j)`` does not change,
@@ -146,20 +159,22 @@ def illumination_check(estimator, X, y, factors=ILLUMINATION_FACTORS):
 
     Parameters
     ----------
-    estimator : fitted classifier
+    estimator : fitted classifier or regressor
         Anything with ``predict``.
     X : array-like or DataFrame of shape (n_samples, n_features)
         Inputs (band values).
     y : array-like of shape (n_samples,)
-        True labels.
+        True labels or target values.
     factors : array-like of float, default=(0.5, 0.8, 1.0, 1.25, 2.0)
         Gains ``k`` (> 0) applied to all bands.
 
     Returns
     -------
     scores : DataFrame
-        One row per factor with columns ``factor``, ``accuracy`` and ``agreement`` (the
-        fraction of samples whose prediction equals the prediction on the unscaled inputs).
+        One row per factor with columns ``factor``, ``accuracy`` (regressors: ``r2``,
+        ``rmse``) and ``agreement``: the fraction of samples whose prediction equals the
+        prediction on the unscaled inputs (for regressors: within 1e-5 of it,
+        on the scale of the predictions).
 
     Examples
     --------
@@ -179,14 +194,21 @@ def illumination_check(estimator, X, y, factors=ILLUMINATION_FACTORS):
     if np.any(factors <= 0):
         raise ValueError(f"Illumination factors must be positive, got {factors}.")
     reference = estimator.predict(X)
+    regression = is_regressor(estimator)
+    scale = float(np.max(np.abs(reference))) if regression and np.size(reference) else 0.0
     rows = []
     for factor in factors:
         predicted = estimator.predict(_like(X, values * factor))
+        if regression:
+            # float32 networks: equal up to rounding is "unchanged".
+            same = np.abs(predicted - reference) <= 1e-5 * max(scale, 1e-12)
+        else:
+            same = predicted == reference
         rows.append(
             {
                 "factor": float(factor),
-                "accuracy": accuracy_score(y, predicted),
-                "agreement": float(np.mean(predicted == reference)),
+                **_scores(estimator, y, predicted),
+                "agreement": float(np.mean(same)),
             }
         )
-    return pd.DataFrame(rows, columns=["factor", "accuracy", "agreement"])
+    return pd.DataFrame(rows, columns=["factor", *metric_columns(estimator), "agreement"])

@@ -7,26 +7,14 @@ experiment runner can fit it on exactly the folds used for the ND, MLP and AttND
 from itertools import combinations
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, TransformerMixin, clone
-from sklearn.ensemble import RandomForestClassifier
-from sklearn.linear_model import LogisticRegression
-from sklearn.neural_network import MLPClassifier
-from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, TransformerMixin, clone
+from sklearn.linear_model import LinearRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import Pipeline
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._formula import classic_index
-
-#: Peer names in the order they are reported, with the labels used in tables and figures.
-PEER_LABELS = {
-    "sklearn_mlp": "sklearn MLPClassifier",
-    "logreg_bands": "LogisticRegression, raw bands",
-    "logreg_nd": "LogisticRegression, all classic NDs",
-    "best_nd_pair": "best single classic ND",
-    "random_forest": "RandomForest, raw bands",
-}
-PEERS = tuple(PEER_LABELS)
 
 
 def _classic_nd(values, pairs, epsilon):
@@ -72,22 +60,133 @@ class ClassicNDFeatures(TransformerMixin, BaseEstimator):
         self.epsilon = epsilon
 
     def fit(self, X, y=None):
+        """Record the band count and the band pairs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_bands)
+            Band values.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : ClassicNDFeatures
+            The fitted transformer.
+        """
         X = validate_data(self, X, reset=True, dtype=np.float64)
         self.pairs_ = np.array(list(combinations(range(X.shape[1]), 2)), dtype=int).reshape(-1, 2)
         return self
 
     def transform(self, X):
+        """Compute the classic index of every band pair.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_bands)
+            Band values.
+
+        Returns
+        -------
+        indices : ndarray of shape (n_samples, n_pairs)
+            One column per pair, in :attr:`pairs_` order.
+        """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return _classic_nd(X, self.pairs_, self.epsilon)
 
     def get_feature_names_out(self, input_features=None):
+        """Names ``nd_<band_i>_<band_j>`` of the output columns.
+
+        Parameters
+        ----------
+        input_features : array-like of str, default=None
+            Band names; None uses the names seen in fit (or ``x0, x1...``).
+
+        Returns
+        -------
+        names : ndarray of str
+            One name per band pair.
+        """
         check_is_fitted(self)
         names = _check_feature_names_in(self, input_features)
         return np.array([f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_], dtype=object)
 
 
-class BestPairNDClassifier(ClassifierMixin, BaseEstimator):
+class _BestPair(BaseEstimator):
+    """Exhaustive search of the best single classic ND; subclasses pick the model on it."""
+
+    def __init__(self, estimator=None, epsilon=1e-6):
+        self.estimator = estimator
+        self.epsilon = epsilon
+
+    def fit(self, X, y, X_val=None, y_val=None):
+        """Fit a copy of the estimator on every pair's index and keep the best pair.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_bands)
+            Band values, at least two bands.
+        y : array-like of shape (n_samples,)
+            Targets.
+        X_val, y_val : array-like, default=None
+            Data on which the pairs are compared; None means the training data.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        X, y = validate_data(self, X, y, reset=True, dtype=np.float64)
+        if X.shape[1] < 2:
+            raise ValueError(f"{type(self).__name__} needs at least two bands.")
+        if X_val is None:
+            X_val, y_val = X, y
+        else:
+            X_val = validate_data(self, X_val, reset=False, dtype=np.float64)
+        pairs = np.array(list(combinations(range(X.shape[1]), 2)), dtype=int)
+        features = _classic_nd(X, pairs, self.epsilon)
+        features_val = _classic_nd(X_val, pairs, self.epsilon)
+        base = self._base(y)
+        scores = self._pair_scores(base, features, y, features_val, y_val)
+        best = int(np.nanargmax(scores))
+        names = getattr(self, "feature_names_in_", [f"x{i}" for i in range(X.shape[1])])
+        self.pair_ = (int(pairs[best, 0]), int(pairs[best, 1]))
+        self.pair_names_ = (str(names[self.pair_[0]]), str(names[self.pair_[1]]))
+        self.selection_scores_ = scores
+        self.estimator_ = clone(base).fit(features[:, [best]], y)
+        return self
+
+    def _pair_scores(self, base, features, y, features_val, y_val):
+        """Validation score of ``base`` fitted on each column of ``features`` alone."""
+        scores = np.empty(features.shape[1])
+        for k in range(features.shape[1]):
+            model = clone(base).fit(features[:, [k]], y)
+            scores[k] = model.score(features_val[:, [k]], y_val)
+        return scores
+
+    def _index(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return _classic_nd(X, np.array([self.pair_]), self.epsilon)
+
+    def predict(self, X):
+        """Predict from the selected index.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_bands)
+            Band values.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,)
+            Predictions of the estimator on the selected index.
+        """
+        return self.estimator_.predict(self._index(X))
+
+
+class BestPairNDClassifier(ClassifierMixin, _BestPair):
     """Classifier on the single best classic normalized difference, found by exhaustive search.
 
     For every band pair the unit-coefficient index ``(b_i - b_j) / (b_i + b_j)`` is
@@ -128,54 +227,114 @@ class BestPairNDClassifier(ClassifierMixin, BaseEstimator):
     (1, 3)
     """
 
-    def __init__(self, estimator=None, epsilon=1e-6):
-        self.estimator = estimator
-        self.epsilon = epsilon
-
-    def _base(self, n_classes):
+    def _base(self, y):
         if self.estimator is None:
+            n_classes = len(np.unique(y))
             return DecisionTreeClassifier(max_leaf_nodes=max(n_classes, 2), random_state=0)
         return self.estimator
 
     def fit(self, X, y, X_val=None, y_val=None):
-        X, y = validate_data(self, X, y, reset=True, dtype=np.float64)
-        if X.shape[1] < 2:
-            raise ValueError("BestPairNDClassifier needs at least two bands.")
-        if X_val is None:
-            X_val, y_val = X, y
-        else:
-            X_val = validate_data(self, X_val, reset=False, dtype=np.float64)
-        pairs = np.array(list(combinations(range(X.shape[1]), 2)), dtype=int)
-        features = _classic_nd(X, pairs, self.epsilon)
-        features_val = _classic_nd(X_val, pairs, self.epsilon)
-        base = self._base(len(np.unique(y)))
-        scores = np.empty(len(pairs))
-        for k in range(len(pairs)):
-            model = clone(base).fit(features[:, [k]], y)
-            scores[k] = model.score(features_val[:, [k]], y_val)
-        best = int(np.argmax(scores))
-        names = getattr(self, "feature_names_in_", [f"x{i}" for i in range(X.shape[1])])
-        self.pair_ = (int(pairs[best, 0]), int(pairs[best, 1]))
-        self.pair_names_ = (str(names[self.pair_[0]]), str(names[self.pair_[1]]))
-        self.selection_scores_ = scores
-        self.estimator_ = clone(base).fit(features[:, [best]], y)
+        """Fit a copy of the estimator on every pair's index and keep the most accurate pair.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_bands)
+            Band values, at least two bands.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        X_val, y_val : array-like, default=None
+            Data on which the pairs are compared; None means the training data.
+
+        Returns
+        -------
+        self : BestPairNDClassifier
+            The fitted classifier.
+        """
+        super().fit(X, y, X_val, y_val)
         self.classes_ = self.estimator_.classes_
         return self
 
-    def _index(self, X):
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return _classic_nd(X, np.array([self.pair_]), self.epsilon)
-
-    def predict(self, X):
-        return self.estimator_.predict(self._index(X))
-
     def predict_proba(self, X):
+        """Class probabilities from the selected index.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_bands)
+            Band values.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Probabilities of the estimator on the selected index.
+        """
         return self.estimator_.predict_proba(self._index(X))
 
 
+class BestPairNDRegressor(RegressorMixin, _BestPair):
+    """Regressor on the single best classic normalized difference, found by exhaustive search.
+
+    The regression twin of :class:`BestPairNDClassifier`: a linear regression on one
+    unit-coefficient index ``(b_i - b_j) / (b_i + b_j)`` (like "yield is linear in NDVI"),
+    the pair chosen by R² on the validation set (or the training set without one).
+
+    Parameters
+    ----------
+    estimator : regressor, default=None
+        Fitted on the one-column index; None means
+        :class:`~sklearn.linear_model.LinearRegression`.
+    epsilon : float, default=1e-6
+        Added to the index denominator.
+
+    Attributes
+    ----------
+    pair_ : tuple of int
+        Selected band indices ``(i, j)``.
+    pair_names_ : tuple of str
+        Their feature names (``"x0"``... without DataFrame input).
+    estimator_ : regressor
+        The estimator fitted on the selected index.
+    selection_scores_ : ndarray of shape (n_pairs,)
+        Selection R² of every pair, in :func:`itertools.combinations` order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknd.experiments import BestPairNDRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(1, 10, size=(300, 4))
+    >>> y = 3 * (X[:, 3] - X[:, 1]) / (X[:, 3] + X[:, 1])
+    >>> BestPairNDRegressor().fit(X, y).pair_
+    (1, 3)
+    """
+
+    def _base(self, y):
+        return LinearRegression() if self.estimator is None else self.estimator
+
+    def _pair_scores(self, base, features, y, features_val, y_val):
+        if self.estimator is not None or np.ndim(y) != 1:
+            return super()._pair_scores(base, features, y, features_val, y_val)
+        # Least squares on one column has a closed form: score all pairs at once (tens of
+        # thousands of pairs with hundreds of bands) instead of one LinearRegression each.
+        y, y_val = np.asarray(y, dtype=np.float64), np.asarray(y_val, dtype=np.float64)
+        centred = features - features.mean(axis=0)
+        variance = np.einsum("ij,ij->j", centred, centred)
+        covariance = centred.T @ (y - y.mean())
+        # A constant column gets slope 0, as LinearRegression's minimum-norm solution.
+        slope = np.divide(covariance, variance, out=np.zeros_like(variance), where=variance > 0)
+        intercept = y.mean() - slope * features.mean(axis=0)
+        total = np.sum((y_val - y_val.mean()) ** 2)
+        scores = np.empty(features.shape[1])
+        for start in range(0, features.shape[1], 4096):
+            part = slice(start, start + 4096)
+            residual = y_val[:, None] - (features_val[:, part] * slope[part] + intercept[part])
+            error = np.einsum("ij,ij->j", residual, residual)
+            # r2_score's convention for a constant target: 1 if perfect, else 0.
+            scores[part] = 1 - error / total if total > 0 else (error == 0).astype(float)
+        return scores
+
+
 def sklearn_mlp_params(depth, n_hidden, settings, validation_fraction, random_state):
-    """Map the paper's training settings onto :class:`~sklearn.neural_network.MLPClassifier`.
+    """Map the paper's training settings onto scikit-learn's ``MLPClassifier`` / ``MLPRegressor``.
 
     ``depth`` counts input and output layers as in the paper, so there are ``depth - 1``
     hidden layers of ``n_hidden`` units. Adam with ``lr`` becomes ``solver="adam"``,
@@ -183,7 +342,33 @@ def sklearn_mlp_params(depth, n_hidden, settings, validation_fraction, random_st
     the L2 gradient by the batch size, torch's Adam weight decay does not, so the effective
     penalty is ``batch_size`` times weaker); ``max_epochs`` becomes ``max_iter`` and
     ``patience`` becomes ``n_iter_no_change`` of the built-in early stopping, which scores
-    accuracy on an internal stratified hold-out of ``validation_fraction``.
+    accuracy (R² for the regressor) on an internal hold-out of
+    ``validation_fraction``, drawn at random (stratified for the classifier), not by group.
+
+    Parameters
+    ----------
+    depth : int
+        Network depth, input and output layers included.
+    n_hidden : int
+        Units per hidden layer.
+    settings : dict
+        ``lr``, ``weight_decay``, ``batch_size``, ``max_epochs``, ``early_stopping``,
+        ``patience``.
+    validation_fraction : float
+        Share held out for early stopping.
+    random_state : int
+        Seed.
+
+    Returns
+    -------
+    params : dict
+        Keyword arguments of the scikit-learn MLP.
+
+    Examples
+    --------
+    >>> from sknd.experiments import PAPER_SETTINGS, sklearn_mlp_params
+    >>> sklearn_mlp_params(3, 36, PAPER_SETTINGS, 0.2, 0)["hidden_layer_sizes"]
+    (36, 36)
     """
     return {
         "hidden_layer_sizes": (n_hidden,) * (depth - 1),
@@ -199,29 +384,6 @@ def sklearn_mlp_params(depth, n_hidden, settings, validation_fraction, random_st
     }
 
 
-def make_peer(
-    name, *, depth, n_hidden, settings, validation_fraction, random_state, n_estimators=100
-):
-    """Build an unfitted peer estimator (see :data:`PEER_LABELS`)."""
-    if name == "sklearn_mlp":
-        params = sklearn_mlp_params(depth, n_hidden, settings, validation_fraction, random_state)
-        # Standardizing is what a scikit-learn user does before an MLP on raw digital numbers.
-        return make_pipeline(StandardScaler(), MLPClassifier(**params))
-    if name == "logreg_bands":
-        return make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000))
-    if name == "logreg_nd":
-        return make_pipeline(
-            ClassicNDFeatures(), StandardScaler(), LogisticRegression(max_iter=1000)
-        )
-    if name == "best_nd_pair":
-        return BestPairNDClassifier()
-    if name == "random_forest":
-        return RandomForestClassifier(
-            n_estimators=n_estimators, random_state=random_state, n_jobs=1
-        )
-    raise ValueError(f"Unknown peer {name!r}; expected one of {PEERS}.")
-
-
 def count_parameters(estimator):
     """Number of fitted parameters of a model, for the efficiency table.
 
@@ -232,17 +394,19 @@ def count_parameters(estimator):
     """
     if isinstance(estimator, Pipeline):
         return count_parameters(estimator[-1])
+    if isinstance(estimator, GridSearchCV):
+        return count_parameters(estimator.best_estimator_)
     if hasattr(estimator, "n_parameters_"):
         return int(estimator.n_parameters_)
-    if isinstance(estimator, BestPairNDClassifier):
+    if isinstance(estimator, _BestPair):
         return count_parameters(estimator.estimator_)
-    if isinstance(estimator, MLPClassifier):
+    if hasattr(estimator, "coefs_"):
         return int(
             sum(w.size for w in estimator.coefs_) + sum(b.size for b in estimator.intercepts_)
         )
-    if isinstance(estimator, RandomForestClassifier):
+    if hasattr(estimator, "estimators_"):
         return int(sum(tree.tree_.node_count for tree in estimator.estimators_))
-    if isinstance(estimator, DecisionTreeClassifier):
+    if hasattr(estimator, "tree_"):
         return int(estimator.tree_.node_count)
     if hasattr(estimator, "coef_"):
         return int(np.size(estimator.coef_) + np.size(getattr(estimator, "intercept_", 0)))

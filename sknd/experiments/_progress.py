@@ -1,21 +1,20 @@
-"""A dependency-free progress display for long experiment runs."""
+"""Progress bar with the time left for long experiment runs (tqdm)."""
 
 import sys
 import time
 
+from tqdm.auto import tqdm
 
-def _clock(seconds):
-    seconds = round(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+# tqdm puts ", " before the postfix.
+_FORMAT = "{n_fmt}/{total_fmt} fits |{bar:20}| {elapsed} elapsed, ~{remaining} left{postfix}"
 
 
 class Progress:
-    """Count finished tasks and print one status line per task to ``stream``.
+    """Count finished tasks: done / total, elapsed time, estimated time left, last result.
 
-    On a terminal the line is rewritten in place; in a log file (a background run) every
-    update is a line of its own, so the log shows what finished when.
+    On a terminal this is a tqdm bar rewritten in place; in a log file (a background run)
+    every update is a line of its own in the same format, so the log shows what finished
+    when.
 
     Parameters
     ----------
@@ -24,37 +23,43 @@ class Progress:
     enabled : bool, default=True
         Print nothing when False.
     stream : file-like, default=None
-        Where to write; None means ``sys.stderr`` at the time of writing.
+        Where to write; None means ``sys.stderr``.
     """
 
     def __init__(self, total, *, enabled=True, stream=None):
         self.total = total
-        self.enabled = enabled
-        self.stream = stream
         self.done = 0
+        self.stream = sys.stderr if stream is None else stream
+        self.enabled = enabled
         self.start = time.perf_counter()
-
-    def _out(self):
-        return sys.stderr if self.stream is None else self.stream
+        self.lines = enabled and not getattr(self.stream, "isatty", lambda: False)()
+        self._bar = tqdm(
+            total=total,
+            disable=not enabled or self.lines,
+            file=self.stream,
+            unit="fit",
+            bar_format=_FORMAT,
+            dynamic_ncols=True,
+        )
 
     def update(self, message=""):
         """Mark one task as finished and show ``message`` next to the counts."""
         self.done += 1
-        if not self.enabled:
+        if self.lines:
+            line = tqdm.format_meter(
+                self.done,
+                self.total,
+                time.perf_counter() - self.start,
+                bar_format=_FORMAT,
+                postfix=message,
+                ncols=100,
+            )
+            self.stream.write(line + "\n")
+            self.stream.flush()
             return
-        elapsed = time.perf_counter() - self.start
-        # A linear estimate: tasks differ in cost, but the runner interleaves them.
-        left = elapsed / self.done * (self.total - self.done)
-        width = len(str(self.total))
-        line = (
-            f"[{self.done:>{width}}/{self.total}] {_clock(elapsed)} elapsed, "
-            f"~{_clock(left)} left | {message}"
-        )
-        out = self._out()
-        if getattr(out, "isatty", lambda: False)():
-            out.write("\r\033[K" + line)
-            if self.done == self.total:
-                out.write("\n")
-        else:
-            out.write(line + "\n")
-        out.flush()
+        self._bar.set_postfix_str(message, refresh=False)
+        self._bar.update(1)
+
+    def close(self):
+        """End the bar (its last state stays on screen)."""
+        self._bar.close()

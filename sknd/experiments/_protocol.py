@@ -2,6 +2,7 @@
 under multiplicative noise and under an illumination change, and collect the results."""
 
 import numbers
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -12,40 +13,34 @@ from joblib import Parallel, delayed
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils.multiclass import type_of_target
 
 from .._formula import softplus
 from .._threads import one_thread
 from ..networks import default_hidden_units
 from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS, illumination_check, noise_robustness
-from ._peers import PEER_LABELS, PEERS, count_parameters, make_peer
+from ._peers import count_parameters
 from ._progress import Progress
-from ._splits import PAPER_VALIDATION_SHARE, paper_splits
+from ._records import class_counts, coefficient_table, data_name, screening_notes, versions
+from ._specs import (
+    FIXED_INDEX_BASELINE,
+    MODEL_SPECS,
+    PAPER_SETTINGS,
+    TASKS,
+    specs_for,
+)
+from ._splits import PAPER_VALIDATION_SHARE, experiment_splits
 
 #: The architectures compared in the paper, fitted with :class:`sknd.NDClassifier`.
 PAPER_MODELS = ("nd", "mlp", "attnd")
-MODELS = PAPER_MODELS + PEERS
-MODEL_LABELS = {"nd": "ND", "mlp": "MLP", "attnd": "AttND", **PEER_LABELS}
-#: Models whose architecture depends on the depth (the others are fitted once per fold).
-DEPTH_MODELS = PAPER_MODELS + ("sklearn_mlp",)
+#: All models of a classification run, in report order.
+MODELS = tuple(spec.name for spec in specs_for("classification"))
+MODEL_LABELS = {spec.name: spec.label for spec in MODEL_SPECS}
 
-#: Training settings of the paper (Adam, lr 0.01, weight decay 1e-4, batch 32, at most 150
-#: epochs, early stopping on validation accuracy with patience 25).
-PAPER_SETTINGS = {
-    "lr": 0.01,
-    "weight_decay": 1e-4,
-    "batch_size": 32,
-    "max_epochs": 150,
-    "early_stopping": True,
-    "patience": 25,
-}
-
-RESULT_COLUMNS = [
-    "dataset",
-    "model",
-    "depth",
-    "fold",
-    "noise",
-    "accuracy",
+#: Score columns of ``results.csv`` by task.
+SCORE_COLUMNS = {"classification": ["accuracy"], "regression": ["r2", "rmse"]}
+_RESULT_KEYS = ["dataset", "model", "depth", "fold", "noise"]
+_RESULT_INFO = [
     "n_parameters",
     "fit_time",
     "n_epochs",
@@ -56,6 +51,7 @@ RESULT_COLUMNS = [
     "n_test",
     "selected_pair",
 ]
+RESULT_COLUMNS = _RESULT_KEYS + ["accuracy"] + _RESULT_INFO
 HISTORY_COLUMNS = ["model", "depth", "fold", "epoch", "train_loss", "valid_loss", "valid_score"]
 COEFFICIENT_COLUMNS = [
     "model",
@@ -68,6 +64,7 @@ COEFFICIENT_COLUMNS = [
     "weight_a",
     "weight_c",
     "ratio",
+    "known_index",
 ]
 
 
@@ -75,7 +72,7 @@ COEFFICIENT_COLUMNS = [
 class ExperimentResults:
     """Everything a run of :func:`run_experiments` produced.
 
-    Attributes
+    Parameters
     ----------
     results : DataFrame
         Long format, one row per (model, depth, fold, noise); see :func:`run_experiments`.
@@ -117,36 +114,30 @@ def _final_step(estimator):
 
 def _fit(task, X, y, split, config):
     """Fit one model of one fold; return the estimator and its fit time."""
-    model, depth, seed = task["model"], task["depth"], task["seed"]
+    spec = config["specs"][task["model"]]
     train, val, _ = split
-    X_tr, y_tr, X_va, y_va = X.iloc[train], y[train], X.iloc[val], y[val]
-    settings = config["settings"]
+    context = {
+        **config["context"],
+        "depth": task["depth"],
+        "seed": task["seed"],
+        "validation_fraction": len(val) / (len(train) + len(val)),
+    }
+    estimator = spec.build(spec, context)
     start = time.perf_counter()
-    if model in PAPER_MODELS:
-        from .. import NDClassifier
-
-        estimator = NDClassifier(
-            depth=depth, architecture=model, random_state=seed, **config["estimator_params"]
-        )
-        estimator.fit(X_tr, y_tr, X_val=X_va, y_val=y_va)
+    if spec.uses_validation:
+        estimator.fit(X.iloc[train], y[train], X_val=X.iloc[val], y_val=y[val])
     else:
-        estimator = make_peer(
-            model,
-            depth=depth,
-            n_hidden=config["n_hidden"],
-            settings=settings,
-            validation_fraction=len(val) / (len(train) + len(val)),
-            random_state=seed,
-            n_estimators=config["n_estimators"],
-        )
-        if model == "best_nd_pair":
-            estimator.fit(X_tr, y_tr, X_val=X_va, y_val=y_va)
-        else:
-            # Models without a use for a validation set learn from all non-test data;
-            # scikit-learn's MLP holds out the same share internally for early stopping.
-            rest = np.concatenate([train, val])
-            estimator.fit(X.iloc[rest], y[rest])
+        # Models without a use for a validation set learn from all non-test data;
+        # scikit-learn's MLP holds out the same share internally for early stopping.
+        rest = np.concatenate([train, val])
+        estimator.fit(X.iloc[rest], y[rest])
     return estimator, time.perf_counter() - start
+
+
+def _n_iter(estimator):
+    """Epochs or solver iterations as one number (LogisticRegression reports an array)."""
+    n_iter = getattr(estimator, "n_iter_", None)
+    return np.nan if n_iter is None else int(np.max(n_iter))
 
 
 def _run_task(task, X, y, split, config):
@@ -168,9 +159,10 @@ def _run_task(task, X, y, split, config):
             estimator, X_te, y_te, factors=config["illumination_factors"]
         )
     final = _final_step(estimator)
+    spec = config["specs"][task["model"]]
     key = {"model": task["model"], "depth": task["depth"], "fold": task["fold"]}
     best_epoch = getattr(final, "best_epoch_", None)
-    if best_epoch is None and hasattr(final, "validation_scores_") and final.validation_scores_:
+    if best_epoch is None and getattr(final, "validation_scores_", None):
         best_epoch = int(np.argmax(final.validation_scores_)) + 1
     pair = getattr(final, "pair_names_", None)
     common = {
@@ -178,7 +170,7 @@ def _run_task(task, X, y, split, config):
         **key,
         "n_parameters": count_parameters(estimator),
         "fit_time": fit_time,
-        "n_epochs": getattr(final, "n_iter_", np.nan),
+        "n_epochs": _n_iter(final),
         "best_epoch": np.nan if best_epoch is None else best_epoch,
         "seed": task["seed"],
         "n_train": len(split[0]),
@@ -186,29 +178,19 @@ def _run_task(task, X, y, split, config):
         "n_test": len(split[2]),
         "selected_pair": "" if pair is None else "/".join(pair),
     }
-    curve = noise.groupby("noise", sort=True)["accuracy"].mean()
-    rows = [{**common, "noise": level, "accuracy": acc} for level, acc in curve.items()]
+    metrics = config["metrics"]
+    curve = noise.groupby("noise", sort=True)[metrics].mean()
+    rows = [{**common, "noise": level, **row} for level, row in curve.iterrows()]
     history = coefficients = None
-    if task["model"] in PAPER_MODELS:
+    n_pairs = None
+    if spec.network:
         history = final.history_[["epoch", "train_loss", "valid_loss", "valid_score"]].copy()
         history.insert(0, "fold", task["fold"])
         history.insert(0, "depth", task["depth"])
         history.insert(0, "model", task["model"])
-    if task["model"] in ("nd", "attnd") and len(final.pairs_):
-        names = np.asarray(getattr(final, "feature_names_in_", X.columns), dtype=object)
-        weight_a, weight_c = softplus(final.coef_a_), softplus(final.coef_c_)
-        coefficients = pd.DataFrame(
-            {
-                **key,
-                "band_i": names[final.pairs_[:, 0]],
-                "band_j": names[final.pairs_[:, 1]],
-                "coef_a": final.coef_a_,
-                "coef_c": final.coef_c_,
-                "weight_a": weight_a,
-                "weight_c": weight_c,
-                "ratio": weight_a / weight_c,
-            }
-        )
+        n_pairs = len(final.pairs_)
+        if n_pairs and len(getattr(final, "coef_a_", ())):
+            coefficients = coefficient_table(final, key, X.columns)
     illumination = illumination.assign(**key)
     keep = config["keep_estimators"] == "all" or (
         config["keep_estimators"] == "first_fold" and task["fold"] == 0
@@ -221,52 +203,31 @@ def _run_task(task, X, y, split, config):
         "illumination": illumination,
         "estimator": estimator if keep else None,
         "fit_time": fit_time,
-        "accuracy": curve.iloc[0] if len(curve) else np.nan,
+        "score": curve[metrics[0]].iloc[0] if len(curve) else np.nan,
+        "n_pairs": n_pairs,
     }
 
 
-def _make_tasks(models, depths, fold_seeds):
+def _make_tasks(specs, depths, fold_seeds):
     tasks = []
     for fold, seed in enumerate(fold_seeds):
-        for model in models:
-            for depth in depths if model in DEPTH_MODELS else [None]:
-                tasks.append({"model": model, "depth": depth, "fold": fold, "seed": int(seed)})
+        for spec in specs:
+            for depth in depths if spec.by_depth else [None]:
+                tasks.append({"model": spec.name, "depth": depth, "fold": fold, "seed": int(seed)})
     # Deep networks first: the long tasks start early and the short ones fill the gaps,
     # which keeps parallel workers busy until the end.
     return sorted(tasks, key=lambda t: -(t["depth"] or 0))
-
-
-def _versions():
-    import platform
-
-    import joblib
-    import sklearn
-    import torch
-
-    versions = {
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "pandas": pd.__version__,
-        "scikit-learn": sklearn.__version__,
-        "torch": torch.__version__,
-        "joblib": joblib.__version__,
-    }
-    try:
-        import skorch
-
-        versions["skorch"] = skorch.__version__
-    except ImportError:  # pragma: no cover
-        pass
-    return versions
 
 
 @validate_params(
     {
         "X": ["array-like"],
         "y": ["array-like"],
+        "task": [StrOptions(set(TASKS))],
+        "groups": ["array-like", None],
         "depths": ["array-like"],
         "n_splits": [Interval(numbers.Integral, 2, None, closed="left")],
-        "models": ["array-like"],
+        "models": ["array-like", None],
         "noise_levels": ["array-like"],
         "noise_repeats": [Interval(numbers.Integral, 1, None, closed="left")],
         "illumination_factors": ["array-like"],
@@ -277,6 +238,8 @@ def _versions():
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "dataset_name": [str, None],
+        "target_names": ["array-like", None],
+        "notes": [list, None],
     },
     prefer_skip_nested_validation=True,
 )
@@ -284,9 +247,11 @@ def run_experiments(
     X,
     y,
     *,
+    task="classification",
+    groups=None,
     depths=(2, 3, 4),
     n_splits=10,
-    models=MODELS,
+    models=None,
     noise_levels=PAPER_NOISE_LEVELS,
     noise_repeats=5,
     illumination_factors=ILLUMINATION_FACTORS,
@@ -297,62 +262,77 @@ def run_experiments(
     random_state=0,
     verbose=1,
     dataset_name=None,
+    target_names=None,
+    notes=None,
 ):
-    """Run the paper's protocol with the ND, MLP and AttND models and their peers.
+    """Run the paper's protocol with the ND, MLP and AttND networks and their peers.
 
-    The folds come from :func:`paper_splits` (stratified K-fold; inside each fold a
-    stratified 7 : 2 train/validation split of the rest, i.e. 70/20/10 % with 10 folds).
-    Within a fold every model gets the same seed: it initialises the networks, the random
-    forest and scikit-learn's MLP, and draws the test-set noise, so that all models are
-    compared on identical data and perturbations.
+    The folds come from :func:`experiment_splits`: without ``groups``, the paper's
+    stratified K-fold (:func:`paper_splits`: inside each fold a stratified 7 : 2
+    train/validation split of the rest, i.e. 70/20/10 % with 10 folds) for classification
+    and a shuffled K-fold with the same shares for regression; with ``groups`` (fields,
+    plots, :func:`spatial_blocks`), group folds that never split a group, for the test
+    *and* the validation part. Within a fold every model gets the same seed: it
+    initialises the networks, the random forest and scikit-learn's MLP, and draws the
+    test-set noise, so that all models are compared on identical data and perturbations.
 
-    - ``"nd"``, ``"mlp"``, ``"attnd"``: :class:`sknd.NDClassifier` with that
-      ``architecture`` at each depth, the paper's training settings (overridable with
-      ``estimator_params``), trained on the training part with early stopping on the
-      validation part (``fit(X, y, X_val=..., y_val=...)``).
-    - ``"sklearn_mlp"``: :class:`~sklearn.neural_network.MLPClassifier` after
-      standardization, ``depth - 1`` hidden layers of as many units as the ND layer has
-      pairs, the same optimiser settings (see :func:`sklearn_mlp_params`); it is fitted on
-      training + validation data and early-stops on an internal hold-out of the validation
-      share.
-    - ``"logreg_bands"``, ``"logreg_nd"``: standardization and
+    The models are rows of a table of :class:`ModelSpec` (see :func:`specs_for`):
+
+    - ``"nd"``, ``"mlp"``, ``"attnd"``: :class:`sknd.NDClassifier` (regression:
+      :class:`sknd.NDRegressor`) with that ``architecture`` at each depth, the paper's
+      training settings (overridable with ``estimator_params``), trained on the training
+      part with early stopping on the validation part (``fit(X, y, X_val=..., y_val=...)``).
+    - ``"sklearn_mlp"``: scikit-learn's ``MLPClassifier`` / ``MLPRegressor`` after
+      standardization, ``depth - 1`` hidden layers as wide as the networks' (see
+      :func:`sklearn_mlp_params`); fitted on training + validation data, early-stopping on
+      an internal random hold-out of the validation share.
+    - classification: ``"logreg_bands"``, ``"logreg_nd"``: standardization and
       :class:`~sklearn.linear_model.LogisticRegression` on the raw bands, or on all classic
-      unit-coefficient normalized differences (:class:`ClassicNDFeatures`); fitted on
-      training + validation data.
-    - ``"best_nd_pair"``: :class:`BestPairNDClassifier`, pair chosen on the validation part.
-    - ``"random_forest"``: :class:`~sklearn.ensemble.RandomForestClassifier` on the raw
-      bands, fitted on training + validation data.
+      unit-coefficient normalized differences (:class:`ClassicNDFeatures`: the fixed-index
+      baseline a depth-2 ND network starts from); regression: ``"ridge_bands"``,
+      ``"ridge_nd"``: the same with :class:`~sklearn.linear_model.RidgeCV`, and ``"pls"``:
+      :class:`~sklearn.cross_decomposition.PLSRegression` with 1-10 components chosen by
+      an inner 5-fold CV. All fitted on training + validation data.
+    - ``"best_nd_pair"``: :class:`BestPairNDClassifier` / :class:`BestPairNDRegressor`,
+      pair chosen on the validation part.
+    - ``"random_forest"``: a random forest on the raw bands, fitted on training +
+      validation data.
 
     Each model is then scored on the test part clean and under multiplicative noise
     (:func:`noise_robustness`, mean over ``noise_repeats`` draws) and under illumination
-    changes (:func:`illumination_check`).
+    changes (:func:`illumination_check`): accuracy for classification, R² and RMSE for
+    regression.
 
     Parameters
     ----------
     X : DataFrame or array-like of shape (n_samples, n_bands)
         Band values; DataFrame column names name the bands in the coefficient analysis.
-        With negative values the ND models use ``variant="signed"`` unless
-        ``estimator_params`` says otherwise.
+        With negative values the networks use ``variant="signed"`` unless
+        ``estimator_params`` says otherwise (a note says so).
     y : array-like of shape (n_samples,)
-        Class labels.
+        Class labels, or continuous targets with ``task="regression"``.
+    task : {"classification", "regression"}, default="classification"
+        A continuous ``y`` with ``task="classification"`` raises a ``ValueError``.
+    groups : array-like of shape (n_samples,), default=None
+        Group labels; no group is ever split between training, validation and test.
     depths : sequence of int, default=(2, 3, 4)
         Network depths (layers counted from input to output, as in the paper).
     n_splits : int, default=10
         Number of cross-validation folds.
-    models : sequence of str, default=all
-        Any of ``"nd", "mlp", "attnd", "sklearn_mlp", "logreg_bands", "logreg_nd",
-        "best_nd_pair", "random_forest"``.
+    models : sequence of str or ModelSpec, default=None
+        Names of rows of the model table (:func:`specs_for` lists those of a task), or
+        :class:`ModelSpec` objects for new rows; None means all rows of the task.
     noise_levels : sequence of float, default=(0, 0.02, 0.04, 0.06, 0.08, 0.1)
-        Noise levels eta; the first one should be 0 (the clean accuracy).
+        Noise levels eta; the first one should be 0 (the clean score).
     noise_repeats : int, default=5
         Noise draws per level, averaged into one result row.
     illumination_factors : sequence of float, default=(0.5, 0.8, 1.0, 1.25, 2.0)
         Gains applied to all bands in the illumination check.
     estimator_params : dict, default=None
-        Overrides of the :class:`sknd.NDClassifier` parameters, e.g.
-        ``{"max_epochs": 20}``. ``lr``, ``weight_decay``, ``batch_size``, ``max_epochs``,
-        ``early_stopping``, ``patience`` and ``hidden_units`` are mirrored in the
-        scikit-learn MLP peer.
+        Parameters of every sknd network row, on top of its recipe, e.g.
+        ``{"max_epochs": 20}`` or ``{"sensor": "sentinel2"}``. ``lr``, ``weight_decay``,
+        ``batch_size``, ``max_epochs``, ``early_stopping``, ``patience`` and
+        ``hidden_units`` are mirrored in the scikit-learn MLP peer.
     n_estimators : int, default=100
         Trees of the random forest peer.
     keep_estimators : {"first_fold", "all", "none"}, default="first_fold"
@@ -363,17 +343,26 @@ def run_experiments(
     random_state : int, RandomState instance or None, default=0
         Seeds the folds and the per-fold seeds.
     verbose : int, default=1
-        Print a progress line per finished model to stderr when > 0.
+        When > 0, print the automatic choices once and a progress bar with the time left
+        to stderr.
     dataset_name : str, default=None
-        Stored in the ``dataset`` column and the settings.
+        Stored in the ``dataset`` column and titles the report. None uses
+        ``X.attrs["name"]`` when set, else describes the data ("523 samples x 9 bands,
+        target 'class'").
+    target_names : array-like of str, default=None
+        Class names for integer-coded ``y``, shown in the report.
+    notes : list of str, default=None
+        Notes about the data preparation (from :func:`load_experiment_data`), listed with
+        the run's own automatic choices in ``settings["notes"]``.
 
     Returns
     -------
     experiment : ExperimentResults
         ``experiment.results`` has one row per (model, depth, fold, noise) with columns
-        ``dataset, model, depth, fold, noise, accuracy, n_parameters, fit_time, n_epochs,
-        best_epoch, seed, n_train, n_val, n_test, selected_pair``; ``depth`` is missing
-        (``<NA>``) for peers that have none.
+        ``dataset, model, depth, fold, noise``, the scores (``accuracy``; regression:
+        ``r2, rmse``) and ``n_parameters, fit_time, n_epochs, best_epoch, seed, n_train,
+        n_val, n_test, selected_pair``; ``depth`` is missing (``<NA>``) for peers that
+        have none.
 
     Examples
     --------
@@ -388,38 +377,65 @@ def run_experiments(
     {'logreg_bands': 6, 'nd': 6}
     """
     start = time.perf_counter()
+    name = dataset_name or data_name(X, y)
     if not isinstance(X, pd.DataFrame):
         X = np.asarray(X, dtype=np.float64)
         X = pd.DataFrame(X, columns=[f"b{i}" for i in range(X.shape[1])])
     else:
         X = X.set_axis([str(c) for c in X.columns], axis=1).reset_index(drop=True)
     y = np.asarray(y)
-    models = list(models)
-    unknown = sorted(set(models) - set(MODELS))
-    if unknown:
-        raise ValueError(f"Unknown models {unknown}; expected some of {MODELS}.")
+    if task == "classification" and type_of_target(y) == "continuous":
+        raise ValueError(
+            f"y is continuous ({len(np.unique(y))} distinct values): pass "
+            "task='regression' to evaluate NDRegressor, or class labels."
+        )
+    if task == "regression":
+        y = y.astype(np.float64)
+        if not np.isfinite(y).all():
+            raise ValueError(
+                f"y has {int((~np.isfinite(y)).sum())} missing or infinite values; drop "
+                "those samples first."
+            )
+    specs = specs_for(task, models)
     depths = sorted(int(d) for d in depths)
     if any(d < 2 for d in depths):
         raise ValueError(f"Depths must be >= 2, got {depths}.")
     noise_levels = [float(level) for level in noise_levels]
-    _, class_counts = np.unique(y, return_counts=True)
-    if class_counts.min() < n_splits:
-        raise ValueError(
-            f"The smallest class has {class_counts.min()} samples, fewer than n_splits={n_splits}."
-        )
+    notes = list(notes or [])
 
-    params = dict(PAPER_SETTINGS)
-    params.update(estimator_params or {})
-    if "variant" not in params and (X.to_numpy() < 0).any():
+    user_params = dict(estimator_params or {})
+    settings = dict(PAPER_SETTINGS)
+    settings.update({k: v for k, v in user_params.items() if k in PAPER_SETTINGS})
+    network_params = dict(user_params)
+    if "variant" not in network_params and (X.to_numpy() < 0).any():
         # The default "reflectance" variant needs non-negative inputs.
-        params["variant"] = "signed"
+        network_params["variant"] = "signed"
+        n_negative = int((X.to_numpy() < 0).sum())
+        notes.append(
+            f"{n_negative} negative band values: the networks use variant='signed' "
+            "(pass variant in estimator_params to choose)."
+        )
     n_pairs = X.shape[1] * (X.shape[1] - 1) // 2
+    n_hidden = user_params.get("hidden_units") or default_hidden_units(n_pairs)
+    if not user_params.get("hidden_units"):
+        notes.append(
+            f"Hidden width {n_hidden} units (the networks' default for all {n_pairs} band "
+            "pairs: their number clipped to 8..256), mirrored in the scikit-learn MLP; set "
+            "with hidden_units."
+        )
+    metrics = SCORE_COLUMNS[task]
     config = {
-        "dataset": dataset_name or "",
-        "estimator_params": params,
-        "settings": params,
-        "n_hidden": params.get("hidden_units") or default_hidden_units(n_pairs),
-        "n_estimators": n_estimators,
+        "dataset": name,
+        "specs": {spec.name: spec for spec in specs},
+        "context": {
+            "task": task,
+            "settings": settings,
+            "network_params": network_params,
+            "n_hidden": n_hidden,
+            "n_estimators": n_estimators,
+            "n_bands": X.shape[1],
+        },
+        "metrics": metrics,
         "noise_levels": noise_levels,
         "noise_repeats": noise_repeats,
         "illumination_factors": list(illumination_factors),
@@ -427,14 +443,19 @@ def run_experiments(
     }
 
     rng = check_random_state(random_state)
-    splits = paper_splits(
+    splits = experiment_splits(
         y,
-        n_splits,
+        groups,
+        n_splits=n_splits,
+        task=task,
         validation_share=PAPER_VALIDATION_SHARE,
         random_state=rng.randint(np.iinfo(np.int32).max),
     )
     fold_seeds = rng.randint(np.iinfo(np.int32).max, size=n_splits)
-    tasks = _make_tasks(models, depths, fold_seeds)
+    tasks = _make_tasks(specs, depths, fold_seeds)
+    if verbose > 0:
+        for note in notes:
+            print(f"note: {note}", file=sys.stderr)
 
     progress = Progress(len(tasks), enabled=verbose > 0)
     parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
@@ -444,57 +465,85 @@ def run_experiments(
     ):
         outputs.append(out)
         key = out["key"]
-        depth = "" if key["depth"] is None else f" depth {key['depth']}"
+        depth = "" if key["depth"] is None else f" d{key['depth']}"
         progress.update(
-            f"fold {key['fold']}{depth} {key['model']}: accuracy {out['accuracy']:.3f} "
-            f"({out['fit_time']:.1f} s)"
+            f"fold {key['fold']}{depth} {key['model']}: {metrics[0]} {out['score']:.3f}"
         )
+    progress.close()
+    run_notes = screening_notes(outputs, n_pairs, user_params.get("hidden_units"))
+    if verbose > 0:
+        for note in run_notes:
+            print(f"note: {note}", file=sys.stderr)
+    notes += run_notes
 
-    order = {m: i for i, m in enumerate(MODELS)}
+    order = {spec.name: i for i, spec in enumerate(specs)}
 
     def sort_key(out):
         k = out["key"]
         return (order[k["model"]], k["depth"] or 0, k["fold"])
 
     outputs.sort(key=sort_key)
-    results = pd.DataFrame([row for out in outputs for row in out["rows"]], columns=RESULT_COLUMNS)
+    columns = _RESULT_KEYS + metrics + _RESULT_INFO
+    results = pd.DataFrame([row for out in outputs for row in out["rows"]], columns=columns)
     results["depth"] = results["depth"].astype("Int64")
     histories = _stack([out["history"] for out in outputs], HISTORY_COLUMNS)
     coefficients = _stack([out["coefficients"] for out in outputs], COEFFICIENT_COLUMNS)
     illumination = pd.concat([out["illumination"] for out in outputs], ignore_index=True)
-    illumination = illumination[["model", "depth", "fold", "factor", "accuracy", "agreement"]]
+    illumination = illumination[["model", "depth", "fold", "factor", *metrics, "agreement"]]
     illumination["depth"] = illumination["depth"].astype("Int64")
     estimators = {
         (o["key"]["model"], o["key"]["depth"], o["key"]["fold"]): o["estimator"]
         for o in outputs
         if o["estimator"] is not None
     }
-    settings = {
-        "dataset": dataset_name or "",
+    settings_out = {
+        "dataset": name,
+        "task": task,
         "n_samples": len(y),
         "n_bands": int(X.shape[1]),
         "bands": list(X.columns),
-        "class_counts": {str(c): int(n) for c, n in zip(*np.unique(y, return_counts=True))},
         "n_splits": n_splits,
+        "grouped": groups is not None,
+        "n_groups": None if groups is None else int(len(np.unique(groups))),
         "depths": depths,
-        "models": models,
+        "models": [spec.name for spec in specs],
+        "model_labels": {spec.name: spec.label for spec in specs},
+        "depth_models": [spec.name for spec in specs if spec.by_depth],
+        "network_models": [spec.name for spec in specs if spec.network],
+        "baseline": FIXED_INDEX_BASELINE[task],
         "noise_levels": noise_levels,
         "noise_repeats": noise_repeats,
         "illumination_factors": list(illumination_factors),
-        "estimator_params": params,
-        "n_hidden_sklearn_mlp": config["n_hidden"],
+        "estimator_params": {**settings, **network_params},
+        "network_overrides": network_params,
+        "network_recipes": {
+            spec.name: {"paper_recipe": spec.paper_recipe, "params": dict(spec.params)}
+            for spec in specs
+            if spec.network
+        },
+        "n_hidden_sklearn_mlp": n_hidden,
         "n_estimators": n_estimators,
         "random_state": random_state if isinstance(random_state, numbers.Integral) else None,
         "fold_seeds": [int(s) for s in fold_seeds],
         "n_jobs": n_jobs,
-        "versions": _versions(),
+        "notes": notes,
+        "versions": versions(),
     }
+    if task == "classification":
+        settings_out["class_counts"] = class_counts(y, target_names)
+    else:
+        settings_out["target_summary"] = {
+            "mean": float(y.mean()),
+            "std": float(y.std(ddof=1)) if len(y) > 1 else 0.0,
+            "min": float(y.min()),
+            "max": float(y.max()),
+        }
     return ExperimentResults(
         results=results,
         histories=histories,
         coefficients=coefficients,
         illumination=illumination,
         estimators=estimators,
-        settings=settings,
+        settings=settings_out,
         wall_time=time.perf_counter() - start,
     )

@@ -7,13 +7,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ._protocol import DEPTH_MODELS, MODEL_LABELS, MODELS, PAPER_MODELS
-from ._tables import accuracy_table, noise_drop_table, paired_ttest, parameter_table
+from ._protocol import MODEL_LABELS
+from ._specs import FIXED_INDEX_BASELINE, MODEL_SPECS
+from ._tables import accuracy_table, main_metric, noise_drop_table, paired_ttest, parameter_table
+
+#: How each score is printed: name in headings, scale, decimals, and whether larger is better.
+_FORMATS = {
+    "accuracy": ("accuracy (%)", 100, 2),
+    "r2": ("R²", 1, 3),
+    "rmse": ("RMSE", 1, 4),
+}
 
 
-def _pm(mean, std):
-    std = "n/a" if pd.isna(std) else f"{100 * std:.2f}"
-    return f"{100 * mean:.2f} ± {std}"
+def _pm(mean, std, metric="accuracy"):
+    _, scale, digits = _FORMATS[metric]
+    std = "n/a" if pd.isna(std) else f"{scale * std:.{digits}f}"
+    return f"{scale * mean:.{digits}f} ± {std}"
 
 
 def _eff(value):
@@ -33,79 +42,150 @@ def _markdown(header, rows):
     return "\n".join(lines)
 
 
-def _models(results, candidates):
-    present = set(results["model"])
-    return [m for m in candidates if m in present]
+class _Layout:
+    """Which models the report shows, in which order, under which labels."""
+
+    def __init__(self, experiment):
+        s = experiment.settings
+        results = experiment.results
+        present = list(dict.fromkeys(results["model"]))
+        table_order = [spec.name for spec in MODEL_SPECS]
+        order = s.get("models") or table_order
+        self.models = [m for m in order if m in present] + [m for m in present if m not in order]
+        self.labels = {**MODEL_LABELS, **s.get("model_labels", {})}
+        by_depth = set(results.loc[results["depth"].notna(), "model"])
+        self.depth_models = [m for m in self.models if m in by_depth]
+        self.peers = [m for m in self.models if m not in by_depth]
+        default_networks = [spec.name for spec in MODEL_SPECS if spec.network]
+        self.networks = [m for m in self.models if m in s.get("network_models", default_networks)]
+        self.metric = main_metric(results)
+        task = s.get("task") or ("classification" if self.metric == "accuracy" else "regression")
+        self.task = task
+        self.baseline = s.get("baseline") or FIXED_INDEX_BASELINE[task]
+
+    def label(self, model):
+        return self.labels.get(model, model)
 
 
 def _depths(results):
     return [int(d) for d in sorted(results["depth"].dropna().unique())]
 
 
-def _table_accuracy(results):
-    acc = accuracy_table(results)
-    models = _models(results, DEPTH_MODELS)
+def _table_scores(results, layout, metric):
+    acc = accuracy_table(results, metric=metric)
+    models = layout.depth_models
+    comparisons = [o for o in ("mlp", "sklearn_mlp") if "nd" in models and o in models]
     tests = {
-        other: paired_ttest(results, "nd", other).set_index("depth")["p_value"]
-        for other in ("mlp", "sklearn_mlp")
-        if "nd" in models and other in models
+        other: paired_ttest(results, "nd", other, metric=metric).set_index("depth")["p_value"]
+        for other in comparisons
     }
-    header = ["Depth"] + [MODEL_LABELS[m] for m in models]
-    header += [f"p (ND vs {MODEL_LABELS[o]})" for o in tests]
+    header = ["Depth"] + [layout.label(m) for m in models]
+    header += [f"p (ND vs {layout.label(o)}, corrected)" for o in tests]
+    larger_is_better = metric != "rmse"
     rows = []
     for depth in _depths(results):
         at = acc[acc["depth"] == depth].set_index("model")
         means = at["mean"].reindex(models)
-        best = means.max()
+        best = means.max() if larger_is_better else means.min()
         cells = []
         for m in models:
             if m not in at.index:
                 cells.append("")
                 continue
-            text = _pm(at.loc[m, "mean"], at.loc[m, "std"])
+            text = _pm(at.loc[m, "mean"], at.loc[m, "std"], metric)
             # Bold the best mean of the row, as in the paper.
             cells.append(f"**{text}**" if np.isclose(at.loc[m, "mean"], best) else text)
         rows.append([depth] + cells + [_p(t.get(depth, np.nan)) for t in tests.values()])
     return _markdown(header, rows)
 
 
-def _table_peers(results):
-    peers = _models(results, [m for m in MODELS if m not in DEPTH_MODELS])
-    if not peers:
+def _table_peers(results, layout):
+    if not layout.peers:
         return ""
+    metric = layout.metric
     acc = accuracy_table(results).set_index("model")
     params = parameter_table(results).set_index("model")
     drops = noise_drop_table(results).set_index("model")
     clean = results[np.isclose(results["noise"], results["noise"].min())]
+    rmse = accuracy_table(results, metric="rmse").set_index("model") if metric == "r2" else None
     rows = []
-    for m in peers:
+    for m in layout.peers:
         note = ""
         if m == "best_nd_pair":
             pairs = clean.loc[clean["model"] == m, "selected_pair"].value_counts()
             note = "pairs: " + ", ".join(f"{p} ({n}x)" for p, n in pairs.head(3).items())
-            note += "; parameters = tree nodes"
+            note += "; parameters = model on the index" if metric == "r2" else ""
+            note += "; parameters = tree nodes" if metric == "accuracy" else ""
         elif m == "random_forest":
             note = "parameters = tree nodes"
-        rows.append(
-            [
-                MODEL_LABELS[m],
-                _pm(acc.loc[m, "mean"], acc.loc[m, "std"]),
-                f"{params.loc[m, 'n_parameters']:,.0f}",
-                _eff(params.loc[m, "efficiency"]),
-                f"{drops.loc[m, 'drop']:.2f}",
-                note,
-            ]
-        )
-    header = ["Model", "Accuracy (%)", "Params", "Eff.", "Noise drop (pp)", "Note"]
+        elif m == layout.baseline:
+            note = "fixed-index baseline"
+        row = [layout.label(m), _pm(acc.loc[m, "mean"], acc.loc[m, "std"], metric)]
+        if rmse is not None:
+            row.append(_pm(rmse.loc[m, "mean"], rmse.loc[m, "std"], "rmse"))
+        row += [
+            f"{params.loc[m, 'n_parameters']:,.0f}",
+            _eff(params.loc[m, "efficiency"]),
+            f"{drops.loc[m, 'drop']:.{2 if metric == 'accuracy' else 3}f}",
+            note,
+        ]
+        rows.append(row)
+    header = ["Model", _FORMATS[metric][0]] + (["RMSE"] if rmse is not None else [])
+    drop = "Noise drop (pp)" if metric == "accuracy" else "Noise drop (R²)"
+    header += ["Params", "Eff.", drop, "Note"]
     return _markdown(header, rows)
 
 
-def _table_parameters(results):
+def _diff(value, metric):
+    _, scale, digits = _FORMATS[metric]
+    return f"{scale * value:+.{digits}f}"
+
+
+def _table_learning(results, layout):
+    """Each network at each depth against the fixed-index baseline, paired by fold."""
+    baseline = layout.baseline
+    if baseline not in layout.models:
+        return ""
+    metric = layout.metric
+    rows = []
+    for model in layout.networks:
+        tests = paired_ttest(results, model, baseline, metric=metric)
+        for test in tests.itertuples(index=False):
+            ci = f"[{_diff(test.ci_low, metric)}, {_diff(test.ci_high, metric)}]"
+            if pd.isna(test.ci_low):
+                ci = "n/a"
+            rows.append(
+                [
+                    layout.label(model),
+                    "" if pd.isna(test.depth) else int(test.depth),
+                    _pm(test.mean_a, np.nan, metric).split(" ±")[0],
+                    _pm(test.mean_b, np.nan, metric).split(" ±")[0],
+                    _diff(test.difference, metric),
+                    ci,
+                    _p(test.p_value),
+                ]
+            )
+    if not rows:
+        return ""
+    unit = "pp" if metric == "accuracy" else "R²"
+    header = [
+        "Model",
+        "Depth",
+        _FORMATS[metric][0],
+        layout.label(baseline),
+        f"Difference ({unit})",
+        "95 % CI",
+        "p (corrected)",
+    ]
+    return _markdown(header, rows)
+
+
+def _table_parameters(results, layout):
     table = parameter_table(results)
-    models = _models(results, DEPTH_MODELS)
+    models = layout.depth_models
     header = ["Depth"]
     for m in models:
-        header += [f"{MODEL_LABELS[m]} params", f"{MODEL_LABELS[m]} eff."]
+        header += [f"{layout.label(m)} params", f"{layout.label(m)} eff."]
     rows = []
     for depth in _depths(results):
         at = table[table["depth"] == depth].set_index("model")
@@ -119,10 +199,11 @@ def _table_parameters(results):
     return _markdown(header, rows)
 
 
-def _table_noise(results):
+def _table_noise(results, layout):
     drops = noise_drop_table(results)
-    models = _models(results, DEPTH_MODELS)
-    header = ["Depth"] + [f"{MODEL_LABELS[m]} drop" for m in models]
+    models = layout.depth_models
+    digits = 2 if layout.metric == "accuracy" else 3
+    header = ["Depth"] + [f"{layout.label(m)} drop" for m in models]
     rows = []
     for depth in _depths(results):
         at = drops[drops["depth"] == depth].set_index("model")["drop"]
@@ -132,76 +213,151 @@ def _table_noise(results):
             if m not in at.index:
                 cells.append("")
                 continue
-            text = f"{at[m]:.2f}"
+            text = f"{at[m]:.{digits}f}"
             cells.append(f"**{text}**" if np.isclose(at[m], best) else text)
         rows.append([depth] + cells)
     return _markdown(header, rows)
 
 
-def _table_illumination(illumination):
+def _table_illumination(illumination, layout):
     if illumination.empty:
         return ""
+    metric = layout.metric
+    _, scale, digits = _FORMATS[metric]
     factors = sorted(illumination["factor"].unique())
     # -1 stands for "no depth": grouping on missing values is awkward in pandas.
     frame = illumination.assign(depth=illumination["depth"].astype("float").fillna(-1))
-    mean = frame.groupby(["model", "depth", "factor"])[["accuracy", "agreement"]].mean() * 100
-    order = {m: i for i, m in enumerate(MODELS)}
-    keys = sorted({(m, d) for m, d, _ in mean.index}, key=lambda k: (order[k[0]], k[1]))
+    mean = frame.groupby(["model", "depth", "factor"])[[metric, "agreement"]].mean()
+    order = {m: i for i, m in enumerate(layout.models)}
+    keys = sorted(
+        {(m, d) for m, d, _ in mean.index}, key=lambda k: (order.get(k[0], len(order)), k[1])
+    )
     rows = []
     for model, depth in keys:
         cells = []
         for k in factors:
             row = mean.loc[(model, depth, k)]
-            cells.append(f"{row['accuracy']:.1f} ({row['agreement']:.0f})")
-        rows.append([MODEL_LABELS[model], "" if depth < 0 else int(depth)] + cells)
+            digits_k = 1 if metric == "accuracy" else digits
+            cells.append(f"{scale * row[metric]:.{digits_k}f} ({100 * row['agreement']:.0f})")
+        rows.append([layout.label(model), "" if depth < 0 else int(depth)] + cells)
     return _markdown(["Model", "Depth"] + [f"k={k:g}" for k in factors], rows)
 
 
-def _protocol_text(experiment, command):
+def _protocol_text(experiment, command, layout):
     s = experiment.settings
     params = s.get("estimator_params", {})
-    names = s.get("target_names")
-    counts = s.get("class_counts", {})
-    classes = ", ".join(
-        f"{names[int(c)] if names is not None else c}: {n}" for c, n in counts.items()
-    )
     lines = []
     if command:
         lines.append(f"Command: `{command}`\n")
-    lines += [
-        (
-            f"- Dataset: **{s.get('dataset') or 'unnamed'}**, {s.get('n_samples')} samples, "
-            f"{s.get('n_bands')} bands ({', '.join(map(str, s.get('bands', [])))})."
-        ),
-        f"- Classes: {classes}.",
-        (
-            f"- Protocol: {s.get('n_splits')}-fold stratified cross-validation; in each fold a "
-            "stratified train/validation split of the rest (7 : 2, i.e. 70/20/10 % with 10 "
-            "folds). Same seed for every model in a fold (network initialisation, random forest, "
-            "noise draws). Seed: "
-            f"{s.get('random_state')}."
-        ),
-        f"- Network training ({', '.join(PAPER_MODELS)}; sknd `NDClassifier`): "
+    bands = list(map(str, s.get("bands", [])))
+    shown = ", ".join(bands) if len(bands) <= 40 else ", ".join(bands[:20]) + ", ..."
+    lines.append(
+        f"- Dataset: **{s.get('dataset') or 'unnamed'}**, {s.get('n_samples')} samples, "
+        f"{s.get('n_bands')} bands ({shown})."
+    )
+    if layout.task == "classification":
+        counts = s.get("class_counts", {})
+        lines.append("- Classes: " + ", ".join(f"{c}: {n}" for c, n in counts.items()) + ".")
+    elif s.get("target_summary"):
+        t = s["target_summary"]
+        lines.append(
+            f"- Regression target: mean {t['mean']:.4g}, std {t['std']:.4g}, range "
+            f"{t['min']:.4g} to {t['max']:.4g}."
+        )
+    k = s.get("n_splits")
+    if s.get("grouped"):
+        splitter = "StratifiedGroupKFold" if layout.task == "classification" else "GroupKFold"
+        folds = (
+            f"- Protocol: {k}-fold grouped cross-validation ({splitter}, "
+            f"{s.get('n_groups')} groups): no group is split between training, validation "
+            "and test; the validation part of each fold is whole groups too ("
+            + (
+                "a quarter of the non-test groups, stratified by class)."
+                if layout.task == "classification"
+                else "2/9 of the non-test groups)."
+            )
+        )
+    elif layout.task == "classification":
+        folds = (
+            f"- Protocol: {k}-fold stratified cross-validation; in each fold a stratified "
+            "train/validation split of the rest (7 : 2, i.e. 70/20/10 % with 10 folds)."
+        )
+    else:
+        folds = (
+            f"- Protocol: {k}-fold shuffled cross-validation (KFold); in each fold a random "
+            "train/validation split of the rest (7 : 2, i.e. 70/20/10 % with 10 folds)."
+        )
+    lines.append(
+        folds + " Same seed for every model in a fold (network initialisation, random "
+        f"forest, noise draws). Seed: {s.get('random_state')}."
+    )
+    networks = ", ".join(layout.networks)
+    estimator = "NDClassifier" if layout.task == "classification" else "NDRegressor"
+    lines.append(
+        f"- Network training ({networks}; sknd `{estimator}`): "
         + ", ".join(f"{k}={v}" for k, v in params.items())
-        + "; early stopping on the validation part.",
-        (
-            f"- Peers: scikit-learn MLP with {s.get('n_hidden_sklearn_mlp')} units per hidden "
-            "layer and the same optimiser settings (trained on train+validation, early stopping "
-            "on an internal stratified hold-out of the validation share); logistic regressions and "
-            f"the random forest ({s.get('n_estimators')} trees) trained on train+validation; the "
-            "best single classic ND (class thresholds on one unit-coefficient index) chosen by "
-            "exhaustive pair search on the validation part."
-        ),
+        + "; early stopping on the validation part."
+    )
+    for model, recipe in s.get("network_recipes", {}).items():
+        # Rows whose recipe differs from the line above: another starting point or extras.
+        extra = {k: v for k, v in recipe["params"].items() if k != "architecture"}
+        if recipe["paper_recipe"] and not extra:
+            continue
+        start = "the paper's settings" if recipe["paper_recipe"] else "the estimator's defaults"
+        details = ", ".join(f"{k}={v}" for k, v in extra.items())
+        overrides = s.get("network_overrides") or {}
+        if not recipe["paper_recipe"] and overrides:
+            details = ", ".join(
+                filter(None, [details, *(f"{k}={v}" for k, v in overrides.items())])
+            )
+        lines.append(
+            f"- {layout.label(model)}: {start}" + (f" with {details}." if details else ".")
+        )
+    if layout.task == "classification":
+        linear = (
+            "logistic regressions (on standardized bands, and on standardized classic NDs: "
+            "the fixed-index baseline)"
+        )
+        best = "the best single classic ND (class thresholds on one unit-coefficient index)"
+    else:
+        linear = (
+            "RidgeCV (on standardized bands, and on standardized classic NDs: the "
+            "fixed-index baseline; penalty by efficient leave-one-out), PLS regression "
+            "(1-10 components by an inner 5-fold CV)"
+        )
+        best = "the best single classic ND (a linear regression on one index)"
+    lines.append(
+        f"- Peers: scikit-learn MLP with {s.get('n_hidden_sklearn_mlp')} units per hidden "
+        "layer and the same optimiser settings (trained on train+validation, early stopping "
+        f"on an internal random hold-out of the validation share); {linear} and the random "
+        f"forest ({s.get('n_estimators')} trees) trained on train+validation; {best} "
+        "chosen by exhaustive pair search on the validation part."
+        + (
+            " The peers' internal splits (the MLP's hold-out, RidgeCV, PLS) are not group-aware."
+            if s.get("grouped")
+            else ""
+        )
+    )
+    lines.append(
         "- Noise: b + eta |b| z at eta = "
         + ", ".join(f"{100 * v:g}" for v in s.get("noise_levels", []))
-        + f" %, mean of {s.get('noise_repeats')} draws per fold.",
-        (
-            f"- Wall time: {experiment.wall_time:.0f} s with n_jobs={s.get('n_jobs')} "
-            f"({os.cpu_count()} CPUs visible)."
-        ),
-        "- Versions: " + ", ".join(f"{k} {v}" for k, v in s.get("versions", {}).items()) + ".",
-    ]
+        + f" %, mean of {s.get('noise_repeats')} draws per fold."
+    )
+    lines.append(
+        f"- Wall time: {experiment.wall_time:.0f} s with n_jobs={s.get('n_jobs')} "
+        f"({os.cpu_count()} CPUs visible)."
+    )
+    lines.append(
+        "- Versions: " + ", ".join(f"{k} {v}" for k, v in s.get("versions", {}).items()) + "."
+    )
     return "\n".join(lines)
+
+
+def _notes(experiment):
+    notes = experiment.settings.get("notes") or []
+    if not notes:
+        return ""
+    return "\n".join(f"- {note}" for note in notes)
 
 
 def write_report(experiment, output_dir, *, figures=True, command=None):
@@ -210,9 +366,10 @@ def write_report(experiment, output_dir, *, figures=True, command=None):
     Files written: ``results.csv`` (long format, one row per model, depth, fold and noise
     level), ``histories.csv``, ``coefficients.csv``, ``illumination.csv``,
     ``settings.json``, the PNG figures (with ``figures=True``; needs matplotlib) and
-    ``report.md`` with Table 1 (accuracy and paired t-tests), Table 2 (parameters and
-    efficiency), Table 3 (accuracy drop under 10 % noise), the peers, the illumination
-    check and the figures.
+    ``report.md`` with the automatic choices of the run, Table 1 (scores and corrected
+    paired t-tests), the peers, the comparison with the fixed-index baseline ("was
+    learning worth it?"), Table 2 (parameters and efficiency), Table 3 (score drop under
+    10 % noise), the illumination check and the figures.
 
     Parameters
     ----------
@@ -229,6 +386,20 @@ def write_report(experiment, output_dir, *, figures=True, command=None):
     -------
     report : pathlib.Path
         Path of ``report.md``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from sknd.datasets import load_forest_type
+    >>> from sknd.experiments import run_experiments, write_report
+    >>> X, y = load_forest_type(return_X_y=True, as_frame=True)
+    >>> experiment = run_experiments(
+    ...     X, y, depths=[2], n_splits=3, models=["logreg_bands", "logreg_nd"],
+    ...     noise_levels=[0.0], noise_repeats=1, verbose=0, dataset_name="forest_type")
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     text = write_report(experiment, folder, figures=False).read_text()
+    >>> text.splitlines()[0]
+    '# Normalized-difference networks on forest_type'
     """
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -246,27 +417,57 @@ def write_report(experiment, output_dir, *, figures=True, command=None):
 
         written = save_figures(experiment, output_dir)
 
+    layout = _Layout(experiment)
+    metric = layout.metric
     n_folds = experiment.settings.get("n_splits", results["fold"].nunique())
     high = results["noise"].max() * 100
     title = experiment.settings.get("dataset") or "experiment"
-    sections = [
-        f"# Normalized-difference networks on {title}",
-        _protocol_text(experiment, command),
-        f"## Table 1. Test accuracy (%), mean ± std over {n_folds} folds",
-        _table_accuracy(results),
-        (
-            "Best mean per depth in bold. p: two-sided paired t-test over folds "
-            "(`scipy.stats.ttest_rel`). Standard deviations use ddof=1."
-        ),
+    name = _FORMATS[metric][0]
+    test_note = (
+        "p: two-sided corrected resampled t-test over folds (Nadeau & Bengio 2003: the "
+        "variance of the mean difference is (1/k + n_test/n_train) s² instead of s²/k, "
+        "because the training sets of the folds overlap; the plain paired t-test "
+        "overstates significance). Standard deviations use ddof=1."
+    )
+    sections = [f"# Normalized-difference networks on {title}"]
+    notes = _notes(experiment)
+    if notes:
+        sections += ["## Automatic choices of this run", notes]
+    sections += [
+        "## Settings",
+        _protocol_text(experiment, command, layout),
+        f"## Table 1. Test {name}, mean ± std over {n_folds} folds",
+        _table_scores(results, layout, metric),
+        "Best mean per depth in bold. " + test_note,
+    ]
+    if metric == "r2":
+        sections += [
+            f"## Table 1b. Test RMSE, mean ± std over {n_folds} folds (lower is better)",
+            _table_scores(results, layout, "rmse"),
+        ]
+    sections += [
         "## Peers without a depth, on the same folds",
-        _table_peers(results) or "(none run)",
-        "## Table 2. Parameters and efficiency (accuracy % per 100 parameters)",
-        _table_parameters(results),
-        f"## Table 3. Accuracy drop (percentage points) from 0 to {high:g} % noise",
-        _table_noise(results),
+        _table_peers(results, layout) or "(none run)",
+    ]
+    learning = _table_learning(results, layout)
+    if learning:
+        sections += [
+            "## Was learning worth it? Networks against the fixed-index baseline",
+            learning,
+            f"Difference = network - {layout.label(layout.baseline)}, paired by fold, with "
+            "the 95 % confidence interval and p-value of the corrected resampled t-test "
+            "(Nadeau & Bengio 2003). A positive difference whose interval excludes 0 means "
+            "learning the index coefficients beat the classic unit-coefficient indices.",
+        ]
+    drop_unit = "percentage points" if metric == "accuracy" else "R²"
+    sections += [
+        "## Table 2. Parameters and efficiency (score per 100 parameters)",
+        _table_parameters(results, layout),
+        f"## Table 3. {name} drop ({drop_unit}) from 0 to {high:g} % noise",
+        _table_noise(results, layout),
         "Mean over folds of the per-fold drop; lower is more robust (best in bold).",
-        "## Illumination check: accuracy % (predictions unchanged %) with all bands times k",
-        _table_illumination(experiment.illumination) or "(not run)",
+        f"## Illumination check: {name} (predictions unchanged %) with all bands times k",
+        _table_illumination(experiment.illumination, layout) or "(not run)",
     ]
     if written:
         sections.append("## Figures")

@@ -1,0 +1,98 @@
+"""What a run records besides the scores: coefficients, notes, class counts, versions."""
+
+import numpy as np
+import pandas as pd
+
+from .._base import default_hidden_units
+from .._formula import softplus
+
+
+def coefficient_table(final, key, columns):
+    """The learned coefficients of a fitted network with an ND layer, one row per pair."""
+    names = np.asarray(getattr(final, "feature_names_in_", columns), dtype=object)
+    weight_a, weight_c = softplus(final.coef_a_), softplus(final.coef_c_)
+    table = pd.DataFrame(
+        {
+            **key,
+            "band_i": names[final.pairs_[:, 0]],
+            "band_j": names[final.pairs_[:, 1]],
+            "coef_a": final.coef_a_,
+            "coef_c": final.coef_c_,
+            "weight_a": weight_a,
+            "weight_c": weight_c,
+            "ratio": weight_a / weight_c,
+        }
+    )
+    # The estimator names the classic index of each pair (needs sensor= or band names it
+    # knows); merged on the pair so the table order does not matter.
+    known = final.indices_[["band_i", "band_j", "known_index"]].astype({"band_i": str})
+    known["band_j"] = known["band_j"].astype(str)
+    table = table.merge(known, on=["band_i", "band_j"], how="left")
+    table["known_index"] = table["known_index"].fillna("")
+    return table
+
+
+def versions():
+    """Versions of the libraries a run depends on, for the report."""
+    import platform
+
+    import joblib
+    import sklearn
+    import torch
+
+    versions = {
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pandas": pd.__version__,
+        "scikit-learn": sklearn.__version__,
+        "torch": torch.__version__,
+        "joblib": joblib.__version__,
+    }
+    try:
+        import skorch
+
+        versions["skorch"] = skorch.__version__
+    except ImportError:  # pragma: no cover
+        pass
+    return versions
+
+
+def data_name(X, y):
+    """A title for the report when the caller gave none."""
+    attrs = getattr(X, "attrs", None) or {}
+    if attrs.get("name"):
+        return str(attrs["name"])
+    n_samples, n_bands = np.shape(X)
+    target = f", target {y.name!r}" if getattr(y, "name", None) is not None else ""
+    return f"{n_samples} samples x {n_bands} bands{target}"
+
+
+def class_counts(y, target_names):
+    labels, counts = np.unique(y, return_counts=True)
+    names = [str(label) for label in labels]
+    if target_names is not None and np.issubdtype(labels.dtype, np.integer):
+        target_names = list(target_names)
+        if labels.min() >= 0 and labels.max() < len(target_names):
+            names = [str(target_names[label]) for label in labels]
+    return {name: int(n) for name, n in zip(names, counts)}
+
+
+def screening_notes(outputs, n_pairs, hidden_units):
+    """One note per network row whose ND layer kept fewer than all band pairs."""
+    kept = {}
+    for out in outputs:
+        if out["n_pairs"]:
+            kept.setdefault(out["key"]["model"], []).append(out["n_pairs"])
+    notes = []
+    for model, counts in kept.items():
+        low, high = min(counts), max(counts)
+        if high >= n_pairs:
+            continue
+        count = str(low) if low == high else f"{low}-{high}"
+        note = f"{model}: the ND layers kept {count} of the {n_pairs} band pairs (pair screening)"
+        if hidden_units is None:
+            low_w, high_w = default_hidden_units(low), default_hidden_units(high)
+            width = str(low_w) if low_w == high_w else f"{low_w}-{high_w}"
+            note += f", so their hidden width is {width} units"
+        notes.append(note + ".")
+    return notes
