@@ -250,6 +250,7 @@ def test_quick_results_schema(quick_run):
         "nd",
         "mlp",
         "attnd",
+        "nd_sknd",
         "sklearn_mlp",
         "logreg_bands",
         "logreg_nd",
@@ -258,13 +259,13 @@ def test_quick_results_schema(quick_run):
     }
     assert sorted(results["fold"].unique()) == [0, 1, 2]
     assert np.allclose(sorted(results["noise"].unique()), [0, 0.02, 0.04, 0.06, 0.08, 0.1])
-    with_depth = results["model"].isin(["nd", "mlp", "attnd", "sklearn_mlp"])
+    with_depth = results["model"].isin(["nd", "mlp", "attnd", "nd_sknd", "sklearn_mlp"])
     assert set(results.loc[with_depth, "depth"]) == {2, 3}
     assert results.loc[~with_depth, "depth"].isna().all()
     # One row per (model, depth, fold, noise).
     keys = results[["model", "depth", "fold", "noise"]].astype(str)
     assert not keys.duplicated().any()
-    assert len(results) == (4 * 2 + 4) * 3 * 6
+    assert len(results) == (5 * 2 + 4) * 3 * 6
     assert results["accuracy"].between(0, 1).all()
     assert (results["n_parameters"] > 0).all()
     assert (results["n_train"] + results["n_val"] + results["n_test"] == 120).all()
@@ -298,7 +299,7 @@ def test_quick_report_and_figures(quick_run):
     histories = pd.read_csv(quick_run / "histories.csv")
     assert {"epoch", "train_loss", "valid_loss", "valid_score"} <= set(histories.columns)
     coefficients = pd.read_csv(quick_run / "coefficients.csv")
-    assert set(coefficients["model"]) == {"nd", "attnd"}
+    assert set(coefficients["model"]) == {"nd", "attnd", "nd_sknd"}
     assert len(coefficients.query("model == 'nd' and depth == 2 and fold == 0")) == 36
 
 
