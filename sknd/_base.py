@@ -393,8 +393,10 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 variant=self.variant,
                 epsilon=self.epsilon,
             )
-        # sknd's default recipe (sknd._recipe) conditions networks with an ND layer.
-        recipe = self.recipe == "sknd" and self.architecture != "mlp"
+        # sknd's default recipe (sknd._recipe): depth-2 networks with an ND layer. Deeper
+        # networks train as in the paper: conditioning alone cost forest type a point at
+        # depths 3 and 4, and the convex fits concern a depth-2 output layer.
+        recipe = self.recipe == "sknd" and self.architecture != "mlp" and self.depth == 2
         hidden_units = self.hidden_units
         if hidden_units is None:
             hidden_units = default_hidden_units(len(pairs))

@@ -172,18 +172,18 @@ _OTHER_PARAMETERS_DOC = """\
     recipe : {"sknd", "paper"}, default="sknd"
         Training recipe. ``"paper"``: the paper's (Adam from the initial
         weights, early stopping on the validation score). ``"sknd"`` adds,
-        for the ND and AttND architectures: a fixed standardization of the
+        for depth-2 ND and AttND networks: a fixed standardization of the
         first block's outputs (the classic indices' mean and standard
         deviation on the training data, kept as buffers: parameter counts
-        and illumination invariance do not change); at depth 2 an output
-        layer started from the logistic (ridge, for regression) fit on the
-        standardized classic indices; early stopping that scores the starting
-        model as epoch 0 (``best_epoch_ = 0`` when it was never beaten); and
-        at depth 2 a final convex refit of the output layer on the learned
-        indices of the training and validation rows. Under the paper's recipe
-        a depth-2 ND network ended below a logistic regression on the classic
-        indices it starts from; see the user guide's training page. The MLP
-        trains the same under both.
+        and illumination invariance do not change); an output layer started
+        from the logistic (ridge, for regression) fit on the standardized
+        classic indices; early stopping that scores the starting model as
+        epoch 0 (``best_epoch_ = 0`` when it was never beaten); and a final
+        convex refit of the output layer on the learned indices of the
+        training and validation rows. Under the paper's recipe a depth-2 ND
+        network ended below a logistic regression on the classic indices it
+        starts from; see the user guide's training page. Deeper networks and
+        the MLP train the same under both.
 """
 
 #: The parameters of NDClassifier and NDRegressor, in the order of their signature.
