@@ -1,7 +1,10 @@
-"""A learnable index as the first layer of a small CNN on image patches (under a minute on CPU).
+"""A learnable index as the first layer of a small CNN on image patches
+====================================================================
+
+Under a minute on CPU.
 
 The patches are generated so that the answer is known: each of 6 bands is a smooth random
-field times a random illumination, and the target of a patch is the mean over its pixels of
+field times a random illumination, and the target of a patch is the mean over its pixels of::
 
     NDI* = (b1 - 0.5 b3) / (b1 + 0.5 b3),
 

@@ -1,4 +1,7 @@
-"""From samples to a georeferenced map: fit on Landsat 8, apply to a real Sentinel-2 scene.
+"""From samples to a georeferenced map: Landsat 8 samples, a Sentinel-2 scene
+==========================================================================
+
+Fit on Landsat 8 samples, apply the model to a real Sentinel-2 scene, write the map.
 
 1. Fit :class:`sknd.NDClassifier` on spyndex's real Landsat 8 surface-reflectance
    samples of three land covers (urban, vegetation, water), using the bands
