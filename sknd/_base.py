@@ -36,6 +36,7 @@ from ._training import (
 from ._validation import (
     check_band_values,
     check_min_bands,
+    check_training_memory,
     densify,
     locate,
     non_numeric_error,
@@ -281,10 +282,14 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             name=name,
             estimator_name=estimator_name,
             feature_names=columns,
-            non_negative=self.variant == "reflectance",
+            non_negative=self._fitted_param("variant") == "reflectance",
             source_dtype=source_dtype,
         )
         return X if y is None else (X, y)
+
+    def _fitted_param(self, name):
+        """``epsilon`` or ``variant`` as fitted (``epsilon_``), the parameter before fit."""
+        return getattr(self, f"{name}_", getattr(self, name))
 
     def _validate_X(self, X):
         """Validate ``X`` at prediction time against what ``fit`` saw."""
@@ -355,6 +360,10 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------ fitting
     def _fit(self, X, y, X_val=None, y_val=None, groups=None):
+        # Frozen at fit: set_params without a refit must not change what the network
+        # computes or which inputs it accepts (X_val is checked against these too).
+        self.epsilon_, self.variant_ = float(self.epsilon), self.variant
+        self._band_names_given = self.bands is not None
         X, y = self._validate_X_y(X, y, reset=True)
         n_features = X.shape[1]
         # Band names (DataFrame columns or bands=) are frozen at fit time; they
@@ -400,6 +409,18 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         hidden_units = self.hidden_units
         if hidden_units is None:
             hidden_units = default_hidden_units(len(pairs))
+        check_training_memory(
+            architecture=self.architecture,
+            n_features=n_features,
+            n_pairs=len(pairs),
+            n_outputs=task.n_outputs,
+            depth=self.depth,
+            hidden_units=hidden_units,
+            batch_size=self.batch_size,
+            n_samples=len(X_train),
+            passthrough=self.passthrough,
+            estimator_name=type(self).__name__,
+        )
 
         train_data = TensorDataset(
             torch.tensor(X_train, dtype=torch.float32, device=device),
@@ -612,7 +633,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
     def _pixel_checks(self):
         """What :class:`sknd._evaluator.FastNetwork` checks pixels with, as ``fit`` saw it."""
         return dict(
-            non_negative=self.variant == "reflectance",
+            non_negative=self._fitted_param("variant") == "reflectance",
             estimator_name=type(self).__name__,
             feature_names=getattr(self, "feature_names_in_", None),
         )

@@ -202,8 +202,8 @@ class NDTransformer(TransformerMixin, BaseND):
                 torch.tensor(self.coef_a_[selected], dtype=x.dtype),
                 torch.tensor(self.coef_c_[selected], dtype=x.dtype),
                 torch.tensor(self.pairs_[selected]),
-                self.epsilon,
-                self.variant,
+                self.epsilon_,
+                self.variant_,
             )
         return values.numpy()
 
@@ -219,8 +219,8 @@ class NDTransformer(TransformerMixin, BaseND):
             self.coef_a_[selected],
             self.coef_c_[selected],
             self.n_features_in_,
-            self.epsilon,
-            self.variant,
+            self.epsilon_,
+            self.variant_,
             **self._pixel_checks(),
         )
 

@@ -9,6 +9,7 @@ values are and what to do about them. The standard phrases ("Input X contains Na
 scikit-learn's estimator checks still recognise them.
 """
 
+import os
 import warnings
 
 import numpy as np
@@ -225,3 +226,67 @@ def check_fitted_indices(estimator):
             f"This {type(estimator).__name__} instance is not fitted yet (missing "
             f"{', '.join(missing)}). Call 'fit' before inspecting its indices."
         )
+
+
+def _physical_memory():
+    """Bytes of physical memory of this machine (16 GiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 16 * 2**30
+
+
+def check_training_memory(
+    *,
+    architecture,
+    n_features,
+    n_pairs,
+    n_outputs,
+    depth,
+    hidden_units,
+    batch_size,
+    n_samples,
+    passthrough,
+    estimator_name,
+):
+    """Refuse a fit whose network and batches cannot fit in this machine's memory.
+
+    Counts the parameters of the network :func:`sknd.networks.build_network`
+    would build (in Python integers: no overflow) and the float32 activations
+    of one batch. Training keeps four copies of each parameter (weights,
+    gradients, Adam's two moments) and one more for early stopping's best
+    state; a backward pass keeps about three values per activation. An
+    estimate above the physical memory raises a ``ValueError`` naming the
+    parameter to lower, instead of letting the operating system kill the
+    process.
+    """
+    if architecture == "mlp":
+        first_params, width = n_features * hidden_units + hidden_units, hidden_units
+        gathered = 0
+    else:
+        first_params, width = 2 * n_pairs, n_pairs
+        gathered = 4 * n_pairs  # "signed" gathers [b_i, b_j, r_i, r_j] per pair
+        if architecture == "attnd":
+            first_params += n_features * n_pairs + n_pairs
+    if passthrough:
+        width += n_features
+    params = first_params
+    widths = gathered + width
+    for _ in range(depth - 2):
+        params += width * hidden_units + hidden_units
+        width = hidden_units
+        widths += 2 * hidden_units
+    params += width * n_outputs + n_outputs
+    rows = min(batch_size, max(n_samples, 1))
+    estimate = 4 * (5 * params + 3 * rows * (widths + n_features + n_outputs))
+    limit = _physical_memory()
+    if estimate > limit:
+        largest = "hidden_units" if hidden_units >= n_pairs else "pairs"
+        raise ValueError(
+            f"{estimator_name} would need about {estimate / 2**30:,.3g} GiB to train a network "
+            f"of {params:,} parameters (depth={depth}, hidden_units={hidden_units:,}, "
+            f"{n_pairs:,} band pairs, batch_size={batch_size:,}), more than the "
+            f"{limit / 2**30:,.3g} GiB of memory of this machine. Lower {largest} (or depth, "
+            "batch_size), or select fewer bands or pairs (e.g. pairs='auto')."
+        )
+    return estimate
