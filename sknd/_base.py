@@ -40,6 +40,7 @@ from ._validation import (
     densify,
     locate,
     non_numeric_error,
+    plain_values,
     reject_images,
     warn_about_training_values,
 )
@@ -252,6 +253,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         """
         estimator_name = type(self).__name__
         reject_images(X, name, estimator_name)
+        X = plain_values(X, name, estimator_name)
         source_dtype = getattr(X, "dtype", None)
         columns = getattr(X, "columns", None)  # to name bad columns as the user knows them
         kwargs = dict(

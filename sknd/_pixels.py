@@ -67,11 +67,17 @@ def _label_fill(dtype, fill_value):
             return np.dtype(np.float64), np.nan
         # Object arrays holding NaN (not None): xarray turns None into NaN anyway.
         return np.dtype(object), np.nan
-    try:
-        out_dtype = np.result_type(dtype, np.asarray(fill_value).dtype)
-    except TypeError:  # e.g. string labels with a numeric fill
-        out_dtype = np.dtype(object)
-    return out_dtype, fill_value
+    numeric_labels = dtype.kind in "biuf"
+    text_fill = isinstance(fill_value, (str, bytes))
+    if numeric_labels and text_fill:
+        raise TypeError(
+            f"fill_value={fill_value!r} is text, but the predictions are numbers ({dtype}): "
+            "it would turn every prediction into a string. Pass a number (e.g. -1 or NaN)."
+        )
+    if not numeric_labels and not text_fill:
+        # e.g. NaN for string classes: kept as a float in an object array, not as 'nan'.
+        return np.dtype(object), fill_value
+    return np.result_type(dtype, np.asarray(fill_value).dtype), fill_value
 
 
 def _output_labels(method, estimator, n_outputs):

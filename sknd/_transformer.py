@@ -131,6 +131,8 @@ class NDTransformer(TransformerMixin, BaseND):
         return tags
 
     def _make_task(self, y):
+        if np.ndim(y) == 2 and np.shape(y)[1] == 1:
+            y = np.asarray(y)[:, 0]  # one target as a column, as NDClassifier accepts it
         return infer_task(y)
 
     def _y_validation_kwargs(self):

@@ -80,6 +80,43 @@ def reject_images(X, name, estimator_name):
         )
 
 
+def plain_values(X, name, estimator_name):
+    """``X`` ready for ``validate_data``: masks, dates and complex numbers refused, strides fixed.
+
+    A masked array (rasterio's ``read(masked=True)``) with masked values would
+    have them used as real band values: refused, with the fix. Dates, time
+    deltas and complex numbers would be converted to floats silently.
+    Negative strides (``X[::-1]``, ``np.flipud``) are copied away: torch
+    cannot take them.
+    """
+    if np.ma.isMaskedArray(X):
+        mask = np.ma.getmaskarray(X)
+        if mask.any():
+            rows = mask.reshape(len(X), -1).any(axis=1) if X.ndim else mask
+            raise ValueError(
+                f"{name} is a masked array with {_plural(int(mask.sum()), 'masked value')} in "
+                f"{_plural(int(rows.sum()), 'row')}, which {estimator_name} would use as real "
+                f"band values. Drop those rows first, e.g. {name}.data[~{name}.mask.any(axis=1)], "
+                "or use sknd.raster, which treats masked pixels as no-data."
+            )
+        X = X.data
+    dtypes = list(X.dtypes) if isinstance(X, pd.DataFrame) else [getattr(X, "dtype", None)]
+    for dtype in dtypes:
+        kind = getattr(dtype, "kind", None)
+        if kind in ("m", "M", "c"):
+            what = {"m": "time deltas", "M": "dates", "c": "complex numbers"}[kind]
+            complex_ = "Complex data not supported: " if kind == "c" else ""
+            raise NonNumericInputError(
+                f"{complex_}{name} must hold real band values, but it holds {what} (dtype "
+                f"{dtype}), which "
+                f"{estimator_name} would silently read as numbers. Drop those columns or convert "
+                "them to band values first."
+            )
+    if isinstance(X, np.ndarray) and any(stride < 0 for stride in X.strides):
+        X = np.ascontiguousarray(X)
+    return X
+
+
 def non_numeric_error(X, name, error):
     """A clear error if ``X`` cannot be converted to floats, else None.
 

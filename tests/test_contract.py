@@ -60,3 +60,101 @@ def test_set_params_after_fit_does_not_change_the_fitted_model():
     image = X[:, ::-1].reshape(6, 10, 4)
     mapped = raster.transform(model, image, bands=["B8", "B4", "B3", "B2"])
     np.testing.assert_allclose(mapped.reshape(60, -1), before, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ masked arrays
+def test_raster_treats_masked_pixels_as_nodata(clf):
+    from sknd import raster
+
+    X, _ = make_data()
+    image = X.reshape(6, 10, 4)
+    mask = np.zeros(image.shape, dtype=bool)
+    mask[0, 0, 1] = True
+    labels = raster.predict(clf, np.ma.masked_array(image, mask))
+    assert np.isnan(labels[0, 0])
+    np.testing.assert_array_equal(labels.ravel()[1:], clf.predict(X)[1:])
+    # Integer bands with a mask too.
+    counts = np.ma.masked_array((image * 1e4).astype(np.uint16), mask)
+    assert np.isnan(raster.predict_proba(clf, counts)[0, 0]).all()
+
+
+def test_estimators_refuse_masked_values(clf):
+    X, _ = make_data()
+    with pytest.raises(ValueError, match=r"masked array with 1 masked value.*Drop those rows"):
+        clf.predict(np.ma.masked_array(X, np.eye(len(X), 4, dtype=bool) & (np.arange(4) == 0)))
+    np.testing.assert_array_equal(clf.predict(np.ma.masked_array(X)), clf.predict(X))
+
+
+# ------------------------------------------------------------------ kinds of values
+@pytest.mark.parametrize("dtype", ["datetime64[ns]", "timedelta64[s]", complex])
+def test_dates_and_complex_bands_are_refused(clf, dtype):
+    from sknd import raster
+
+    X, _ = make_data()
+    values = (X * 1e4).astype(np.int64).astype(dtype)
+    with pytest.raises(TypeError, match="real band values"):
+        clf.predict(values)
+    with pytest.raises(TypeError, match="real band values"):
+        raster.predict(clf, values.reshape(6, 10, 4))
+
+
+def test_raster_refuses_strings(clf):
+    from sknd import raster
+
+    with pytest.raises(TypeError, match="strings"):
+        raster.predict(clf, np.full((2, 3, 4), "a"))
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, pattern",
+    [
+        (dict(nodata="0"), TypeError, "nodata must be a number"),
+        (dict(nodata=[0, 0]), ValueError, "nodata must be a single value"),
+        (dict(fill_value=np.zeros(4)), ValueError, "fill_value must be a single value"),
+        (dict(fill_value=1j), TypeError, "complex"),
+        (dict(fill_value="x"), TypeError, "fill_value='x' is text"),
+    ],
+)
+def test_raster_nodata_and_fill_value_types(clf, kwargs, error, pattern):
+    from sknd import raster
+
+    X, _ = make_data()
+    with pytest.raises(error, match=pattern):
+        raster.predict(clf, X.reshape(6, 10, 4), **kwargs)
+
+
+def test_nan_fill_for_string_classes_stays_nan():
+    from sknd import raster
+
+    X, y = make_data()
+    model = NDClassifier(**FAST).fit(X, np.array(["bare", "green"])[y])
+    image = X.reshape(6, 10, 4).copy()
+    image[0, 0, 0] = np.nan
+    labels = raster.predict(model, image, fill_value=np.nan)
+    assert isinstance(labels[0, 0], float) and np.isnan(labels[0, 0])
+    assert set(labels.ravel()[1:]) <= {"bare", "green"}
+
+
+def test_bytes_band_labels_are_names():
+    from sknd import raster
+
+    X, y = make_data()
+    model = NDClassifier(**FAST, bands=["B2", "B3", "B4", "B8"]).fit(X, y)
+    image = X[:, ::-1].reshape(6, 10, 4)
+    labels = raster.predict(model, image, bands=[b"B8", b"B4", b"B3", b"B2"])
+    np.testing.assert_array_equal(labels.ravel(), model.predict(X))
+
+
+# ------------------------------------------------------------------ valid input accepted
+def test_negative_strides_are_accepted(clf):
+    X, y = make_data()
+    np.testing.assert_array_equal(clf.predict(X[::-1]), clf.predict(X)[::-1])
+    np.testing.assert_allclose(clf.predict_proba(np.flipud(X)), clf.predict_proba(X)[::-1])
+    NDClassifier(**FAST, early_stopping=False).fit(X[::-1], y[::-1])
+    NDTransformer(**FAST).fit(X, y).transform(X[:, ::-1])
+
+
+def test_transformer_accepts_a_class_column(clf):
+    X, y = make_data()
+    model = NDTransformer(**FAST).fit(X, y[:, None])
+    np.testing.assert_array_equal(model.transform(X), NDTransformer(**FAST).fit(X, y).transform(X))

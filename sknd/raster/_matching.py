@@ -11,6 +11,8 @@ caller says so with ``bands="positional"``.
 
 import warnings
 
+import numpy as np
+
 from ..bands import Band, BandMatchWarning, match_bands
 
 __all__ = []
@@ -29,6 +31,13 @@ def model_band_names(estimator):
     return None if names is None else [str(name) for name in names]
 
 
+def band_name(label):
+    """A band label as a name: bytes (netCDF's character arrays) decoded, others as ``str``."""
+    if isinstance(label, (bytes, np.bytes_)):
+        return bytes(label).decode("utf-8", errors="replace").strip()
+    return str(label)
+
+
 def check_bands(bands, n_bands):
     """Validate the ``bands=`` argument: None, ``"positional"`` or one name per band."""
     if bands is None or (isinstance(bands, str) and bands == POSITIONAL):
@@ -36,7 +45,7 @@ def check_bands(bands, n_bands):
     if isinstance(bands, str):
         raise ValueError(f"bands must be a sequence of band names or 'positional', got {bands!r}.")
     try:
-        names = [str(name) for name in bands]
+        names = [band_name(name) for name in bands]
     except TypeError:
         raise TypeError(
             f"bands must be a sequence of band names or 'positional', got {bands!r}."
