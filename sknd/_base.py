@@ -121,6 +121,22 @@ def _group_split(X, codes, groups, validation_fraction, seed):
     return X[train], codes[train], X[valid], codes[valid]
 
 
+def _matching_outputs(codes_val, codes):
+    """``codes_val`` shaped as ``codes``, or a ValueError if their outputs differ."""
+    outputs, outputs_val = (1 if np.ndim(c) == 1 else np.shape(c)[1] for c in (codes, codes_val))
+    if outputs != outputs_val:
+        raise ValueError(
+            f"y_val has {outputs_val} output(s) per sample but y has {outputs}: early stopping "
+            "would track the wrong target. Pass y_val with the columns of y."
+        )
+    return np.reshape(codes_val, (len(codes_val),) + np.shape(codes)[1:])
+
+
+# ids of the estimator objects being fitted now (see restore_on_failure).
+_fitting = set()
+_fitting_lock = threading.Lock()
+
+
 def restore_on_failure(fit):
     """Make ``fit`` all or nothing: if it raises, the estimator is left as it was.
 
@@ -131,10 +147,25 @@ def restore_on_failure(fit):
     refit one whose ``n_features_in_`` disagrees with its network. Restoring the
     attributes leaves an unfitted estimator unfitted and keeps the previous
     model of a fitted one, intact and consistent.
+
+
+    It also refuses a second ``fit`` of the same object while one runs (in
+    another thread): both would write the same attributes and leave a mix of
+    two models. Fits of separate objects (``clone``) run in parallel. Applied
+    outside ``_fit_context``, so that an interrupt landing in its exit still
+    restores the previous model.
     """
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
+        with _fitting_lock:
+            if id(self) in _fitting:
+                raise RuntimeError(
+                    f"This {type(self).__name__} object is already being fitted in another "
+                    "thread; one object cannot fit twice at once. Fit a copy in each thread "
+                    "(sklearn.base.clone(estimator))."
+                )
+            _fitting.add(id(self))
         before = dict(vars(self))
         try:
             return fit(self, *args, **kwargs)
@@ -142,6 +173,9 @@ def restore_on_failure(fit):
             vars(self).clear()
             vars(self).update(before)
             raise
+        finally:
+            with _fitting_lock:
+                _fitting.discard(id(self))
 
     return wrapper
 
@@ -331,7 +365,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 if "X_val" in str(exc):
                     raise
                 raise ValueError(f"Invalid validation data X_val, y_val: {exc}") from exc
-            return X, codes, X_val, task.encode(y_val)
+            return X, codes, X_val, _matching_outputs(task.encode(y_val), codes)
         if not self.early_stopping:
             return X, codes, None, None
         if groups is not None:

@@ -138,8 +138,8 @@ class NDTransformer(TransformerMixin, BaseND):
     def _y_validation_kwargs(self):
         return {"multi_output": True}
 
-    @_fit_context(prefer_skip_nested_validation=True)
     @restore_on_failure
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, X_val=None, y_val=None, groups=None):
         """Learn indices that predict ``y`` from band values ``X``.
 

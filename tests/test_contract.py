@@ -7,7 +7,7 @@ valid input a correct result, and nothing is silently wrong.
 import numpy as np
 import pytest
 
-from sknd import NDClassifier, NDTransformer
+from sknd import NDClassifier, NDRegressor, NDTransformer
 
 FAST = dict(max_epochs=3, batch_size=16, random_state=0)
 
@@ -158,3 +158,84 @@ def test_transformer_accepts_a_class_column(clf):
     X, y = make_data()
     model = NDTransformer(**FAST).fit(X, y[:, None])
     np.testing.assert_array_equal(model.transform(X), NDTransformer(**FAST).fit(X, y).transform(X))
+
+
+# ------------------------------------------------------------------ y_val, threads, interrupts
+@pytest.mark.parametrize("columns, val_columns", [(2, 1), (1, 2)])
+def test_y_val_outputs_must_match_y(columns, val_columns):
+    X, _ = make_data()
+    Y = X[:, :2]
+    y = Y[:, 0] if columns == 1 else Y
+    y_val = Y[:20, 0] if val_columns == 1 else Y[:20]
+    with pytest.raises(ValueError, match=r"y_val has \d output\(s\) per sample but y has"):
+        NDRegressor(**FAST).fit(X, y, X_val=X[:20], y_val=y_val)
+
+
+def test_concurrent_fits_of_one_object_are_refused():
+    import threading
+
+    X, y = make_data()
+    model = NDClassifier(**FAST)
+    started, release = threading.Event(), threading.Event()
+    errors = []
+
+    def slow_fit():
+        original = model._fit
+
+        def blocking(*args, **kwargs):
+            started.set()
+            release.wait(30)
+            return original(*args, **kwargs)
+
+        model._fit = blocking
+        try:
+            NDClassifier.fit(model, X, y)
+        finally:
+            del model._fit
+
+    thread = threading.Thread(target=slow_fit)
+    thread.start()
+    started.wait(30)
+    try:
+        with pytest.raises(RuntimeError, match="already being fitted in another thread"):
+            model.fit(X, y)
+    except BaseException as exc:  # pragma: no cover - report, but let the thread finish
+        errors.append(exc)
+    release.set()
+    thread.join(60)
+    assert not errors
+    assert model.n_features_in_ == 4
+    model.fit(X, y)  # free again
+
+
+def test_interrupt_in_fit_context_exit_restores_the_previous_model(monkeypatch):
+    import sklearn.base
+
+    X, y = make_data()
+    model = NDClassifier(**FAST).fit(X, y)
+    before = model.predict_proba(X)
+    original = sklearn.base.config_context
+
+    created = []
+
+    class Interrupting:
+        """The outermost config_context (fit's own) raises as it exits, after fit."""
+
+        def __init__(self, *args, **kwargs):
+            self.context = original(*args, **kwargs)
+            self.outermost = not created
+            created.append(self)
+
+        def __enter__(self):
+            return self.context.__enter__()
+
+        def __exit__(self, *exc):
+            self.context.__exit__(*exc)
+            if self.outermost:
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(sklearn.base, "config_context", Interrupting)
+    with pytest.raises(KeyboardInterrupt):
+        model.fit(X * 2, 1 - y)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(model.predict_proba(X), before)
