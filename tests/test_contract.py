@@ -239,3 +239,71 @@ def test_interrupt_in_fit_context_exit_restores_the_previous_model(monkeypatch):
         model.fit(X * 2, 1 - y)
     monkeypatch.undo()
     np.testing.assert_array_equal(model.predict_proba(X), before)
+
+
+# ------------------------------------------------------------------ experiments API and CLI
+@pytest.mark.parametrize(
+    "kwargs, pattern",
+    [
+        (dict(estimator_params={"hidden_units": 0}), "hidden_units"),
+        (dict(estimator_params={"max_epochs": 0}), "max_epochs"),
+        (dict(models=[]), "models is empty"),
+        (dict(depths=[]), "depths must be"),
+        (dict(noise_levels=[np.nan]), "noise_levels must be"),
+        (dict(n_jobs=0), "n_jobs must be"),
+    ],
+)
+def test_run_experiments_refuses_bad_arguments_before_training(kwargs, pattern):
+    from sknd.experiments import run_experiments
+
+    X, y = make_data()
+    with pytest.raises(ValueError, match=pattern):
+        run_experiments(X, y, n_splits=3, verbose=0, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def csv_files(tmp_path_factory):
+    import pandas as pd
+
+    folder = tmp_path_factory.mktemp("cli")
+    X, y = make_data()
+    frame = pd.DataFrame(X, columns=["B2", "B3", "B4", "B8"])
+    frame["label"] = np.where(y == 1, "green", "bare")
+    frame.to_csv(folder / "data.csv", index=False)
+    frame.assign(B2=np.where(np.arange(len(X)) == 0, np.inf, X[:, 0])).to_csv(
+        folder / "inf.csv", index=False
+    )
+    frame.assign(label="bare").to_csv(folder / "one.csv", index=False)
+    (folder / "file").write_text("")
+    return folder
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--folds", "1"], "--folds must be at least 2"),
+        (["--depths", "1"], "--depths must be"),
+        (["--depths", ""], "--depths must be"),
+        (["--max-epochs", "0"], "--max-epochs"),
+        (["--hidden-units", "0"], "--hidden-units"),
+        (["--patience", "0"], "--patience"),
+        (["--n-jobs", "0"], "--n-jobs must be"),
+        (["--models", ""], "--models is empty"),
+        (["--noise-levels", "nan"], "--noise-levels must be"),
+        (["--n-estimators", "0"], "--n-estimators must be"),
+        (["--dataset", "inf.csv"], "missing or infinite"),
+        (["--dataset", "one.csv"], "single class"),
+        (["--output", "file"], "is a file"),
+    ],
+)
+def test_cli_usage_errors_exit_2_without_traceback(csv_files, capsys, extra, message):
+    from sknd.experiments._cli import main
+
+    extra = [str(csv_files / a) if a in ("inf.csv", "one.csv", "file") else a for a in extra]
+    argv = ["--dataset", str(csv_files / "data.csv"), "--quick", "--quiet", "--no-figures"]
+    argv += ["--output", str(csv_files / "out"), *extra]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
