@@ -64,6 +64,8 @@ __all__ = []
 #: any band value it flattens every index to 0.
 EPSILON_RANGE = (1e-15, 1e15)
 
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
 # Rows per forward pass at inference: bounds the (rows x pairs) intermediates.
 _INFERENCE_CHUNK = 65_536
 # ... and so does this many float32 elements per (rows x width) intermediate (64 MiB): with
@@ -206,8 +208,9 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             Interval(Integral, 1, None, closed="left"),
             "array-like",
         ],
-        "lr": [Interval(Real, 0, None, closed="neither")],
-        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        # Up to the float32 maximum: the optimizer computes in float32.
+        "lr": [Interval(Real, 0, _FLOAT32_MAX, closed="right")],
+        "weight_decay": [Interval(Real, 0, _FLOAT32_MAX, closed="both")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "early_stopping": ["boolean"],
@@ -399,6 +402,8 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         # Frozen at fit: set_params without a refit must not change what the network
         # computes or which inputs it accepts (X_val is checked against these too).
         self.epsilon_, self.variant_ = float(self.epsilon), self.variant
+        if isinstance(self.batch_size, (bool, np.bool_)):  # an Integral to scikit-learn
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
         self._band_names_given = self.bands is not None
         X, y = self._validate_X_y(X, y, reset=True)
         n_features = X.shape[1]

@@ -249,6 +249,18 @@ def warn_about_training_values(X, *, epsilon, variant, nd_layer):
         )
 
 
+def _has_fitted_attributes(estimator):
+    """Whether ``estimator`` looks fitted to scikit-learn (attributes ending with ``_``)."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(estimator)
+    except (NotFittedError, TypeError):
+        return False
+    return True
+
+
 def check_fitted_indices(estimator):
     """Raise ``NotFittedError`` unless ``estimator`` has learned indices to read.
 
@@ -256,6 +268,12 @@ def check_fitted_indices(estimator):
     the fitted attributes ``pairs_``, ``coef_a_`` and ``coef_c_`` alone.
     """
     missing = [name for name in ("pairs_", "coef_a_", "coef_c_") if not hasattr(estimator, name)]
+    if missing and _has_fitted_attributes(estimator):
+        raise TypeError(
+            f"This {type(estimator).__name__} is fitted but has no learned normalized "
+            f"differences (missing {', '.join(missing)}): sknd.inspection and sknd.plotting "
+            "read the indices of sknd estimators (NDClassifier, NDRegressor, NDTransformer)."
+        )
     if missing:
         from sklearn.exceptions import NotFittedError
 

@@ -307,3 +307,40 @@ def test_cli_usage_errors_exit_2_without_traceback(csv_files, capsys, extra, mes
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+# ------------------------------------------------------------------ messages and edge cases
+@pytest.mark.parametrize(
+    "params, pattern",
+    [
+        (dict(lr=1e39), "'lr' parameter"),
+        (dict(weight_decay=1e39), "'weight_decay' parameter"),
+        (dict(batch_size=True), "batch_size must be a positive integer"),
+    ],
+)
+def test_parameters_beyond_float32_or_of_the_wrong_type(params, pattern):
+    X, y = make_data()
+    with pytest.raises(ValueError, match=pattern):
+        NDClassifier(**{**FAST, **params}).fit(X, y)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_empty_scenes(clf, n_jobs):
+    from sklearn.linear_model import LogisticRegression
+
+    from sknd import raster
+
+    X, y = make_data()
+    other = LogisticRegression().fit(X, y)
+    for model in (clf, other):
+        assert raster.predict(model, np.zeros((0, 5, 4)), n_jobs=n_jobs).shape == (0, 5)
+
+
+def test_inspection_of_a_fitted_model_without_indices():
+    from sklearn.linear_model import LogisticRegression
+
+    from sknd import inspection
+
+    X, y = make_data()
+    with pytest.raises(TypeError, match="fitted but has no learned normalized differences"):
+        inspection.index_table(LogisticRegression().fit(X, y))
