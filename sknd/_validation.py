@@ -138,6 +138,12 @@ def non_numeric_error(X, name, error):
             if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
         ]
         where = f"column(s) {columns} are not numeric"
+    elif isinstance(X, (list, tuple)) and len({np.size(row) for row in X}) > 1:
+        lengths = sorted({int(np.size(row)) for row in X})
+        return ValueError(
+            f"{name} is a ragged sequence: its rows have {_listing(lengths)} values. Pass one "
+            "row per sample with the same bands (columns) in every row."
+        )
     else:
         where = "some entries are not numbers"
     return NonNumericInputError(

@@ -344,3 +344,8 @@ def test_inspection_of_a_fitted_model_without_indices():
     X, y = make_data()
     with pytest.raises(TypeError, match="fitted but has no learned normalized differences"):
         inspection.index_table(LogisticRegression().fit(X, y))
+
+
+def test_ragged_rows_are_named_as_such(clf):
+    with pytest.raises(ValueError, match="ragged sequence: its rows have 2, 4 values"):
+        clf.predict([[0.1, 0.2, 0.3, 0.4], [0.1, 0.2]])
