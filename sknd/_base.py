@@ -36,9 +36,11 @@ from ._training import (
 from ._validation import (
     check_band_values,
     check_min_bands,
+    check_training_memory,
     densify,
     locate,
     non_numeric_error,
+    plain_values,
     reject_images,
     warn_about_training_values,
 )
@@ -61,6 +63,8 @@ __all__ = []
 #: rows get infinite gradients (below 1e-45 it is 0 and they get 0 / 0); far above
 #: any band value it flattens every index to 0.
 EPSILON_RANGE = (1e-15, 1e15)
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 # Rows per forward pass at inference: bounds the (rows x pairs) intermediates.
 _INFERENCE_CHUNK = 65_536
@@ -119,6 +123,22 @@ def _group_split(X, codes, groups, validation_fraction, seed):
     return X[train], codes[train], X[valid], codes[valid]
 
 
+def _matching_outputs(codes_val, codes):
+    """``codes_val`` shaped as ``codes``, or a ValueError if their outputs differ."""
+    outputs, outputs_val = (1 if np.ndim(c) == 1 else np.shape(c)[1] for c in (codes, codes_val))
+    if outputs != outputs_val:
+        raise ValueError(
+            f"y_val has {outputs_val} output(s) per sample but y has {outputs}: early stopping "
+            "would track the wrong target. Pass y_val with the columns of y."
+        )
+    return np.reshape(codes_val, (len(codes_val),) + np.shape(codes)[1:])
+
+
+# ids of the estimator objects being fitted now (see restore_on_failure).
+_fitting = set()
+_fitting_lock = threading.Lock()
+
+
 def restore_on_failure(fit):
     """Make ``fit`` all or nothing: if it raises, the estimator is left as it was.
 
@@ -129,10 +149,25 @@ def restore_on_failure(fit):
     refit one whose ``n_features_in_`` disagrees with its network. Restoring the
     attributes leaves an unfitted estimator unfitted and keeps the previous
     model of a fitted one, intact and consistent.
+
+
+    It also refuses a second ``fit`` of the same object while one runs (in
+    another thread): both would write the same attributes and leave a mix of
+    two models. Fits of separate objects (``clone``) run in parallel. Applied
+    outside ``_fit_context``, so that an interrupt landing in its exit still
+    restores the previous model.
     """
 
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
+        with _fitting_lock:
+            if id(self) in _fitting:
+                raise RuntimeError(
+                    f"This {type(self).__name__} object is already being fitted in another "
+                    "thread; one object cannot fit twice at once. Fit a copy in each thread "
+                    "(sklearn.base.clone(estimator))."
+                )
+            _fitting.add(id(self))
         before = dict(vars(self))
         try:
             return fit(self, *args, **kwargs)
@@ -140,6 +175,9 @@ def restore_on_failure(fit):
             vars(self).clear()
             vars(self).update(before)
             raise
+        finally:
+            with _fitting_lock:
+                _fitting.discard(id(self))
 
     return wrapper
 
@@ -170,8 +208,9 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             Interval(Integral, 1, None, closed="left"),
             "array-like",
         ],
-        "lr": [Interval(Real, 0, None, closed="neither")],
-        "weight_decay": [Interval(Real, 0, None, closed="left")],
+        # Up to the float32 maximum: the optimizer computes in float32.
+        "lr": [Interval(Real, 0, _FLOAT32_MAX, closed="right")],
+        "weight_decay": [Interval(Real, 0, _FLOAT32_MAX, closed="both")],
         "batch_size": [Interval(Integral, 1, None, closed="left")],
         "max_epochs": [Interval(Integral, 1, None, closed="left")],
         "early_stopping": ["boolean"],
@@ -251,6 +290,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         """
         estimator_name = type(self).__name__
         reject_images(X, name, estimator_name)
+        X = plain_values(X, name, estimator_name)
         source_dtype = getattr(X, "dtype", None)
         columns = getattr(X, "columns", None)  # to name bad columns as the user knows them
         kwargs = dict(
@@ -281,10 +321,14 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             name=name,
             estimator_name=estimator_name,
             feature_names=columns,
-            non_negative=self.variant == "reflectance",
+            non_negative=self._fitted_param("variant") == "reflectance",
             source_dtype=source_dtype,
         )
         return X if y is None else (X, y)
+
+    def _fitted_param(self, name):
+        """``epsilon`` or ``variant`` as fitted (``epsilon_``), the parameter before fit."""
+        return getattr(self, f"{name}_", getattr(self, name))
 
     def _validate_X(self, X):
         """Validate ``X`` at prediction time against what ``fit`` saw."""
@@ -324,7 +368,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 if "X_val" in str(exc):
                     raise
                 raise ValueError(f"Invalid validation data X_val, y_val: {exc}") from exc
-            return X, codes, X_val, task.encode(y_val)
+            return X, codes, X_val, _matching_outputs(task.encode(y_val), codes)
         if not self.early_stopping:
             return X, codes, None, None
         if groups is not None:
@@ -355,6 +399,12 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------ fitting
     def _fit(self, X, y, X_val=None, y_val=None, groups=None):
+        # Frozen at fit: set_params without a refit must not change what the network
+        # computes or which inputs it accepts (X_val is checked against these too).
+        self.epsilon_, self.variant_ = float(self.epsilon), self.variant
+        if isinstance(self.batch_size, (bool, np.bool_)):  # an Integral to scikit-learn
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
+        self._band_names_given = self.bands is not None
         X, y = self._validate_X_y(X, y, reset=True)
         n_features = X.shape[1]
         # Band names (DataFrame columns or bands=) are frozen at fit time; they
@@ -400,6 +450,18 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         hidden_units = self.hidden_units
         if hidden_units is None:
             hidden_units = default_hidden_units(len(pairs))
+        check_training_memory(
+            architecture=self.architecture,
+            n_features=n_features,
+            n_pairs=len(pairs),
+            n_outputs=task.n_outputs,
+            depth=self.depth,
+            hidden_units=hidden_units,
+            batch_size=self.batch_size,
+            n_samples=len(X_train),
+            passthrough=self.passthrough,
+            estimator_name=type(self).__name__,
+        )
 
         train_data = TensorDataset(
             torch.tensor(X_train, dtype=torch.float32, device=device),
@@ -612,7 +674,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
     def _pixel_checks(self):
         """What :class:`sknd._evaluator.FastNetwork` checks pixels with, as ``fit`` saw it."""
         return dict(
-            non_negative=self.variant == "reflectance",
+            non_negative=self._fitted_param("variant") == "reflectance",
             estimator_name=type(self).__name__,
             feature_names=getattr(self, "feature_names_in_", None),
         )

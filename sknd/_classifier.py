@@ -116,8 +116,8 @@ class NDClassifier(ClassifierMixin, BaseND):
     def _make_task(self, y):
         return ClassificationTask(y)
 
-    @_fit_context(prefer_skip_nested_validation=True)
     @restore_on_failure
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, X_val=None, y_val=None, groups=None):
         """Train the network on band values ``X`` and labels ``y``.
 

@@ -229,6 +229,13 @@ ATTRIBUTES_DOC = """\
         The bands resolved at fit time: their names and, under a ``sensor``,
         common names and wavelengths. Later changes of ``bands`` or
         ``sensor`` do not relabel a fitted model.
+    epsilon_ : float
+        ``epsilon`` as the network was fitted with; ``transform``,
+        ``export_formulas`` and :mod:`sknd.raster` use it, so that
+        ``set_params`` without a refit cannot change a fitted model.
+    variant_ : str
+        ``variant`` as the network was fitted with (it decides, e.g., whether
+        negative band values are refused).
     indices_ : pandas.DataFrame
         One row per learned index, in the order of ``pairs_`` (for
         ``NDTransformer``: of the columns of ``transform``), see

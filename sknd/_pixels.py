@@ -67,11 +67,17 @@ def _label_fill(dtype, fill_value):
             return np.dtype(np.float64), np.nan
         # Object arrays holding NaN (not None): xarray turns None into NaN anyway.
         return np.dtype(object), np.nan
-    try:
-        out_dtype = np.result_type(dtype, np.asarray(fill_value).dtype)
-    except TypeError:  # e.g. string labels with a numeric fill
-        out_dtype = np.dtype(object)
-    return out_dtype, fill_value
+    numeric_labels = dtype.kind in "biuf"
+    text_fill = isinstance(fill_value, (str, bytes))
+    if numeric_labels and text_fill:
+        raise TypeError(
+            f"fill_value={fill_value!r} is text, but the predictions are numbers ({dtype}): "
+            "it would turn every prediction into a string. Pass a number (e.g. -1 or NaN)."
+        )
+    if not numeric_labels and not text_fill:
+        # e.g. NaN for string classes: kept as a float in an object array, not as 'nan'.
+        return np.dtype(object), fill_value
+    return np.result_type(dtype, np.asarray(fill_value).dtype), fill_value
 
 
 def _output_labels(method, estimator, n_outputs):
@@ -150,6 +156,8 @@ def apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1, col
     ``columns`` (a list of band positions, or None for all bands in order)
     picks and orders the bands ``func`` takes; only those decide no-data.
     """
+    if out.size == 0 or pixels.size == 0:  # an empty scene: nothing to call the estimator on
+        return out
     n_bands = pixels.shape[-1]
     tail = spec.tail
 
@@ -234,11 +242,15 @@ def _invalid_pixels(X, nodata):
     # A sum is NaN/inf iff a value is NaN/inf (or it overflows): the sum of the table
     # clears it in one pass; otherwise row sums (a matrix-vector product) find the
     # suspect rows, and the exact test runs on those only.
-    if X.dtype.kind == "f" and not np.isfinite(X.sum()):
-        suspect = np.flatnonzero(~np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)))
-        if len(suspect):
-            invalid = np.zeros(len(X), dtype=bool)
-            invalid[suspect] = np.isnan(X[suspect]).any(axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN: what is looked for
+        total = X.sum() if X.dtype.kind == "f" else 0
+        if np.isfinite(total):
+            suspect = []
+        else:
+            suspect = np.flatnonzero(~np.isfinite(X @ np.ones(X.shape[1], dtype=X.dtype)))
+    if len(suspect):
+        invalid = np.zeros(len(X), dtype=bool)
+        invalid[suspect] = np.isnan(X[suspect]).any(axis=1)
     if nodata is not None and not (isinstance(nodata, float) and np.isnan(nodata)):
         # Column by column: .any(axis=1) over a handful of bands is several times slower.
         equal = X[:, 0] == nodata

@@ -108,8 +108,8 @@ class NDRegressor(RegressorMixin, BaseND):
     def _y_validation_kwargs(self):
         return {"multi_output": True, "y_numeric": True}
 
-    @_fit_context(prefer_skip_nested_validation=True)
     @restore_on_failure
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, X_val=None, y_val=None, groups=None):
         """Train the network on band values ``X`` and targets ``y``.
 

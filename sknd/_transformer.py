@@ -131,13 +131,15 @@ class NDTransformer(TransformerMixin, BaseND):
         return tags
 
     def _make_task(self, y):
+        if np.ndim(y) == 2 and np.shape(y)[1] == 1:
+            y = np.asarray(y)[:, 0]  # one target as a column, as NDClassifier accepts it
         return infer_task(y)
 
     def _y_validation_kwargs(self):
         return {"multi_output": True}
 
-    @_fit_context(prefer_skip_nested_validation=True)
     @restore_on_failure
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, X_val=None, y_val=None, groups=None):
         """Learn indices that predict ``y`` from band values ``X``.
 
@@ -202,8 +204,8 @@ class NDTransformer(TransformerMixin, BaseND):
                 torch.tensor(self.coef_a_[selected], dtype=x.dtype),
                 torch.tensor(self.coef_c_[selected], dtype=x.dtype),
                 torch.tensor(self.pairs_[selected]),
-                self.epsilon,
-                self.variant,
+                self.epsilon_,
+                self.variant_,
             )
         return values.numpy()
 
@@ -219,8 +221,8 @@ class NDTransformer(TransformerMixin, BaseND):
             self.coef_a_[selected],
             self.coef_c_[selected],
             self.n_features_in_,
-            self.epsilon,
-            self.variant,
+            self.epsilon_,
+            self.variant_,
             **self._pixel_checks(),
         )
 

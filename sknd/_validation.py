@@ -9,6 +9,7 @@ values are and what to do about them. The standard phrases ("Input X contains Na
 scikit-learn's estimator checks still recognise them.
 """
 
+import os
 import warnings
 
 import numpy as np
@@ -79,6 +80,43 @@ def reject_images(X, name, estimator_name):
         )
 
 
+def plain_values(X, name, estimator_name):
+    """``X`` ready for ``validate_data``: masks, dates and complex numbers refused, strides fixed.
+
+    A masked array (rasterio's ``read(masked=True)``) with masked values would
+    have them used as real band values: refused, with the fix. Dates, time
+    deltas and complex numbers would be converted to floats silently.
+    Negative strides (``X[::-1]``, ``np.flipud``) are copied away: torch
+    cannot take them.
+    """
+    if np.ma.isMaskedArray(X):
+        mask = np.ma.getmaskarray(X)
+        if mask.any():
+            rows = mask.reshape(len(X), -1).any(axis=1) if X.ndim else mask
+            raise ValueError(
+                f"{name} is a masked array with {_plural(int(mask.sum()), 'masked value')} in "
+                f"{_plural(int(rows.sum()), 'row')}, which {estimator_name} would use as real "
+                f"band values. Drop those rows first, e.g. {name}.data[~{name}.mask.any(axis=1)], "
+                "or use sknd.raster, which treats masked pixels as no-data."
+            )
+        X = X.data
+    dtypes = list(X.dtypes) if isinstance(X, pd.DataFrame) else [getattr(X, "dtype", None)]
+    for dtype in dtypes:
+        kind = getattr(dtype, "kind", None)
+        if kind in ("m", "M", "c"):
+            what = {"m": "time deltas", "M": "dates", "c": "complex numbers"}[kind]
+            complex_ = "Complex data not supported: " if kind == "c" else ""
+            raise NonNumericInputError(
+                f"{complex_}{name} must hold real band values, but it holds {what} (dtype "
+                f"{dtype}), which "
+                f"{estimator_name} would silently read as numbers. Drop those columns or convert "
+                "them to band values first."
+            )
+    if isinstance(X, np.ndarray) and any(stride < 0 for stride in X.strides):
+        X = np.ascontiguousarray(X)
+    return X
+
+
 def non_numeric_error(X, name, error):
     """A clear error if ``X`` cannot be converted to floats, else None.
 
@@ -100,6 +138,12 @@ def non_numeric_error(X, name, error):
             if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
         ]
         where = f"column(s) {columns} are not numeric"
+    elif isinstance(X, (list, tuple)) and len({np.size(row) for row in X}) > 1:
+        lengths = sorted({int(np.size(row)) for row in X})
+        return ValueError(
+            f"{name} is a ragged sequence: its rows have {_listing(lengths)} values. Pass one "
+            "row per sample with the same bands (columns) in every row."
+        )
     else:
         where = "some entries are not numbers"
     return NonNumericInputError(
@@ -211,6 +255,18 @@ def warn_about_training_values(X, *, epsilon, variant, nd_layer):
         )
 
 
+def _has_fitted_attributes(estimator):
+    """Whether ``estimator`` looks fitted to scikit-learn (attributes ending with ``_``)."""
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(estimator)
+    except (NotFittedError, TypeError):
+        return False
+    return True
+
+
 def check_fitted_indices(estimator):
     """Raise ``NotFittedError`` unless ``estimator`` has learned indices to read.
 
@@ -218,6 +274,12 @@ def check_fitted_indices(estimator):
     the fitted attributes ``pairs_``, ``coef_a_`` and ``coef_c_`` alone.
     """
     missing = [name for name in ("pairs_", "coef_a_", "coef_c_") if not hasattr(estimator, name)]
+    if missing and _has_fitted_attributes(estimator):
+        raise TypeError(
+            f"This {type(estimator).__name__} is fitted but has no learned normalized "
+            f"differences (missing {', '.join(missing)}): sknd.inspection and sknd.plotting "
+            "read the indices of sknd estimators (NDClassifier, NDRegressor, NDTransformer)."
+        )
     if missing:
         from sklearn.exceptions import NotFittedError
 
@@ -225,3 +287,67 @@ def check_fitted_indices(estimator):
             f"This {type(estimator).__name__} instance is not fitted yet (missing "
             f"{', '.join(missing)}). Call 'fit' before inspecting its indices."
         )
+
+
+def _physical_memory():
+    """Bytes of physical memory of this machine (16 GiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 16 * 2**30
+
+
+def check_training_memory(
+    *,
+    architecture,
+    n_features,
+    n_pairs,
+    n_outputs,
+    depth,
+    hidden_units,
+    batch_size,
+    n_samples,
+    passthrough,
+    estimator_name,
+):
+    """Refuse a fit whose network and batches cannot fit in this machine's memory.
+
+    Counts the parameters of the network :func:`sknd.networks.build_network`
+    would build (in Python integers: no overflow) and the float32 activations
+    of one batch. Training keeps four copies of each parameter (weights,
+    gradients, Adam's two moments) and one more for early stopping's best
+    state; a backward pass keeps about three values per activation. An
+    estimate above the physical memory raises a ``ValueError`` naming the
+    parameter to lower, instead of letting the operating system kill the
+    process.
+    """
+    if architecture == "mlp":
+        first_params, width = n_features * hidden_units + hidden_units, hidden_units
+        gathered = 0
+    else:
+        first_params, width = 2 * n_pairs, n_pairs
+        gathered = 4 * n_pairs  # "signed" gathers [b_i, b_j, r_i, r_j] per pair
+        if architecture == "attnd":
+            first_params += n_features * n_pairs + n_pairs
+    if passthrough:
+        width += n_features
+    params = first_params
+    widths = gathered + width
+    for _ in range(depth - 2):
+        params += width * hidden_units + hidden_units
+        width = hidden_units
+        widths += 2 * hidden_units
+    params += width * n_outputs + n_outputs
+    rows = min(batch_size, max(n_samples, 1))
+    estimate = 4 * (5 * params + 3 * rows * (widths + n_features + n_outputs))
+    limit = _physical_memory()
+    if estimate > limit:
+        largest = "hidden_units" if hidden_units >= n_pairs else "pairs"
+        raise ValueError(
+            f"{estimator_name} would need about {estimate / 2**30:,.3g} GiB to train a network "
+            f"of {params:,} parameters (depth={depth}, hidden_units={hidden_units:,}, "
+            f"{n_pairs:,} band pairs, batch_size={batch_size:,}), more than the "
+            f"{limit / 2**30:,.3g} GiB of memory of this machine. Lower {largest} (or depth, "
+            "batch_size), or select fewer bands or pairs (e.g. pairs='auto')."
+        )
+    return estimate

@@ -383,7 +383,8 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
     if precision is not None and (not isinstance(precision, (int, np.integer)) or precision < 1):
         raise ValueError(f"precision must be a positive int or None, got {precision!r}.")
     check_fitted_indices(estimator)
-    variant = getattr(estimator, "variant", "reflectance")
+    # As fitted (sknd estimators' epsilon_, variant_), else the plain attributes.
+    variant = getattr(estimator, "variant_", getattr(estimator, "variant", "reflectance"))
     if variant not in VARIANTS:
         raise ValueError(f"Unknown variant {variant!r}; expected one of {VARIANTS}.")
 
@@ -402,7 +403,7 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
     weights_j = softplus(np.asarray(estimator.coef_c_, dtype=np.float64).ravel())
     if precision is None and format in ("latex", "text"):
         precision = 4
-    eps = _number(estimator.epsilon, None, format)
+    eps = _number(getattr(estimator, "epsilon_", getattr(estimator, "epsilon", None)), None, format)
     formulas = []
     for position in positions:
         i, j = pairs[position]

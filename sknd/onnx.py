@@ -69,8 +69,8 @@ def _transformer_network(estimator):
     layer = NormalizedDifference(
         estimator.n_features_in_,
         estimator.pairs_[selected],
-        estimator.epsilon,
-        estimator.variant,
+        estimator.epsilon_,
+        estimator.variant_,
     )
     with torch.no_grad():
         layer.a.copy_(torch.as_tensor(estimator.coef_a_[selected]))

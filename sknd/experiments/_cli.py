@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 
 from ..bands import resolve_bands
+from ._checks import check_run_arguments
 from ._data import SHIPPED_DATASETS, load_experiment_data
 from ._noise import PAPER_NOISE_LEVELS
 from ._protocol import run_experiments
@@ -221,6 +222,23 @@ def build_parser():
     return parser
 
 
+# Names of run_experiments' arguments on the command line, for messages.
+_OPTIONS = {
+    name: "--" + name.replace("_", "-")
+    for name in (
+        "depths",
+        "models",
+        "noise_levels",
+        "n_jobs",
+        "max_epochs",
+        "patience",
+        "hidden_units",
+        "sensor",
+        "pairs",
+    )
+}
+
+
 def _resolve(args):
     """Fill unset options from the quick or the full defaults."""
     base = QUICK if args.quick else DEFAULTS
@@ -243,7 +261,32 @@ def main(argv=None):
     args = parser.parse_args(argv)
     folds_given = args.folds is not None
     args = _resolve(args)
+    estimator_params = {
+        key: value
+        for key, value in (
+            ("max_epochs", args.max_epochs),
+            ("patience", args.patience),
+            ("hidden_units", args.hidden_units),
+            ("sensor", args.sensor),
+            ("pairs", args.pairs),
+        )
+        if value is not None
+    }
+    noise_levels = (
+        PAPER_NOISE_LEVELS
+        if args.noise_levels is None
+        else [level / 100 for level in args.noise_levels]
+    )
     try:
+        if args.output is not None and args.output.exists() and not args.output.is_dir():
+            raise ValueError(f"--output {args.output} is a file: name a folder for the report.")
+        for option, value, least in (
+            ("--folds", args.folds, 2),
+            ("--noise-repeats", args.noise_repeats, 1),
+            ("--n-estimators", args.n_estimators, 1),
+        ):
+            if value < least:
+                raise ValueError(f"{option} must be at least {least}, got {value}.")
         data = load_experiment_data(
             args.dataset,
             target=args.target,
@@ -271,6 +314,17 @@ def main(argv=None):
             name=data.group_name or "groups",
             folds_option="--folds",
         )
+        check_run_arguments(
+            data.X,
+            data.y,
+            task=data.task,
+            depths=args.depths,
+            models=args.models,
+            noise_levels=noise_levels,
+            estimator_params=estimator_params,
+            n_jobs=args.n_jobs,
+            options=_OPTIONS,
+        )
         if args.models is not None:
             specs_for(data.task, args.models)
         if args.sensor is not None:
@@ -283,22 +337,6 @@ def main(argv=None):
         # A wrong path, column or option is a usage error: say so without a traceback.
         parser.error(str(exc))
     output = args.output or Path("results") / data.name
-    estimator_params = {
-        key: value
-        for key, value in (
-            ("max_epochs", args.max_epochs),
-            ("patience", args.patience),
-            ("hidden_units", args.hidden_units),
-            ("sensor", args.sensor),
-            ("pairs", args.pairs),
-        )
-        if value is not None
-    }
-    noise_levels = (
-        PAPER_NOISE_LEVELS
-        if args.noise_levels is None
-        else [level / 100 for level in args.noise_levels]
-    )
     figures = not args.no_figures
     if figures:
         try:

@@ -17,6 +17,7 @@ from sklearn.utils.multiclass import type_of_target
 
 from .._threads import one_thread
 from ..networks import default_hidden_units
+from ._checks import check_run_arguments
 from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS, illumination_check, noise_robustness
 from ._peers import count_parameters
 from ._progress import Progress
@@ -395,10 +396,18 @@ def run_experiments(
                 f"y has {int((~np.isfinite(y)).sum())} missing or infinite values; drop "
                 "those samples first."
             )
+    check_run_arguments(
+        X,
+        y,
+        task=task,
+        depths=depths,
+        models=models,
+        noise_levels=noise_levels,
+        estimator_params=estimator_params,
+        n_jobs=n_jobs,
+    )
     specs = specs_for(task, models)
     depths = sorted(int(d) for d in depths)
-    if any(d < 2 for d in depths):
-        raise ValueError(f"Depths must be >= 2, got {depths}.")
     noise_levels = [float(level) for level in noise_levels]
     notes = list(notes or [])
 

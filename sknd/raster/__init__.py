@@ -53,6 +53,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._docstrings import Substitution
 from .._pixels import apply_pixels, prepare
+from ._checks import check_image_dtype, check_scalar, image_values
 from ._matching import band_columns
 from ._xarray import apply_dataarray, is_dataarray
 
@@ -383,12 +384,14 @@ def _apply(
         raise TypeError(f"sensor must be a preset name (str) or None, got {sensor!r}.")
     n_jobs = _n_jobs(n_jobs)
     options = {
-        "nodata": nodata,
-        "fill_value": fill_value,
+        "nodata": check_scalar(nodata, "nodata", numeric=True),
+        "fill_value": check_scalar(fill_value, "fill_value", numeric=method != "predict"),
         "chunk_pixels": int(chunk_pixels),
         "bands": bands,
         "sensor": sensor,
     }
+    if is_dataarray(image) or _is_dask_array(image):
+        check_image_dtype(image.dtype)
     if is_dataarray(image):
         if not isinstance(band_dim, str):
             raise TypeError(f"band_dim must be a dimension name for a DataArray, got {band_dim!r}.")
@@ -397,7 +400,7 @@ def _apply(
         return _apply_dataframe(method, estimator, image, n_jobs, options)
     if _is_dask_array(image):
         return _apply_dask_array(method, estimator, image, band_dim, options)
-    return _apply_ndarray(method, estimator, np.asarray(image), band_dim, n_jobs, options)[0]
+    return _apply_ndarray(method, estimator, image_values(image), band_dim, n_jobs, options)[0]
 
 
 def _is_dataframe(image):
@@ -466,9 +469,7 @@ def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options, names=No
 def _apply_dataframe(method, estimator, frame, n_jobs, options):
     import pandas as pd
 
-    values = frame.to_numpy()
-    if values.dtype == object:
-        values = values.astype(np.float64)
+    values = image_values(frame.to_numpy())
     names = [str(column) for column in frame.columns]
     out, spec = _apply_ndarray(method, estimator, values, -1, n_jobs, options, names=names)
     if spec.n_outputs is None:

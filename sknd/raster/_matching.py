@@ -11,6 +11,8 @@ caller says so with ``bands="positional"``.
 
 import warnings
 
+import numpy as np
+
 from ..bands import Band, BandMatchWarning, match_bands
 
 __all__ = []
@@ -21,10 +23,19 @@ POSITIONAL = "positional"
 def model_band_names(estimator):
     """The band names an estimator was fitted on, or None when it has none."""
     names = getattr(estimator, "feature_names_in_", None)
-    if names is None and getattr(estimator, "bands", None) is not None:
+    # Whether bands= named them at fit (frozen then; the parameter for older pickles).
+    given = getattr(estimator, "_band_names_given", getattr(estimator, "bands", None) is not None)
+    if names is None and given:
         # sknd estimators fitted on arrays with explicit bands=[...] names.
         names = getattr(estimator, "band_names_", None)
     return None if names is None else [str(name) for name in names]
+
+
+def band_name(label):
+    """A band label as a name: bytes (netCDF's character arrays) decoded, others as ``str``."""
+    if isinstance(label, (bytes, np.bytes_)):
+        return bytes(label).decode("utf-8", errors="replace").strip()
+    return str(label)
 
 
 def check_bands(bands, n_bands):
@@ -34,7 +45,7 @@ def check_bands(bands, n_bands):
     if isinstance(bands, str):
         raise ValueError(f"bands must be a sequence of band names or 'positional', got {bands!r}.")
     try:
-        names = [str(name) for name in bands]
+        names = [band_name(name) for name in bands]
     except TypeError:
         raise TypeError(
             f"bands must be a sequence of band names or 'positional', got {bands!r}."

@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 from .._pixels import apply_block, prepare
-from ._matching import band_columns
+from ._matching import band_columns, band_name
 
 __all__ = []
 
@@ -41,11 +41,11 @@ def image_band_names(image, band_dim):
     n_bands = image.sizes[band_dim]
     if band_dim in image.coords:
         labels = image.coords[band_dim].values.tolist()
-        if all(isinstance(label, str) for label in labels):
-            return labels
+        if all(isinstance(label, (str, bytes)) for label in labels):
+            return [band_name(label) for label in labels]
     long_name = image.attrs.get("long_name")
     if isinstance(long_name, (tuple, list)) and len(long_name) == n_bands:
-        names = [str(name).strip() for name in long_name]
+        names = [band_name(name).strip() for name in long_name]
         if all(names):
             return names
     return None

@@ -1,0 +1,77 @@
+"""Checks of what the raster functions take: image values, ``nodata`` and ``fill_value``.
+
+Band values must be real numbers (booleans, integers, floats); masked arrays
+(what rasterio's ``read(masked=True)`` returns) have their masked pixels
+treated as no-data. ``nodata`` and ``fill_value`` are single values of a kind
+that can meet the image and the output: anything else would silently match
+nothing or rewrite every output value.
+"""
+
+from numbers import Complex, Real
+
+import numpy as np
+
+__all__ = []
+
+
+def image_values(image):
+    """``image`` as an array of real band values; masked pixels become NaN (no-data)."""
+    if np.ma.isMaskedArray(image):
+        mask = np.ma.getmaskarray(image)
+        dtype = np.result_type(image.dtype, np.float32) if image.dtype.kind in "biuf" else None
+        check_image_dtype(np.dtype(dtype) if dtype is not None else image.dtype)
+        return np.ma.filled(image.astype(dtype), np.nan) if mask.any() else image.data
+    try:
+        image = np.asarray(image)
+    except ValueError as exc:  # ragged nested lists
+        raise ValueError(
+            f"image must be an array of band values with one shape, got a ragged sequence ({exc})."
+        ) from None
+    if image.dtype == object:
+        try:
+            image = image.astype(np.float64)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(
+                f"image must hold numeric band values, but some are not numbers ({exc})."
+            ) from None
+    check_image_dtype(image.dtype)
+    return image
+
+
+def check_image_dtype(dtype):
+    """Raise a ``TypeError`` unless ``dtype`` holds real band values."""
+    if dtype.kind in "biuf":
+        return
+    what = {
+        "c": "complex numbers (take np.abs, .real or .imag first)",
+        "m": "time deltas",
+        "M": "dates",
+        "U": "strings",
+        "S": "bytes",
+        "O": "Python objects",
+    }.get(dtype.kind, f"values of dtype {dtype}")
+    raise TypeError(
+        f"image must hold real band values (booleans, integers or floats), but it holds "
+        f"{what}: dtype {dtype}. Convert the bands to numbers first."
+    )
+
+
+def check_scalar(value, name, *, numeric):
+    """A single value (not an array); a real number when ``numeric``."""
+    if value is None:
+        return None
+    if np.ndim(value) != 0:
+        raise ValueError(
+            f"{name} must be a single value, got an array of shape {np.shape(value)}. "
+            "Pass one value, the same for every band and output."
+        )
+    if isinstance(value, np.ndarray):
+        value = value.item()
+    if isinstance(value, Complex) and not isinstance(value, Real):
+        raise TypeError(f"{name} must be a real number, got the complex number {value!r}.")
+    if numeric and (not isinstance(value, Real) or isinstance(value, (str, bytes))):
+        raise TypeError(
+            f"{name} must be a number, got {value!r} of type {type(value).__name__}."
+            + (" Pass the number itself, not a string." if isinstance(value, str) else "")
+        )
+    return value

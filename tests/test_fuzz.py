@@ -1,0 +1,193 @@
+"""Fuzzing of the contract (docs/contract.md) with hypothesis, derandomized.
+
+Random containers, dtypes, shapes, magnitudes, NaN/inf/negative values and
+parameter values go through predict / predict_proba / transform, sknd.raster,
+the estimators' fit and the experiments command line. Each case must end in a
+``ValueError``/``TypeError`` or in a result that is finite, in range and equal
+across containers; the command line answers with exit code 0 or 2 and never a
+traceback. Seconds, not minutes: the models are fitted once per module.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from sknd import NDClassifier, NDTransformer, raster  # noqa: E402
+
+FUZZ = settings(
+    derandomize=True,
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+EXPECTED = (ValueError, TypeError)
+
+
+def _data(n=60):
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.05, 0.5, (n, 4))
+    return X, (X[:, 3] > X[:, 2]).astype(int)
+
+
+@pytest.fixture(scope="module")
+def models():
+    X, y = _data()
+    fast = dict(max_epochs=3, batch_size=16, random_state=0)
+    return NDClassifier(**fast).fit(X, y), NDTransformer(**fast).fit(X, y)
+
+
+VALUES = st.one_of(
+    st.floats(0.0, 1.0),
+    st.sampled_from([0.0, -0.1, -9999.0, 65535.0, 1e16, 9.96921e36, np.nan, np.inf, -np.inf]),
+)
+DTYPES = st.sampled_from(["float64", "float32", "int64", "uint16", "bool", "complex128", "M8[s]"])
+
+
+@st.composite
+def tables(draw, n_bands=None):
+    n_rows = draw(st.integers(0, 6))
+    n_cols = n_bands if n_bands is not None else draw(st.integers(1, 6))
+    values = draw(st.lists(VALUES, min_size=n_rows * n_cols, max_size=n_rows * n_cols))
+    X = np.asarray(values, dtype=np.float64).reshape(n_rows, n_cols)
+    dtype = draw(DTYPES)
+    with np.errstate(all="ignore"):
+        if dtype in ("int64", "uint16", "M8[s]"):
+            X = np.nan_to_num(X, posinf=0, neginf=0).clip(0, 65535).astype(dtype)
+        else:
+            X = X.astype(dtype)
+    return X
+
+
+def _finite_or_refused(call, *args, **kwargs):
+    """The result of ``call(...)``, or None when it was refused with a clear error type."""
+    try:
+        result = call(*args, **kwargs)
+    except EXPECTED as exc:
+        assert str(exc), "an error must say what is wrong"
+        return None
+    return result
+
+
+@FUZZ
+@given(X=tables(), container=st.sampled_from(["array", "list", "frame", "masked", "reversed"]))
+def test_prediction_methods(models, X, container):
+    clf, transformer = models
+    inputs = {
+        "array": X,
+        "list": X.tolist(),
+        "frame": pd.DataFrame(X),
+        "masked": np.ma.masked_array(X),
+        "reversed": np.ascontiguousarray(X[::-1])[::-1],  # negative strides
+    }[container]
+    for method, check in (
+        (clf.predict, lambda r: set(np.unique(r)) <= {0, 1}),
+        (clf.predict_proba, lambda r: np.all((r >= 0) & (r <= 1))),
+        (transformer.transform, lambda r: np.all(np.abs(r) <= 1 + 1e-6)),
+    ):
+        result = _finite_or_refused(method, inputs)
+        reference = _finite_or_refused(method, X)
+        assert (result is None) == (reference is None), "containers must agree"
+        if result is not None:
+            assert len(result) == len(X)
+            assert np.all(np.isfinite(np.asarray(result, dtype=np.float64)))
+            assert check(result)
+            np.testing.assert_array_equal(result, reference)
+
+
+@FUZZ
+@given(
+    X=tables(n_bands=4),
+    nodata=st.sampled_from([None, 0, 0.0, -9999, np.nan, "0", [0, 0]]),
+    fill_value=st.sampled_from([None, -1, np.nan, 0.5, "x", 1j]),
+    n_jobs=st.sampled_from([1, 2]),
+)
+def test_raster(models, X, nodata, fill_value, n_jobs):
+    clf, _ = models
+    image = X.reshape(1, len(X), 4) if len(X) else X.reshape(0, 1, 4)
+    result = _finite_or_refused(
+        raster.predict, clf, image, nodata=nodata, fill_value=fill_value, n_jobs=n_jobs
+    )
+    if result is None:
+        return
+    assert result.shape == image.shape[:-1]
+    with np.errstate(all="ignore"):
+        values = X.astype(np.float64) if X.dtype.kind in "biuf" else None
+    assert values is not None, "only real band values can be predicted"
+    invalid = np.isnan(values).any(axis=1)
+    if nodata is not None and not (isinstance(nodata, float) and np.isnan(nodata)):
+        invalid |= (values == nodata).any(axis=1)
+    flat = result.reshape(-1)
+    expected_fill = np.nan if fill_value is None else fill_value
+    for pixel in np.flatnonzero(invalid):
+        if isinstance(expected_fill, float) and np.isnan(expected_fill):
+            assert np.isnan(flat[pixel])
+        else:
+            assert flat[pixel] == expected_fill
+    if (~invalid).any():
+        np.testing.assert_array_equal(flat[~invalid], clf.predict(values[~invalid]))
+
+
+@settings(derandomize=True, max_examples=15, deadline=None)
+@given(
+    params=st.fixed_dictionaries(
+        {},
+        optional={
+            "lr": st.sampled_from([1e-3, 0.0, -1.0, 1e39, np.nan, 50.0]),
+            "epsilon": st.sampled_from([1e-6, 0.0, 1e-30, np.nan, 1e16]),
+            "hidden_units": st.sampled_from([None, 0, 1, 4, 10**12]),
+            "batch_size": st.sampled_from([1, 16, 0, True, 2.5]),
+            "depth": st.sampled_from([1, 2, 3]),
+            "architecture": st.sampled_from(["nd", "mlp", "attnd", "bogus"]),
+        },
+    )
+)
+def test_fit_parameters(params):
+    X, y = _data(30)
+    model = NDClassifier(max_epochs=2, random_state=0, **params)
+    fitted = _finite_or_refused(model.fit, X, y)
+    if fitted is None:
+        assert not hasattr(model, "n_features_in_"), "a failed fit leaves no model behind"
+        return
+    proba = fitted.predict_proba(X)
+    assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
+
+
+@pytest.fixture(scope="module")
+def csv_path(tmp_path_factory):
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=["B2", "B3", "B4", "B8"]).assign(label=y)
+    path = tmp_path_factory.mktemp("fuzz") / "data.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+@settings(
+    derandomize=True,
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    option=st.sampled_from(
+        ["--folds", "--depths", "--max-epochs", "--n-jobs", "--models", "--noise-levels",
+         "--hidden-units", "--patience", "--pairs", "--noise-repeats", "--n-estimators"]
+    ),
+    value=st.sampled_from(["0", "1", "-1", "", "nan", "inf", "1e400", "bogus", "2,x", "1.5"]),
+)  # fmt: skip
+def test_cli_usage_errors(csv_path, capsys, option, value):
+    from sknd.experiments._cli import main
+
+    argv = ["--dataset", str(csv_path), "--quick", "--quiet", "--no-figures", "--folds", "2"]
+    argv += ["--models", "logreg_bands", "--noise-levels", "0", "--noise-repeats", "1"]
+    argv += ["--output", str(csv_path.parent / "out"), option, value]
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code in (0, 2), err
+    assert "Traceback" not in err
