@@ -15,6 +15,16 @@ import torch
 __all__ = ["FlatAdam"]
 
 
+def _unwrapped(method):
+    """``method`` without ``torch._disable_dynamo``'s wrapper.
+
+    The wrapper imports ``torch._dynamo`` on its first call: 0.8 s, the whole warm-up
+    of a process's first fit (``Optimizer.__init__`` calls ``add_param_group``).
+    FlatAdam is never compiled, so the plain method does the same.
+    """
+    return getattr(method, "__wrapped__", method)
+
+
 class FlatAdam(torch.optim.Optimizer):
     """Adam with L2 weight decay on one contiguous buffer per parameter group.
 
@@ -162,11 +172,11 @@ class FlatAdam(torch.optim.Optimizer):
         self._flat = None
 
     def add_param_group(self, param_group):
-        super().add_param_group(param_group)
+        _unwrapped(torch.optim.Optimizer.add_param_group)(self, param_group)
         self._flat = None
 
     def load_state_dict(self, state_dict):
-        super().load_state_dict(state_dict)
+        _unwrapped(torch.optim.Optimizer.load_state_dict)(self, state_dict)
         self._flat = None
 
     # ------------------------------------------------------------------ steps

@@ -44,6 +44,7 @@ from ._validation import (
     reject_images,
     warn_about_training_values,
 )
+from ._weights import check_part, fit_weights, weight_tensor
 from .bands import band_pair_indices, resolve_bands
 from .inspection import export_formulas, index_table
 from .networks import (
@@ -105,7 +106,7 @@ def _resolve_device(device):
     return device
 
 
-def _group_split(X, codes, groups, validation_fraction, seed):
+def _group_split(X, codes, groups, validation_fraction, seed, weight):
     """Hold out about ``validation_fraction`` of the groups for early stopping."""
     groups = np.asarray(groups)
     if groups.ndim != 1 or len(groups) != len(X):
@@ -120,7 +121,9 @@ def _group_split(X, codes, groups, validation_fraction, seed):
         )
     splitter = GroupShuffleSplit(n_splits=1, test_size=validation_fraction, random_state=seed)
     train, valid = next(splitter.split(X, codes, groups))
-    return X[train], codes[train], X[valid], codes[valid]
+    if weight is None:
+        return X[train], codes[train], X[valid], codes[valid], None, None
+    return X[train], codes[train], X[valid], codes[valid], weight[train], weight[valid]
 
 
 def _matching_outputs(codes_val, codes):
@@ -353,8 +356,11 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             )
         return X, y
 
-    def _validation_split(self, X, codes, task, X_val, y_val, seed, groups=None):
-        """Return ``(X_train, codes_train, X_val, codes_val)``; the latter two may be None.
+    def _validation_split(self, X, codes, task, X_val, y_val, seed, groups=None, weight=None):
+        """Return ``(X_train, codes_train, X_val, codes_val, weight_train, weight_val)``.
+
+        The validation parts may be None, and the weights are None when ``weight`` is
+        (an explicit ``X_val`` is not weighted).
 
         With ``groups``, the internal split holds out whole groups (fields, spatial
         blocks): correlated samples on both sides would make early stopping optimistic.
@@ -368,11 +374,11 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 if "X_val" in str(exc):
                     raise
                 raise ValueError(f"Invalid validation data X_val, y_val: {exc}") from exc
-            return X, codes, X_val, _matching_outputs(task.encode(y_val), codes)
+            return X, codes, X_val, _matching_outputs(task.encode(y_val), codes), weight, None
         if not self.early_stopping:
-            return X, codes, None, None
+            return X, codes, None, None, weight, None
         if groups is not None:
-            return _group_split(X, codes, groups, self.validation_fraction, seed)
+            return _group_split(X, codes, groups, self.validation_fraction, seed, weight)
         n_samples = len(X)
         n_valid = int(np.ceil(self.validation_fraction * n_samples))
         if n_samples - n_valid < 1:
@@ -388,17 +394,18 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             counts = np.bincount(codes)
             if counts.min() >= 2 and min(n_valid, n_samples - n_valid) >= len(counts):
                 stratify = codes
-        X_train, X_valid, c_train, c_valid = train_test_split(
-            X, codes, test_size=n_valid, random_state=seed, stratify=stratify
+        weights = [] if weight is None else [weight]
+        X_train, X_valid, c_train, c_valid, *weights = train_test_split(
+            X, codes, *weights, test_size=n_valid, random_state=seed, stratify=stratify
         )
-        return X_train, c_train, X_valid, c_valid
+        return X_train, c_train, X_valid, c_valid, *(weights or [None, None])
 
     def _y_validation_kwargs(self):
         """Extra ``validate_data`` arguments for ``y`` (overridden for regression)."""
         return {}
 
     # ------------------------------------------------------------------ fitting
-    def _fit(self, X, y, X_val=None, y_val=None, groups=None):
+    def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
         # Frozen at fit: set_params without a refit must not change what the network
         # computes or which inputs it accepts (X_val is checked against these too).
         self.epsilon_, self.variant_ = float(self.epsilon), self.variant
@@ -422,12 +429,15 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             pairs = all_pairs(n_features)
         else:
             pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self.bands_))
-        task = self._make_task(y)
+        weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
+        task = self._make_task(y, weight)
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         device = _resolve_device(self.device)
-        X_train, c_train, X_valid, c_valid = self._validation_split(
-            X, task.encoded, task, X_val, y_val, seed, groups
+        X_train, c_train, X_valid, c_valid, w_train, w_valid = self._validation_split(
+            X, task.encoded, task, X_val, y_val, seed, groups, weight
         )
+        check_part(w_train, "training")
+        check_part(w_valid, "validation")
         n_keep = n_pairs_to_keep(
             self.pairs, len(pairs), auto=auto_pair_budget(n_features, task.n_outputs)
         )
@@ -442,6 +452,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 classification=isinstance(task, ClassificationTask),
                 variant=self.variant,
                 epsilon=self.epsilon,
+                sample_weight=w_train,
             )
         # sknd's default recipe (sknd._recipe): depth-2 networks with an ND layer. Deeper
         # networks train as in the paper: conditioning alone cost forest type a point at
@@ -466,6 +477,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         train_data = TensorDataset(
             torch.tensor(X_train, dtype=torch.float32, device=device),
             task.target_tensor(c_train).to(device),
+            weight_tensor(w_train, device),
         )
         # First, so that a non-finite epoch stops fit before any other callback uses it.
         callbacks = [("finite_training", FiniteTraining())]
@@ -474,6 +486,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             valid_data = TensorDataset(
                 torch.tensor(X_valid, dtype=torch.float32, device=device),
                 task.target_tensor(c_valid).to(device),
+                weight_tensor(w_valid, device),
             )
             train_split = predefined_split(valid_data)
             callbacks.append(("valid_score", ValidationScore(task.score)))
@@ -494,17 +507,18 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 pairs=pairs,
                 epsilon=self.epsilon,
                 variant=self.variant,
-                passthrough=self._passthrough_scaling(X_train),
+                passthrough=self._passthrough_scaling(X_train, w_train),
                 standardize=recipe,
             )
         rows = _chunk_rows(module)
         with torch_threads(1):
             start_score = None
             if recipe:
-                _recipe.prepare(module, X_train, self._convex_target(task, c_train), task, rows)
+                target = self._convex_target(task, c_train)
+                _recipe.prepare(module, X_train, target, task, rows, w_train)
                 if X_valid is not None:
                     target = valid_data.y.cpu()
-                    start_score = _recipe.start_score(module, X_valid, target, task, rows)
+                    start_score = _recipe.start_score(module, X_valid, target, task, rows, w_valid)
             if X_valid is not None and self.early_stopping:
                 stopper = EarlyStopping(
                     task.monitor, task.lower_is_better, self.patience, start_score=start_score
@@ -530,13 +544,18 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             )
             net.fit(train_data, None)
             if recipe:
-                X_all, c_all = X_train, c_train
+                X_all, c_all, w_all = X_train, c_train, w_train
                 if X_valid is not None:
                     X_all = np.concatenate([X_train, X_valid])
                     c_all = np.concatenate([c_train, c_valid])
-                _recipe.refit(net.module_, X_all, self._convex_target(task, c_all), task, rows)
+                    if w_train is not None:
+                        w_all = np.concatenate([w_train, np.ones(len(X_valid))])
+                        if w_valid is not None:
+                            w_all[len(X_train) :] = w_valid
+                target = self._convex_target(task, c_all)
+                _recipe.refit(net.module_, X_all, target, task, rows, w_all)
 
-        self._set_fitted_state(net, task, pairs, X_train)
+        self._set_fitted_state(net, task, pairs, X_train, w_train)
         return self
 
     @staticmethod
@@ -546,17 +565,18 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             return encoded
         return task.target_tensor(encoded).double().numpy()
 
-    def _passthrough_scaling(self, X_train):
-        """``(mean, scale)`` of the training bands for the raw passthrough, or None."""
+    def _passthrough_scaling(self, X_train, weight=None):
+        """(Weighted) ``(mean, scale)`` of the training bands for the raw passthrough, or None."""
         if not self.passthrough:
             return None
         X_train = np.asarray(X_train, dtype=np.float64)
-        scale = X_train.std(axis=0)
+        mean = np.average(X_train, axis=0, weights=weight)
+        scale = np.sqrt(np.average((X_train - mean) ** 2, axis=0, weights=weight))
         # Constant bands would divide by zero; leave them centred but unscaled.
         scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
-        return X_train.mean(axis=0), scale
+        return mean, scale
 
-    def _set_fitted_state(self, net, task, pairs, X_train):
+    def _set_fitted_state(self, net, task, pairs, X_train, w_train=None):
         """Expose the trained network's results as numpy/pandas attributes."""
         module = net.module_.eval()
         history = pd.DataFrame(
@@ -587,7 +607,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
 
         layer = self._nd_layer()
         importances = (
-            self._index_importances(X_train)
+            self._index_importances(X_train, w_train)
             if layer is not None or self.passthrough
             else np.empty(0)
         )
@@ -613,21 +633,24 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         """The trained ND layer, or None for the MLP baseline."""
         return first_nd_layer(self._module)
 
-    def _index_importances(self, X):
+    def _index_importances(self, X, sample_weight=None):
         """Outgoing-weight norm of each first-block output times its spread on ``X``.
 
         An index that varies little on the data, or whose value the next layer
         ignores, cannot drive the prediction; the product ranks indices by how
         much they can move the next layer's pre-activations. The spread is that
         of what the next dense layer sees (the standardized outputs under the
-        default recipe).
+        default recipe), weighted by ``sample_weight``.
         """
         records = describe(self._module)
         dense = next(i for i, layer in enumerate(records) if i > 0 and layer.kind == "linear")
         before = torch.nn.Sequential(*(layer.module for layer in records[:dense]))
         features = self._run_module(X, before)
         weight = records[dense].module.weight.detach().cpu().double().numpy()
-        return np.linalg.norm(weight, axis=0) * features.astype(np.float64).std(axis=0)
+        features = features.astype(np.float64)
+        mean = np.average(features, axis=0, weights=sample_weight)
+        spread = np.sqrt(np.average((features - mean) ** 2, axis=0, weights=sample_weight))
+        return np.linalg.norm(weight, axis=0) * spread
 
     # ------------------------------------------------------------------ inference
     def _inference_device(self):

@@ -1,16 +1,24 @@
 """NDClassifier: classification with learnable normalized-difference indices."""
 
 from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import StrOptions
 
 from ._base import BaseND, restore_on_failure
-from ._docstrings import ATTRIBUTES_DOC, NOTES_DOC, PARAMETERS_DOC, Substitution
+from ._docstrings import (
+    ATTRIBUTES_DOC,
+    CLASS_WEIGHT_DOC,
+    FIT_WEIGHTS_DOC,
+    NOTES_DOC,
+    PARAMETERS_DOC,
+    Substitution,
+)
 from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]
 
 
 @Substitution(
-    parameters=PARAMETERS_DOC,
+    parameters=PARAMETERS_DOC + CLASS_WEIGHT_DOC,
     attributes=ATTRIBUTES_DOC,
     notes=NOTES_DOC,
 )
@@ -56,6 +64,11 @@ class NDClassifier(ClassifierMixin, BaseND):
     True
     """
 
+    _parameter_constraints = {
+        **BaseND._parameter_constraints,
+        "class_weight": [dict, StrOptions({"balanced"}), None],
+    }
+
     def __init__(
         self,
         *,
@@ -79,6 +92,7 @@ class NDClassifier(ClassifierMixin, BaseND):
         sensor=None,
         passthrough=False,
         recipe="sknd",
+        class_weight=None,
     ):
         super().__init__(
             depth=depth,
@@ -102,6 +116,7 @@ class NDClassifier(ClassifierMixin, BaseND):
             passthrough=passthrough,
             recipe=recipe,
         )
+        self.class_weight = class_weight
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -113,12 +128,13 @@ class NDClassifier(ClassifierMixin, BaseND):
         tags.classifier_tags.poor_score = self.architecture != "mlp" and not self.passthrough
         return tags
 
-    def _make_task(self, y):
+    def _make_task(self, y, sample_weight=None):
         return ClassificationTask(y)
 
     @restore_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_val=None, y_val=None, groups=None):
+    @Substitution(fit_weights=FIT_WEIGHTS_DOC)
+    def fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
         """Train the network on band values ``X`` and labels ``y``.
 
         Parameters
@@ -130,19 +146,14 @@ class NDClassifier(ClassifierMixin, BaseND):
         X_val, y_val : array-like, default=None
             Explicit validation set for early stopping, used instead of the
             internal ``validation_fraction`` split.
-        groups : array-like of shape (n_samples,), default=None
-            Group labels (fields, plots, spatial blocks). With early stopping and
-            no ``X_val``, the internal validation split holds out whole groups
-            (:class:`~sklearn.model_selection.GroupShuffleSplit`), so correlated
-            samples never sit on both sides. Routed by scikit-learn's metadata
-            routing after ``set_fit_request(groups=True)``.
+        {fit_weights}
 
         Returns
         -------
         self : NDClassifier
             The fitted estimator.
         """
-        self._fit(X, y, X_val, y_val, groups)
+        self._fit(X, y, X_val, y_val, groups, sample_weight)
         self.classes_ = self._task.classes
         self._set_indices()
         return self

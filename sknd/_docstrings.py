@@ -10,6 +10,8 @@ import textwrap
 
 __all__ = [
     "ATTRIBUTES_DOC",
+    "CLASS_WEIGHT_DOC",
+    "FIT_WEIGHTS_DOC",
     "NOTES_DOC",
     "PARAMETERS_DOC",
     "TRANSFORMER_PARAMETERS_DOC",
@@ -184,6 +186,34 @@ _OTHER_PARAMETERS_DOC = """\
         network ended below a logistic regression on the classic indices it
         starts from; see the user guide's training page. Deeper networks and
         the MLP train the same under both.
+"""
+
+#: The last parameter of NDClassifier and NDTransformer.
+CLASS_WEIGHT_DOC = """\
+    class_weight : dict, "balanced" or None, default=None
+        Weights of the classes, as in scikit-learn: ``{label: weight}``, or
+        ``"balanced"`` for ``n_samples / (n_classes * np.bincount(y))`` (each
+        class weighs the same in total). Multiplied with ``sample_weight`` in
+        ``fit``. None: all classes weigh 1. Only for class labels: a
+        continuous target with ``class_weight`` raises a ``ValueError``.
+"""
+
+#: ``sample_weight`` and ``groups`` of every estimator's ``fit``.
+FIT_WEIGHTS_DOC = """\
+    groups : array-like of shape (n_samples,), default=None
+        Group labels (fields, plots, spatial blocks). With early stopping and
+        no ``X_val``, the internal validation split holds out whole groups
+        (:class:`~sklearn.model_selection.GroupShuffleSplit`), so correlated
+        samples never sit on both sides. Routed by scikit-learn's metadata
+        routing after ``set_fit_request(groups=True)``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Non-negative weight of each sample: weight ``k`` counts as ``k``
+        copies of the sample in the training loss (the batch mean of
+        ``w_i * loss_i``, weights rescaled to mean 1), the validation score
+        and loss of the internal split, the pair screening and the default
+        recipe's statistics and convex fits. An explicit ``X_val`` is not
+        weighted. Routed by metadata routing after
+        ``set_fit_request(sample_weight=True)``.
 """
 
 #: The parameters of NDClassifier and NDRegressor, in the order of their signature.

@@ -15,6 +15,8 @@ them for every architecture). Any other network or loss is left to skorch's
 autograd step.
 """
 
+import functools
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -257,7 +259,8 @@ class Unsupported(Exception):
 # ``grad(z, aux, terms)`` writes per-sample loss terms into ``terms`` (a slice of
 # an epoch buffer) and returns dL/dz of the batch-mean loss; ``epoch_total(terms)``
 # sums the per-sample losses of the epoch (skorch's batch-size weighted mean
-# times the number of samples).
+# times the number of samples) and ``sample_losses(terms)`` returns them one by one.
+# Sample weights scale the rows of dL/dz and the per-sample losses (FusedTrainer).
 
 
 class _BinaryCrossEntropy:
@@ -284,6 +287,9 @@ class _BinaryCrossEntropy:
     def epoch_total(self, terms):
         return F.softplus(terms).sum()
 
+    def sample_losses(self, terms):
+        return F.softplus(terms[:, 0])
+
 
 class _CrossEntropy:
     """Softmax cross-entropy; targets as one-hot rows."""
@@ -302,6 +308,9 @@ class _CrossEntropy:
     def epoch_total(self, terms):
         return -terms.sum()
 
+    def sample_losses(self, terms):
+        return -terms.sum(1)
+
 
 class _MeanSquaredError:
     """Mean squared error over samples and outputs."""
@@ -318,6 +327,9 @@ class _MeanSquaredError:
 
     def epoch_total(self, terms):
         return terms.pow(2).sum() / self.n_columns
+
+    def sample_losses(self, terms):
+        return terms.pow(2).mean(1)
 
 
 def _loss_for(criterion, n_outputs, batch_size):
@@ -398,7 +410,10 @@ class FusedTrainer:
         return self.optimizer._flat is before
 
     def _prepare(self, dataset):
-        """Per-dataset inputs of the first block, target columns and loss buffer, cached."""
+        """Per-dataset inputs of the first block, target columns and loss buffer, cached.
+
+        With sample weights (``dataset.w``) the last target column holds them.
+        """
         if self._data is not None and self._data[0] is dataset:
             return self._data[1:]
         X = dataset.X
@@ -406,15 +421,24 @@ class FusedTrainer:
             raise Unsupported("data and parameters differ in dtype or device")
         prepared = self.blocks[0].prepare(X)
         aux = self.loss.targets(dataset.y).to(self.dtype)
+        if dataset.w is not None:
+            aux = torch.cat([aux, dataset.w.to(self.dtype).reshape(-1, 1)], 1)
         terms = torch.empty(len(X), self.loss.n_columns, dtype=self.dtype, device=self.device)
         self._data = (dataset, prepared, aux, terms)
         return prepared, aux, terms
 
-    def forward_backward(self, x, aux, terms):
-        """Gradients of the batch-mean loss into the parameters' ``.grad`` views."""
+    def forward_backward(self, x, aux, terms, weighted=False):
+        """Gradients of the batch-mean loss into the parameters' ``.grad`` views.
+
+        ``weighted``: the last column of ``aux`` holds sample weights, and the
+        loss is the batch mean of ``w_i * loss_i`` (as :meth:`Net.get_loss`).
+        """
         for block in self.blocks:
             x = block.forward(x)
-        grad = self.loss.grad(x, aux, terms)
+        if weighted:
+            grad = self.loss.grad(x, aux[:, :-1], terms).mul_(aux[:, -1:])
+        else:
+            grad = self.loss.grad(x, aux, terms)
         for block in reversed(self.blocks):
             grad = block.backward(grad)
 
@@ -429,6 +453,9 @@ class FusedTrainer:
         batch_size = self.batch_size
         forward_backward = self.forward_backward
         update = self.optimizer._update
+        weighted = iterator.dataset.w is not None
+        if weighted:
+            forward_backward = functools.partial(forward_backward, weighted=True)
         # Views of all batches at once: one split per epoch instead of three slices per step.
         batches = zip(prepared.split(batch_size), aux.split(batch_size), terms.split(batch_size))
         n_batches = 0
@@ -436,4 +463,7 @@ class FusedTrainer:
             forward_backward(x, target, loss_terms)
             update()
             n_batches += 1
+        if weighted:
+            # terms are in the shuffled order of aux, whose last column holds the weights.
+            return (self.loss.sample_losses(terms) * aux[:, -1]).sum(), n_samples, n_batches
         return self.loss.epoch_total(terms), n_samples, n_batches

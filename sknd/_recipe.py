@@ -55,7 +55,7 @@ def _parts(module):
     return first, standardize, output
 
 
-def _convex_fit(features, target, task, output):
+def _convex_fit(features, target, task, output, sample_weight=None):
     """Fit ``output`` (an ``nn.Linear``) as a convex model of ``features``, in place.
 
     Starts from the layer's current weights. Leaves the layer unchanged when the fit is
@@ -69,13 +69,13 @@ def _convex_fit(features, target, task, output):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             try:
-                model.fit(features, target)
+                model.fit(features, target, sample_weight=sample_weight)
             except ValueError:  # a single class among the rows
                 return
         if len(model.classes_) != len(task.classes):
             return
     else:
-        model = Ridge(alpha=_ALPHA).fit(features, target)
+        model = Ridge(alpha=_ALPHA).fit(features, target, sample_weight=sample_weight)
     new_weight = np.asarray(model.coef_, dtype=np.float64).reshape(weight.shape)
     new_bias = np.asarray(model.intercept_, dtype=np.float64).reshape(bias.shape)
     if not (np.isfinite(new_weight).all() and np.isfinite(new_bias).all()):
@@ -85,25 +85,29 @@ def _convex_fit(features, target, task, output):
         output.bias.copy_(torch.as_tensor(new_bias))
 
 
-def prepare(module, X_train, target_train, task, rows):
+def prepare(module, X_train, target_train, task, rows, sample_weight=None):
     """Steps 1 and 2: standardize the first block's outputs, warm-start the output layer.
 
     ``target_train`` is what the convex fit learns: class codes, or the standardized
-    regression targets.
+    regression targets. ``sample_weight`` weights the statistics and the fit (weight
+    ``k`` counts as ``k`` copies of the sample, as in scikit-learn's linear models).
     """
     first, standardize, output = _parts(module)
-    standardize.fit(torch.as_tensor(forward_rows(first, X_train, rows)))
+    standardize.fit(torch.as_tensor(forward_rows(first, X_train, rows)), sample_weight)
     features = forward_rows(torch.nn.Sequential(first, standardize), X_train, rows)
-    _convex_fit(features, target_train, task, output)
+    _convex_fit(features, target_train, task, output, sample_weight)
 
 
-def refit(module, X, target, task, rows):
+def refit(module, X, target, task, rows, sample_weight=None):
     """Step 4: refit the output layer on the learned indices of ``X`` (all rows)."""
     first, standardize, output = _parts(module)
     features = forward_rows(torch.nn.Sequential(first, standardize), X, rows)
-    _convex_fit(features, target, task, output)
+    _convex_fit(features, target, task, output, sample_weight)
 
 
-def start_score(module, X_valid, target_valid, task, rows):
-    """Step 3: the validation score of the starting model."""
-    return float(task.score(target_valid, torch.as_tensor(forward_rows(module, X_valid, rows))))
+def start_score(module, X_valid, target_valid, task, rows, sample_weight=None):
+    """Step 3: the (weighted) validation score of the starting model."""
+    output = torch.as_tensor(forward_rows(module, X_valid, rows))
+    if sample_weight is not None:
+        sample_weight = torch.as_tensor(sample_weight)
+    return float(task.score(target_valid, output, sample_weight))

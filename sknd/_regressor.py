@@ -3,7 +3,13 @@
 from sklearn.base import RegressorMixin, _fit_context
 
 from ._base import BaseND, restore_on_failure
-from ._docstrings import ATTRIBUTES_DOC, NOTES_DOC, PARAMETERS_DOC, Substitution
+from ._docstrings import (
+    ATTRIBUTES_DOC,
+    FIT_WEIGHTS_DOC,
+    NOTES_DOC,
+    PARAMETERS_DOC,
+    Substitution,
+)
 from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]
@@ -102,15 +108,16 @@ class NDRegressor(RegressorMixin, BaseND):
         tags.target_tags.multi_output = True
         return tags
 
-    def _make_task(self, y):
-        return RegressionTask(y)
+    def _make_task(self, y, sample_weight=None):
+        return RegressionTask(y, sample_weight)
 
     def _y_validation_kwargs(self):
         return {"multi_output": True, "y_numeric": True}
 
     @restore_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, X_val=None, y_val=None, groups=None):
+    @Substitution(fit_weights=FIT_WEIGHTS_DOC)
+    def fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
         """Train the network on band values ``X`` and targets ``y``.
 
         Parameters
@@ -122,19 +129,14 @@ class NDRegressor(RegressorMixin, BaseND):
         X_val, y_val : array-like, default=None
             Explicit validation set for early stopping, used instead of the
             internal ``validation_fraction`` split.
-        groups : array-like of shape (n_samples,), default=None
-            Group labels (fields, plots, spatial blocks). With early stopping and
-            no ``X_val``, the internal validation split holds out whole groups
-            (:class:`~sklearn.model_selection.GroupShuffleSplit`), so correlated
-            samples never sit on both sides. Routed by scikit-learn's metadata
-            routing after ``set_fit_request(groups=True)``.
+        {fit_weights}
 
         Returns
         -------
         self : NDRegressor
             The fitted estimator.
         """
-        self._fit(X, y, X_val, y_val, groups)
+        self._fit(X, y, X_val, y_val, groups, sample_weight)
         self._set_indices()
         return self
 

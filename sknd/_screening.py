@@ -76,7 +76,9 @@ def n_pairs_to_keep(pairs, n_all_pairs, auto=MAX_AUTO_PAIRS):
     return None
 
 
-def pair_scores(X, y, pairs, classification, variant="reflectance", epsilon=1e-6):
+def pair_scores(
+    X, y, pairs, classification, variant="reflectance", epsilon=1e-6, sample_weight=None
+):
     """Univariate ``R^2`` of each pair's classic index (see the module docstring).
 
     Parameters
@@ -91,6 +93,9 @@ def pair_scores(X, y, pairs, classification, variant="reflectance", epsilon=1e-6
         Whether ``y`` holds class codes.
     variant : {"reflectance", "signed", "softplus"}, default="reflectance"
     epsilon : float, default=1e-6
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Weight of each sample in the sums of squares (weight ``k`` counts as
+        ``k`` copies of the sample).
 
     Returns
     -------
@@ -107,25 +112,29 @@ def pair_scores(X, y, pairs, classification, variant="reflectance", epsilon=1e-6
     """
     X = np.asarray(X, dtype=np.float64)
     n_samples = len(X)
+    weight = np.ones(n_samples) if sample_weight is None else np.asarray(sample_weight, float)
+    weight = weight / weight.sum()
     if classification:
         codes = np.asarray(y).astype(np.intp).ravel()
+        # Rows weighted: onehot.T @ values are weighted class sums, counts weighted counts.
         onehot = np.zeros((n_samples, codes.max() + 1))
-        onehot[np.arange(n_samples), codes] = 1.0
+        onehot[np.arange(n_samples), codes] = weight
         counts = onehot.sum(axis=0)
         onehot = onehot[:, counts > 0]
         counts = counts[counts > 0]
     else:
         targets = np.asarray(y, dtype=np.float64).reshape(n_samples, -1)
-        targets = targets - targets.mean(axis=0)
-        target_ss = (targets**2).sum(axis=0)
+        targets = targets - weight @ targets
+        target_ss = weight @ targets**2
+        targets = targets * weight[:, None]
     scores = np.zeros(len(pairs))
     chunk = max(1, _CHUNK_ELEMENTS // max(n_samples, 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         for start in range(0, len(pairs), chunk):
             block = pairs[start : start + chunk]
             values = classic_index(X, block, epsilon, variant)
-            values -= values.mean(axis=0)
-            total_ss = (values**2).sum(axis=0)
+            values -= weight @ values
+            total_ss = weight @ values**2
             if classification:
                 # eta^2 = between-class sum of squares / total sum of squares.
                 class_sums = onehot.T @ values
@@ -140,7 +149,9 @@ def pair_scores(X, y, pairs, classification, variant="reflectance", epsilon=1e-6
     return scores
 
 
-def screen_pairs(X, y, pairs, n_keep, classification, variant="reflectance", epsilon=1e-6):
+def screen_pairs(
+    X, y, pairs, n_keep, classification, variant="reflectance", epsilon=1e-6, sample_weight=None
+):
     """The ``n_keep`` best-scoring pairs (see :func:`pair_scores`), in their original order.
 
     Ties keep the earlier pair, so the result is deterministic.
@@ -152,6 +163,6 @@ def screen_pairs(X, y, pairs, n_keep, classification, variant="reflectance", eps
     >>> screen_pairs(X, y, np.array([[0, 1], [0, 2], [1, 2]]), 2, False).tolist()
     [[0, 1], [0, 2]]
     """
-    scores = pair_scores(X, y, pairs, classification, variant, epsilon)
+    scores = pair_scores(X, y, pairs, classification, variant, epsilon, sample_weight)
     best = np.sort(np.argsort(-scores, kind="stable")[:n_keep])
     return pairs[best]

@@ -67,13 +67,17 @@ class ClassificationTask:
             return torch.as_tensor(codes, dtype=torch.float32).reshape(-1, 1)
         return torch.as_tensor(codes, dtype=torch.int64)
 
-    def score(self, target, output):
-        """Accuracy of raw network outputs against target tensors."""
+    def score(self, target, output, sample_weight=None):
+        """Accuracy (weighted by ``sample_weight``) of raw outputs against target tensors."""
         if self.binary:
             predicted = (output > 0).to(target.dtype)
         else:
             predicted = output.argmax(1)
-        return (predicted == target).double().mean().item()
+        correct = (predicted == target).double().reshape(-1)
+        if sample_weight is None:
+            return correct.mean().item()
+        weight = sample_weight.double().reshape(-1)
+        return ((correct * weight).sum() / weight.sum()).item()
 
     def proba(self, output):
         """Class probabilities (float64) from raw outputs, without overflow for any logit.
@@ -123,7 +127,7 @@ class RegressionTask:
     #: Largest target magnitude: standardizing and decoding stay within float64.
     max_abs_target = 1e300
 
-    def __init__(self, y):
+    def __init__(self, y, sample_weight=None):
         y = np.asarray(y, dtype=np.float64)
         self.ndim = y.ndim
         y = y.reshape(len(y), -1)
@@ -141,8 +145,10 @@ class RegressionTask:
         # (|y| ~ 1e200) nor underflow (|y| ~ 1e-300) into a wrong standard deviation.
         unit = np.ldexp(1.0, np.frexp(np.where(peak > 0, peak, 1.0))[1])
         z = y / unit
-        self.mean = z.mean(axis=0) * unit
-        scale = z.std(axis=0) * unit
+        # Weighted statistics: weight k means the sample counts k times (as repeated).
+        mean = np.average(z, axis=0, weights=sample_weight)
+        self.mean = mean * unit
+        scale = np.sqrt(np.average((z - mean) ** 2, axis=0, weights=sample_weight)) * unit
         self.scale = np.where(scale > 0, scale, 1.0)
         # A constant target is predicted as that constant, whatever the network outputs.
         self.decode_scale = np.where(scale > 0, scale, 0.0)
@@ -158,9 +164,11 @@ class RegressionTask:
     def target_tensor(self, y):
         return torch.as_tensor((y - self.mean) / self.scale, dtype=torch.float32)
 
-    def score(self, target, output):
-        """R^2 (uniform average over targets) of raw outputs against target tensors."""
-        return r2_score(target.cpu().numpy(), output.cpu().numpy())
+    def score(self, target, output, sample_weight=None):
+        """R^2 (uniform average over targets, weighted by ``sample_weight``) of raw outputs."""
+        if sample_weight is not None:
+            sample_weight = sample_weight.cpu().double().numpy().reshape(-1)
+        return r2_score(target.cpu().numpy(), output.cpu().numpy(), sample_weight=sample_weight)
 
     def decode(self, output):
         """Predictions on the original target scale."""
@@ -168,8 +176,8 @@ class RegressionTask:
         return prediction.ravel() if self.ndim == 1 else prediction
 
 
-def infer_task(y):
+def infer_task(y, sample_weight=None):
     """Choose classification or regression from the target's type (for the transformer)."""
     if type_of_target(y) in ("continuous", "continuous-multioutput"):
-        return RegressionTask(y)
+        return RegressionTask(y, sample_weight)
     return ClassificationTask(y)

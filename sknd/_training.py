@@ -36,17 +36,25 @@ class _StopTraining(Exception):
 
 
 class TensorDataset(torch.utils.data.Dataset):
-    """Inputs and targets held as whole tensors, batched by slicing."""
+    """Inputs, targets and optional sample weights held as whole tensors, batched by slicing.
 
-    def __init__(self, X, y):
+    With weights ``w`` (a float tensor of shape ``(n_samples, 1)``, mean 1), a
+    batch's target is the pair ``(y, w)``: :meth:`Net.get_loss` then takes the
+    batch mean of ``w_i * loss_i``.
+    """
+
+    def __init__(self, X, y, w=None):
         self.X = X
         self.y = y
+        self.w = w
 
     def __len__(self):
         return len(self.X)
 
     def __getitem__(self, index):
-        return self.X[index], self.y[index]
+        if self.w is None:
+            return self.X[index], self.y[index]
+        return self.X[index], (self.y[index], self.w[index])
 
 
 class TensorBatches:
@@ -70,13 +78,17 @@ class TensorBatches:
         self.generator = generator
 
     def __iter__(self):
-        X, y = self.dataset.X, self.dataset.y
+        X, y, w = self.dataset.X, self.dataset.y, self.dataset.w
         if self.shuffle:
             order = torch.randperm(len(X), generator=self.generator).to(X.device)
             X, y = X[order], y[order]
+            w = None if w is None else w[order]
         for start in range(0, len(X), self.batch_size):
             stop = start + self.batch_size
-            yield X[start:stop], y[start:stop]
+            if w is None:
+                yield X[start:stop], y[start:stop]
+            else:
+                yield X[start:stop], (y[start:stop], w[start:stop])
 
     def __len__(self):
         return (len(self.dataset) + self.batch_size - 1) // self.batch_size
@@ -88,8 +100,9 @@ class ValidationScore(Callback):
     Parameters
     ----------
     score : callable
-        ``score(y_true, y_pred) -> float`` on tensors: the targets as stored
-        in the dataset and the raw network outputs.
+        ``score(y_true, y_pred, sample_weight) -> float`` on tensors: the
+        targets as stored in the dataset, the raw network outputs and the
+        sample weights (None when the validation data are not weighted).
     """
 
     #: Only validation batches matter: training batches need not be reported
@@ -109,7 +122,12 @@ class ValidationScore(Callback):
 
     def on_epoch_end(self, net, **kwargs):
         if self.outputs_:
-            value = self.score(torch.cat(self.targets_), torch.cat(self.outputs_))
+            weights = None
+            targets = self.targets_
+            if isinstance(targets[0], (tuple, list)):
+                targets, weights = zip(*targets)
+                weights = torch.cat(weights)
+            value = self.score(torch.cat(targets), torch.cat(self.outputs_), weights)
             net.history.record("valid_score", float(value))
 
 
@@ -163,6 +181,12 @@ class EarlyStopping(Callback):
             net.module_.load_state_dict(self.best_state_)
 
 
+def weighted_loss(criterion, y_pred, y_true, weight):
+    """Batch mean of ``weight_i * loss_i`` (``loss_i``: ``criterion``'s mean over outputs)."""
+    per_sample = type(criterion)(reduction="none")(y_pred, y_true)
+    return (per_sample.reshape(len(y_pred), -1).mean(1) * weight.reshape(-1)).mean()
+
+
 _BATCH_EVENTS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
 
 
@@ -209,6 +233,18 @@ class Net(NeuralNet):
             cb for _, cb in self.callbacks_ if _wants_training_batches(cb)
         ]
         return self
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        """skorch's loss; for weighted targets ``(y, w)`` the batch mean of ``w_i * loss_i``.
+
+        The weights have mean 1 over the data set: a full batch then minimises
+        ``sum(w_i loss_i) / sum(w_i)``, the loss of the data with each sample
+        repeated ``w_i`` times, and mini-batches follow it without bias. The
+        fused step (:mod:`sknd._fused`) computes the same gradients.
+        """
+        if not isinstance(y_true, (tuple, list)):
+            return super().get_loss(y_pred, y_true, X=X, training=training)
+        return weighted_loss(self.criterion_, y_pred, *y_true)
 
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         self.best_losses_ = {}

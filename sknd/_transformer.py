@@ -9,7 +9,14 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ._base import BaseND, restore_on_failure
-from ._docstrings import ATTRIBUTES_DOC, NOTES_DOC, TRANSFORMER_PARAMETERS_DOC, Substitution
+from ._docstrings import (
+    ATTRIBUTES_DOC,
+    CLASS_WEIGHT_DOC,
+    FIT_WEIGHTS_DOC,
+    NOTES_DOC,
+    TRANSFORMER_PARAMETERS_DOC,
+    Substitution,
+)
 from ._tasks import infer_task
 from ._threads import torch_threads
 from .nn import normalized_difference
@@ -18,7 +25,7 @@ __all__ = ["NDTransformer"]
 
 
 @Substitution(
-    parameters=TRANSFORMER_PARAMETERS_DOC,
+    parameters=TRANSFORMER_PARAMETERS_DOC + CLASS_WEIGHT_DOC,
     attributes=ATTRIBUTES_DOC,
     notes=NOTES_DOC,
 )
@@ -73,6 +80,7 @@ class NDTransformer(TransformerMixin, BaseND):
         **BaseND._parameter_constraints,
         "n_indices": [Interval(Integral, 1, None, closed="left"), None],
         "architecture": [StrOptions({"nd", "attnd"})],
+        "class_weight": [dict, StrOptions({"balanced"}), None],
     }
 
     def __init__(
@@ -99,6 +107,7 @@ class NDTransformer(TransformerMixin, BaseND):
         sensor=None,
         passthrough=False,
         recipe="sknd",
+        class_weight=None,
     ):
         super().__init__(
             depth=depth,
@@ -122,6 +131,7 @@ class NDTransformer(TransformerMixin, BaseND):
             passthrough=passthrough,
             recipe=recipe,
         )
+        self.class_weight = class_weight
         self.n_indices = n_indices
 
     def __sklearn_tags__(self):
@@ -130,17 +140,18 @@ class NDTransformer(TransformerMixin, BaseND):
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
-    def _make_task(self, y):
+    def _make_task(self, y, sample_weight=None):
         if np.ndim(y) == 2 and np.shape(y)[1] == 1:
             y = np.asarray(y)[:, 0]  # one target as a column, as NDClassifier accepts it
-        return infer_task(y)
+        return infer_task(y, sample_weight)
 
     def _y_validation_kwargs(self):
         return {"multi_output": True}
 
     @restore_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None, X_val=None, y_val=None, groups=None):
+    @Substitution(fit_weights=FIT_WEIGHTS_DOC)
+    def fit(self, X, y=None, X_val=None, y_val=None, groups=None, sample_weight=None):
         """Learn indices that predict ``y`` from band values ``X``.
 
         Parameters
@@ -155,19 +166,14 @@ class NDTransformer(TransformerMixin, BaseND):
             target) raises a ``ValueError``.
         X_val, y_val : array-like, default=None
             Explicit validation set for early stopping.
-        groups : array-like of shape (n_samples,), default=None
-            Group labels (fields, plots, spatial blocks). With early stopping and
-            no ``X_val``, the internal validation split holds out whole groups
-            (:class:`~sklearn.model_selection.GroupShuffleSplit`), so correlated
-            samples never sit on both sides. Routed by scikit-learn's metadata
-            routing after ``set_fit_request(groups=True)``.
+        {fit_weights}
 
         Returns
         -------
         self : NDTransformer
             The fitted transformer.
         """
-        self._fit(X, y, X_val, y_val, groups)
+        self._fit(X, y, X_val, y_val, groups, sample_weight)
         n_pairs = len(self.pairs_)
         if self.n_indices is not None and self.n_indices > n_pairs:
             raise ValueError(

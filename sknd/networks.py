@@ -214,8 +214,8 @@ class Standardize(nn.Module):
         self.register_buffer("scale", torch.ones(1, n_features))
 
     @torch.no_grad()
-    def fit(self, outputs):
-        """Set the statistics to the mean and standard deviation of ``outputs``.
+    def fit(self, outputs, sample_weight=None):
+        """Set the statistics to the (weighted) mean and standard deviation of ``outputs``.
 
         Columns that are constant (standard deviation below ``1e-6``, as
         ``1e-6`` is the float32 resolution of values in [-1, 1]) are centred
@@ -225,15 +225,24 @@ class Standardize(nn.Module):
         ----------
         outputs : torch.Tensor of shape (n_samples, n_features)
             Outputs of the previous layer on the training data.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weight of each sample (weight ``k`` counts as ``k`` copies).
 
         Returns
         -------
         self : Standardize
         """
         outputs = outputs.to(torch.float64)
-        scale = outputs.std(0, correction=0)
+        if sample_weight is None:
+            mean = outputs.mean(0, keepdim=True)
+            scale = outputs.std(0, correction=0)
+        else:
+            weight = torch.as_tensor(sample_weight, dtype=torch.float64).reshape(-1, 1)
+            weight = weight / weight.sum()
+            mean = (outputs * weight).sum(0, keepdim=True)
+            scale = ((outputs - mean) ** 2 * weight).sum(0).sqrt()
         scale = torch.where(scale > 1e-6, scale, torch.ones_like(scale))
-        self.mean.copy_(outputs.mean(0, keepdim=True))
+        self.mean.copy_(mean)
         self.scale.copy_(scale.reshape(1, -1))
         return self
 

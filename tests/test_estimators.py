@@ -394,7 +394,7 @@ def test_fit_groups_hold_out_whole_groups_for_early_stopping():
     groups = np.repeat(np.arange(20), 10)
     estimator = NDClassifier(validation_fraction=0.25)
     task = ClassificationTask(y)
-    X_train, _, X_valid, _ = estimator._validation_split(
+    X_train, _, X_valid, *_ = estimator._validation_split(
         X, task.encoded, task, None, None, 0, groups
     )
     train_groups = set(groups[X_train[:, 0].astype(int) - 1])

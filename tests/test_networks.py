@@ -9,7 +9,7 @@ from sknd._adam import FlatAdam
 from sknd._evaluator import FastNetwork
 from sknd._formula import VARIANTS
 from sknd._fused import FusedTrainer, Unsupported
-from sknd._training import TensorDataset
+from sknd._training import TensorDataset, weighted_loss
 from sknd.networks import (
     ARCHITECTURES,
     AppendNormalizedDifference,
@@ -148,6 +148,23 @@ def test_every_backend_agrees_with_autograd(
     for (name, p), grad in zip(module.named_parameters(), expected):
         torch.testing.assert_close(p.grad, grad, rtol=1e-4, atol=1e-6, msg=f"gradient of {name}")
     torch.testing.assert_close(trainer.loss.epoch_total(terms[:16]) / 16, loss.detach())
+
+    # ... and with sample weights (some zero), the gradients of the weighted loss.
+    weight = torch.rand(len(X), 1, generator=torch.Generator().manual_seed(1)) * 3
+    weight[::5] = 0
+    optimizer.zero_grad()
+    loss = weighted_loss(criterion, module(X[:16]), y[:16], weight[:16])
+    loss.backward()
+    expected = [p.grad.clone() for p in module.parameters()]
+    optimizer.zero_grad()
+    trainer._data = None
+    prepared, aux, terms = trainer._prepare(TensorDataset(X, y, weight))
+    with torch.no_grad():
+        trainer.forward_backward(prepared[:16], aux[:16], terms[:16], weighted=True)
+    for (name, p), grad in zip(module.named_parameters(), expected):
+        torch.testing.assert_close(p.grad, grad, rtol=1e-4, atol=1e-6, msg=f"weighted {name}")
+    total = (trainer.loss.sample_losses(terms[:16]) * weight[:16, 0]).sum() / 16
+    torch.testing.assert_close(total, loss.detach())
 
     # Numpy and numba evaluators (raster inference): the torch forward pass.
     with torch.no_grad():

@@ -1,0 +1,153 @@
+"""Sample and class weights (sknd._weights and their use in fit)."""
+
+import numpy as np
+import pytest
+import sklearn
+from sklearn.ensemble import AdaBoostClassifier
+from sklearn.model_selection import cross_validate
+from sklearn.utils import shuffle
+from sklearn.utils.class_weight import compute_sample_weight
+
+from sknd import NDClassifier, NDRegressor, NDTransformer
+from sknd._screening import pair_scores
+from sknd._weights import fit_weights
+
+FAST = dict(max_epochs=20, random_state=0)
+FULL_BATCH = dict(max_epochs=30, batch_size=1024, early_stopping=False, random_state=0)
+
+
+def _bands(n=120, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.05, 0.5, size=(n, 5))
+    y = (X[:, 3] > X[:, 2]).astype(int)
+    return X, y
+
+
+def _weighted_and_repeated(seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.uniform(0.05, 0.5, size=(40, 6))
+    y = rng.randint(0, 3, size=40)
+    weight = rng.randint(0, 4, size=40)
+    X_repeated, y_repeated = X.repeat(weight, axis=0), y.repeat(weight)
+    X_weighted, y_weighted, weight = shuffle(X, y, weight, random_state=0)
+    return X, (X_weighted, y_weighted, weight), (X_repeated, y_repeated)
+
+
+@pytest.mark.parametrize("Estimator", [NDClassifier, NDRegressor])
+def test_integer_weights_train_as_repeated_samples(Estimator):
+    X, (X_w, y_w, weight), (X_r, y_r) = _weighted_and_repeated()
+    method = "predict_proba" if Estimator is NDClassifier else "predict"
+    if Estimator is NDRegressor:
+        y_w, y_r = y_w.astype(float), y_r.astype(float)
+    weighted = getattr(Estimator(**FULL_BATCH).fit(X_w, y_w, sample_weight=weight), method)(X)
+    repeated = getattr(Estimator(**FULL_BATCH).fit(X_r, y_r), method)(X)
+    ignored = getattr(Estimator(**FULL_BATCH).fit(X_w, y_w), method)(X)
+    # Equal up to float32 rounding that Adam amplifies (see tests/test_common.py) ...
+    scale = np.abs(repeated).max()
+    np.testing.assert_allclose(weighted, repeated, atol=2e-2 * scale)
+    # ... while ignoring the weights gives another model.
+    assert np.abs(ignored - repeated).max() > 5 * np.abs(weighted - repeated).max()
+
+
+def test_unit_weights_are_the_unweighted_fit():
+    X, y = _bands()
+    expected = NDClassifier(**FAST).fit(X, y).predict_proba(X)
+    got = NDClassifier(**FAST).fit(X, y, sample_weight=np.ones(len(X))).predict_proba(X)
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_minibatch_weighted_fit_follows_the_weights():
+    # Class 1 weighs nothing: a weighted fit never predicts it with confidence.
+    X, y = _bands(300)
+    weight = np.where(y == 1, 1e-3, 1.0)
+    clf = NDClassifier(**FAST).fit(X, y, sample_weight=weight)
+    assert (
+        clf.predict_proba(X)[:, 1].mean()
+        < NDClassifier(**FAST).fit(X, y).predict_proba(X)[:, 1].mean()
+    )
+    assert np.isfinite(clf.loss_curve_).all() and np.isfinite(clf.validation_scores_).all()
+
+
+@pytest.mark.parametrize("Estimator", [NDClassifier, NDTransformer])
+def test_balanced_class_weight_is_sample_weight(Estimator):
+    X, y = _bands()
+    y = np.where(np.arange(len(y)) < 90, 0, 1)  # imbalanced
+    by_class = Estimator(class_weight="balanced", **FAST).fit(X, y)
+    by_sample = Estimator(**FAST).fit(X, y, sample_weight=compute_sample_weight("balanced", y))
+    np.testing.assert_array_equal(by_class.coef_a_, by_sample.coef_a_)
+    weights = {0: 1.0, 1: 3.0}
+    by_dict = Estimator(class_weight=weights, **FAST).fit(X, y, sample_weight=np.full(len(y), 2))
+    by_product = Estimator(**FAST).fit(X, y, sample_weight=2 * np.where(y == 1, 3.0, 1.0))
+    np.testing.assert_array_equal(by_dict.coef_a_, by_product.coef_a_)
+
+
+def test_class_weight_needs_class_labels():
+    X, _ = _bands()
+    with pytest.raises(ValueError, match="class_weight.*continuous"):
+        NDTransformer(class_weight="balanced", **FAST).fit(X, X[:, 0] * 1.5)
+
+
+@pytest.mark.parametrize(
+    "weight, match",
+    [
+        (-np.ones(120), "sample_weight"),
+        (np.r_[np.nan, np.ones(119)], "sample_weight contains NaN"),
+        (np.r_[np.inf, np.ones(119)], "sample_weight contains infinity"),
+        (np.ones(7), "sample_weight.shape"),
+        (np.ones((120, 2)), "sample_weight"),
+        (np.zeros(120), "zero"),
+    ],
+)
+def test_bad_sample_weight_is_refused_and_leaves_the_model(weight, match):
+    X, y = _bands()
+    clf = NDClassifier(**FAST).fit(X, y)
+    before = clf.coef_a_.copy()
+    with pytest.raises(ValueError, match=match):
+        clf.fit(X, y, sample_weight=weight)
+    np.testing.assert_array_equal(clf.coef_a_, before)
+
+
+def test_zero_weights_in_one_part_of_the_split_are_refused():
+    X, y = _bands()
+    weight = np.zeros(len(X))
+    weight[0] = 1.0  # one weighted sample: one of the two parts has none
+    with pytest.raises(ValueError, match="sample weight zero"):
+        NDClassifier(**FAST).fit(X, y, sample_weight=weight)
+
+
+def test_fit_weights_multiplies_and_keeps_the_input():
+    X, y = _bands(6)
+    y = np.array([0, 0, 0, 0, 1, 1])
+    weight = np.arange(1.0, 7.0)
+    got = fit_weights(weight, X, y, class_weight="balanced")
+    np.testing.assert_allclose(got, weight * compute_sample_weight("balanced", y))
+    np.testing.assert_array_equal(weight, np.arange(1.0, 7.0))
+    assert fit_weights(None, X, y) is None
+    assert fit_weights([1, 1, 1, 1, 1, 1], X, y) is None
+
+
+def test_weighted_pair_scores_are_the_repeated_data_scores():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.1, 1.0, size=(30, 4))
+    pairs = np.array([[0, 1], [0, 2], [1, 3], [2, 3]])
+    weight = rng.integers(0, 4, size=30)
+    for y, classification in [(rng.integers(0, 3, 30), True), (rng.normal(size=(30, 2)), False)]:
+        weighted = pair_scores(X, y, pairs, classification, sample_weight=weight)
+        repeated = pair_scores(X.repeat(weight, 0), y.repeat(weight, 0), pairs, classification)
+        np.testing.assert_allclose(weighted, repeated, rtol=1e-10)
+
+
+def test_sample_weight_is_routed_by_metadata_routing():
+    X, y = _bands()
+    weight = np.where(y == 1, 2.0, 1.0)
+    with sklearn.config_context(enable_metadata_routing=True):
+        clf = NDClassifier(**FAST).set_fit_request(sample_weight=True)
+        clf.set_score_request(sample_weight=False)
+        result = cross_validate(clf, X, y, cv=2, params={"sample_weight": weight})
+    assert len(result["test_score"]) == 2
+
+
+def test_adaboost_accepts_sknd():
+    X, y = _bands()
+    boost = AdaBoostClassifier(NDClassifier(max_epochs=5, random_state=0), n_estimators=2)
+    assert boost.fit(X, y).score(X, y) > 0.5
