@@ -93,8 +93,10 @@ def prepare(module, X_train, target_train, task, rows, sample_weight=None):
     ``k`` counts as ``k`` copies of the sample, as in scikit-learn's linear models).
     """
     first, standardize, output = _parts(module)
-    standardize.fit(torch.as_tensor(forward_rows(first, X_train, rows)), sample_weight)
-    features = forward_rows(torch.nn.Sequential(first, standardize), X_train, rows)
+    indices = torch.as_tensor(forward_rows(first, X_train, rows))
+    standardize.fit(indices, sample_weight)
+    # The standardized indices from the same first-block pass, in float64 as forward_rows'.
+    features = forward_rows(standardize, indices.numpy(), rows)
     _convex_fit(features, target_train, task, output, sample_weight)
 
 
