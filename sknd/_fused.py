@@ -427,6 +427,21 @@ class FusedTrainer:
         self._data = (dataset, prepared, aux, terms)
         return prepared, aux, terms
 
+    def _shuffled(self, prepared, aux, order):
+        """``prepared[order], aux[order]``, written into buffers kept from epoch to epoch.
+
+        Fresh copies of a large data set every epoch each cost their page faults (memory
+        blocks this large go back to the system when freed): 0.1-0.3 s an epoch for
+        2,000,000 x 10 rows.
+        """
+        buffers = getattr(self, "_shuffle_buffers", None)
+        if buffers is None or buffers[0].shape != prepared.shape or buffers[1].shape != aux.shape:
+            buffers = (torch.empty_like(prepared), torch.empty_like(aux))
+            self._shuffle_buffers = buffers
+        torch.index_select(prepared, 0, order, out=buffers[0])
+        torch.index_select(aux, 0, order, out=buffers[1])
+        return buffers
+
     def forward_backward(self, x, aux, terms, weighted=False):
         """Gradients of the batch-mean loss into the parameters' ``.grad`` views.
 
@@ -449,7 +464,7 @@ class FusedTrainer:
         n_samples = len(prepared)
         if iterator.shuffle:
             order = torch.randperm(n_samples, generator=iterator.generator).to(self.device)
-            prepared, aux = prepared[order], aux[order]
+            prepared, aux = self._shuffled(prepared, aux, order)
         batch_size = self.batch_size
         forward_backward = self.forward_backward
         update = self.optimizer._update

@@ -137,8 +137,13 @@ def test_fused_epoch_draws_the_shuffles_of_tensor_batches():
         original(x, aux, terms)
 
     trainer.forward_backward = spy
-    trainer.run_epoch(TensorBatches(dataset, 16, True, torch.Generator().manual_seed(5)))
-    batches = [xb for xb, _ in TensorBatches(dataset, 16, True, torch.Generator().manual_seed(5))]
-    assert [len(b) for b in seen] == [16, 16, 16, 2]
-    for ours, theirs in zip(seen, batches):
-        assert torch.equal(ours, theirs)
+    # Two epochs: the second shuffles the data again (not the first epoch's order, whose
+    # buffer it reuses).
+    ours = TensorBatches(dataset, 16, True, torch.Generator().manual_seed(5))
+    theirs = TensorBatches(dataset, 16, True, torch.Generator().manual_seed(5))
+    trainer.run_epoch(ours)
+    trainer.run_epoch(ours)
+    batches = [xb for _ in range(2) for xb, _ in theirs]
+    assert [len(b) for b in seen] == [16, 16, 16, 2] * 2
+    for mine, expected in zip(seen, batches, strict=True):
+        assert torch.equal(mine, expected)

@@ -16,6 +16,7 @@ from sknd.networks import (
     AttentionND,
     build_network,
     describe,
+    forward_rows,
 )
 from sknd.nn import NormalizedDifference
 
@@ -182,6 +183,18 @@ def test_every_backend_agrees_with_autograd(
             got = fast(pixels)
         backend = "numba" if compiled else "numpy"
         np.testing.assert_allclose(got, reference, rtol=1e-4, atol=1e-5, err_msg=backend)
+
+
+def test_forward_rows_values_do_not_depend_on_the_chunks():
+    net = build_network("attnd", n_features=4, n_outputs=3, depth=3)
+    X = np.random.default_rng(0).uniform(0.05, 0.6, size=(9000, 4)).astype(np.float32)
+    # More rows than a CPU pass takes, the last pass partial.
+    whole = forward_rows(net, X, rows=65_536)
+    assert whole.shape == (9000, 3) and whole.dtype == np.float64
+    pieces = [forward_rows(net, X[a:b], rows=b - a) for a, b in [(0, 1), (1, 5000), (5000, 9000)]]
+    np.testing.assert_array_equal(whole, np.concatenate(pieces))
+    np.testing.assert_array_equal(forward_rows(net, X, rows=7)[-9:], whole[-9:])
+    assert forward_rows(net, X[:0], rows=5).shape == (0, 3)
 
 
 def test_describe_refuses_unknown_layers():

@@ -7,9 +7,11 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sknd import NDClassifier, NDRegressor, NDTransformer
+from sknd import NDClassifier, NDRegressor, NDTransformer, _recipe
 from sknd._formula import classic_index
+from sknd._recipe import MIN_CLASS_ROWS, MIN_CONVEX_ROWS, ROWS_PER_COEFFICIENT, convex_rows
 from sknd._screening import AUTO_PARAMETER_SHARE, auto_pair_budget
+from sknd._tasks import ClassificationTask, RegressionTask
 from sknd.networks import Standardize, build_network, default_hidden_units, describe
 from sknd.nn import all_pairs
 
@@ -119,6 +121,71 @@ def test_recipe_fits_are_reproducible_and_finite_on_tiny_data():
     second = NDClassifier(max_epochs=3, random_state=0).fit(X, y)
     np.testing.assert_array_equal(first.predict_proba(X), second.predict_proba(X))
     assert np.isfinite(first.predict_proba(X)).all()
+
+
+# --------------------------------------------------------------- rows of the convex fits
+def test_convex_rows_keep_every_row_up_to_the_budget():
+    weight = np.linspace(0.5, 2.0, MIN_CONVEX_ROWS)
+    codes = np.arange(MIN_CONVEX_ROWS) % 3
+    task = ClassificationTask(codes)
+    assert convex_rows(codes, task, 10) == (None, None)
+    rows, same = convex_rows(codes, task, 10, weight)
+    assert rows is None and same is weight
+    # The budget grows with the coefficients: 300 of them keep 30,000 rows whole.
+    codes = np.arange(ROWS_PER_COEFFICIENT * 300) % 3
+    assert len(codes) > MIN_CONVEX_ROWS
+    assert convex_rows(codes, ClassificationTask(codes), 300)[0] is None
+    assert convex_rows(codes, ClassificationTask(codes), 299)[0] is not None
+
+
+def test_convex_rows_sample_large_data_without_bias_and_keep_rare_classes():
+    rng = np.random.default_rng(0)
+    codes = rng.choice(3, size=100_000, p=[0.7, 0.298, 0.002])  # class 2: ~200 rows
+    task = ClassificationTask(codes)
+    rows, weight = convex_rows(codes, task, 46)
+    assert np.all(np.diff(rows) > 0) and rows[-1] < len(codes)  # distinct, in data order
+    assert len(rows) <= MIN_CONVEX_ROWS + MIN_CLASS_ROWS
+    for code in range(3):
+        in_class = codes[rows] == code
+        # Each class's weights add up to its rows: unbiased class totals.
+        np.testing.assert_allclose(weight[in_class].sum(), np.sum(codes == code))
+        assert in_class.sum() >= min(MIN_CLASS_ROWS, np.sum(codes == code))
+    assert np.all(weight[codes[rows] == 2] == 1.0)  # a rare class is kept whole
+    # Sample weights multiply the sampling weights; the draw is reproducible.
+    sample_weight = rng.uniform(0.5, 2.0, len(codes))
+    rows_w, weight_w = convex_rows(codes, task, 46, sample_weight)
+    np.testing.assert_array_equal(rows_w, rows)
+    np.testing.assert_allclose(weight_w, weight * sample_weight[rows])
+    # Regression: one uniform sample, each row standing for n / m rows.
+    targets = rng.normal(size=(100_000, 2))
+    rows, weight = convex_rows(targets, RegressionTask(targets), 3)
+    assert len(rows) == MIN_CONVEX_ROWS
+    np.testing.assert_allclose(weight, 100_000 / MIN_CONVEX_ROWS)
+
+
+def test_convex_fits_of_large_data_use_the_sample_and_stay_close_to_all_rows(monkeypatch):
+    # A small budget stands in for a large data set: 3,000 rows, 1,000 in the convex fits.
+    monkeypatch.setattr(_recipe, "MIN_CONVEX_ROWS", 1000)
+    monkeypatch.setattr(_recipe, "MIN_CLASS_ROWS", 50)
+    monkeypatch.setattr(_recipe, "ROWS_PER_COEFFICIENT", 10)
+    seen = []
+    convex_fit = _recipe._convex_fit
+    monkeypatch.setattr(
+        _recipe,
+        "_convex_fit",
+        lambda features, *args: seen.append(len(features)) or convex_fit(features, *args),
+    )
+    X = _spectra(n_samples=3000, seed=2)
+    y = _classes(X, n_classes=3, seed=2)
+    model = NDClassifier(max_epochs=1, lr=1e-12, early_stopping=False, random_state=0)
+    model.fit(X, y)
+    assert len(seen) == 2 and all(1000 <= n <= 1003 for n in seen)  # warm start and refit
+    # Against the same model with its convex fits on all rows (as in the test above).
+    features = classic_index(X, all_pairs(5), epsilon=1e-6 / np.log(2))
+    reference = make_pipeline(StandardScaler(), LogisticRegression(C=1.0, max_iter=2000))
+    proba = reference.fit(features, y).predict_proba(features)
+    assert np.abs(model.predict_proba(X) - proba).mean() < 0.02
+    assert np.mean(model.predict(X) == reference.predict(features)) > 0.97
 
 
 # --------------------------------------------------------------- default pair budget
