@@ -12,8 +12,9 @@ settings interleaved, and reports the median of ``--repeats`` runs:
    and the ratio of the last to ``import torch`` (issue 14's target: at most 1.5).
 2. **Grid search.** ``GridSearchCV(NDClassifier(max_epochs=E, early_stopping=False),
    4 candidates, cv=3)`` on ``N`` x 10 rows with ``n_jobs=1`` and ``n_jobs=2``: the
-   time of ``fit`` after the imports, which for ``n_jobs=2`` includes starting the loky worker processes and
-   their imports (what a user pays the first time), and the ratio parallel / serial.
+   time of ``fit`` after the imports, which for ``n_jobs=2`` includes starting the loky
+   worker processes and their imports (what a user pays the first time), and the ratio
+   parallel / serial.
    The tiny grid of the issue (300 rows, 5 epochs) and larger ones show where
    ``n_jobs=2`` starts to pay off.
 
