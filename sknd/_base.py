@@ -23,7 +23,7 @@ from ._adam import FlatAdam
 from ._formula import VARIANTS
 from ._recipe import RECIPES
 from ._screening import auto_pair_budget, n_pairs_to_keep, screen_pairs
-from ._tasks import ClassificationTask
+from ._tasks import ClassificationTask, check_label_kinds
 from ._threads import torch_threads
 from ._training import (
     EarlyStopping,
@@ -346,6 +346,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 f"None. {estimator_name} is supervised: it learns the indices that best predict "
                 "y, so pass the target (class labels or continuous values) as fit(X, y)."
             )
+        check_label_kinds(y, "y" if reset else "y_val")  # before numpy turns [1, "a"] to text
         X, y = self._validate_bands(X, y, reset=reset, name=name)
         if reset:
             warn_about_training_values(
@@ -371,9 +372,11 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             try:
                 X_val, y_val = self._validate_X_y(X_val, y_val, reset=False, name="X_val")
             except ValueError as exc:
-                if "X_val" in str(exc):
+                if "X_val" in str(exc) or "y_val" in str(exc):
                     raise
-                raise ValueError(f"Invalid validation data X_val, y_val: {exc}") from exc
+                # scikit-learn calls any target "y": here it is y_val.
+                message = str(exc).replace("Input y ", "Input y_val ")
+                raise ValueError(f"Invalid validation data X_val, y_val: {message}") from exc
             return X, codes, X_val, _matching_outputs(task.encode(y_val), codes), weight, None
         if not self.early_stopping:
             return X, codes, None, None, weight, None

@@ -5,7 +5,10 @@ and regression (output units, loss, early-stopping monitor, decoding of the
 network output) lives here.
 """
 
+from numbers import Number
+
 import numpy as np
+import pandas as pd
 import torch
 from scipy.special import expit
 from sklearn.metrics import r2_score
@@ -16,6 +19,56 @@ __all__ = []
 # Up to this many classes, decoding compares columns instead of calling argmax
 # along rows (measured per sample at 2-4 classes: 2-3x faster; from 5 slower).
 _COLUMNWISE_MAX_CLASSES = 4
+
+# Standardized validation targets (training standard deviations from the training mean)
+# beyond this make the float32 validation loss overflow, or nearly: early stopping would
+# track inf, and the fit would be reported as diverged.
+_MAX_STANDARDIZED_TARGET = 1e15
+
+
+def _is_text(value):
+    return isinstance(value, (str, bytes))
+
+
+def _is_number(value):
+    return isinstance(value, (Number, np.number, np.bool_)) and not _is_text(value)
+
+
+def check_label_kinds(y, name="y"):
+    """Refuse targets that mix numbers and strings, with a ``ValueError`` naming ``name``.
+
+    numpy cannot order such labels (``'<' not supported between 'int' and 'str'``), and a
+    list of them silently becomes strings (``[1, "a"]`` -> ``["1", "a"]``). Numeric and
+    string arrays pass at no cost; object arrays and lists are looked at element by element
+    only when they hold strings.
+    """
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        return
+    try:
+        values = np.asarray(y)
+        if values.dtype.kind not in "OUS":
+            return
+        if values.dtype.kind != "O":  # numbers in a list become strings: look at the list
+            values = np.asarray(y, dtype=object)
+    except (TypeError, ValueError):  # ragged: validation says what is wrong
+        return
+    values = values.ravel()
+    if pd.api.types.infer_dtype(values, skipna=True) not in ("mixed", "mixed-integer"):
+        return
+    text = next((value for value in values if _is_text(value)), None)
+    number = next((value for value in values if _is_number(value)), None)
+    if text is None or number is None:
+        return
+    raise ValueError(
+        f"{name} mixes numbers and strings (e.g. {number!r} and {text!r}): class labels must "
+        "be all numbers or all strings (regression targets all numbers). Convert them to one "
+        f"kind first, e.g. {name} = np.asarray({name}, dtype=str)."
+    )
+
+
+def _label_kind(labels):
+    kind = np.asarray(labels).dtype.kind
+    return "strings" if kind in "USO" else "numbers"
 
 
 class ClassificationTask:
@@ -31,6 +84,7 @@ class ClassificationTask:
                 "Multi-output classification targets are not supported: pass y of shape "
                 "(n_samples,) (one label per sample), or fit one estimator per output."
             )
+        check_label_kinds(y)
         check_classification_targets(y)
         self.classes, self.encoded = np.unique(y, return_inverse=True)
         if len(self.classes) < 2:
@@ -51,14 +105,30 @@ class ClassificationTask:
     def criterion(self):
         return torch.nn.BCEWithLogitsLoss if self.binary else torch.nn.CrossEntropyLoss
 
-    def encode(self, y):
-        """Map labels to class positions; unseen labels raise ``ValueError``."""
-        positions = np.searchsorted(self.classes, y)
+    def encode(self, y, name="y_val"):
+        """Map labels to class positions; mixed or unseen labels raise ``ValueError``."""
+        check_label_kinds(y, name)
+        y = np.asarray(y)
+        try:
+            positions = np.searchsorted(self.classes, y)
+        except TypeError:  # e.g. str labels against an object array of numbers
+            positions = np.zeros(len(y), dtype=np.intp)
         positions = np.clip(positions, 0, len(self.classes) - 1)
-        unseen = self.classes[positions] != y
+        unseen = np.asarray(self.classes[positions] != y, dtype=bool).reshape(-1)
         if np.any(unseen):
+            shown = list(dict.fromkeys(y[unseen].tolist()))
+            kinds = _label_kind(y), _label_kind(self.classes)
+            hint = (
+                f" {name} holds {kinds[0]}, the training labels y {kinds[1]}: convert "
+                f"{name} to the kind of y."
+                if kinds[0] != kinds[1]
+                else f" Drop those samples from {name}, or fit on data that has them."
+            )
             raise ValueError(
-                f"y contains labels not seen in the training data: {np.unique(y[unseen])!r}."
+                f"{name} contains {len(shown)} label(s) not seen in the training data y: "
+                f"{shown[:5]}{' ...' if len(shown) > 5 else ''} (y has "
+                f"{self.classes.tolist()[:10]}{' ...' if len(self.classes) > 10 else ''})."
+                f"{hint}"
             )
         return positions
 
@@ -158,8 +228,28 @@ class RegressionTask:
     def n_outputs(self):
         return len(self.mean)
 
-    def encode(self, y):
-        return np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+    def encode(self, y, name="y_val"):
+        """Targets as float64 columns; ``ValueError`` for ones far off the scale of ``y``."""
+        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        if y.shape[1] != len(self.mean):
+            return y  # the caller says that the columns differ
+        if not np.isfinite(y).all():
+            row = int(np.flatnonzero(~np.isfinite(y).all(axis=1))[0])
+            raise ValueError(
+                f"{name} contains NaN or infinite values (first in row {row}): drop those samples."
+            )
+        with np.errstate(over="ignore"):
+            distance = np.abs((y - self.mean) / self.scale)
+        if not (distance <= _MAX_STANDARDIZED_TARGET).all():
+            worst = np.unravel_index(np.argmax(distance), y.shape)
+            far = f"{distance[worst]:.3g}" if np.isfinite(distance[worst]) else "over 1e308"
+            raise ValueError(
+                f"{name} has values far outside the range of y: {y[worst]:.4g} (row "
+                f"{worst[0]}) lies {far} standard deviations of y from its "
+                f"mean, more than the {_MAX_STANDARDIZED_TARGET:.0e} the float32 validation "
+                f"loss can handle. Pass {name} in the units of y, or drop those samples."
+            )
+        return y
 
     def target_tensor(self, y):
         return torch.as_tensor((y - self.mean) / self.scale, dtype=torch.float32)

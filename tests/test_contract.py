@@ -171,6 +171,59 @@ def test_y_val_outputs_must_match_y(columns, val_columns):
         NDRegressor(**FAST).fit(X, y, X_val=X[:20], y_val=y_val)
 
 
+MIXED = [1, "a", 2] * 20
+
+
+@pytest.mark.parametrize("Estimator", [NDClassifier, NDTransformer, NDRegressor])
+@pytest.mark.parametrize("container", [list, lambda y: np.array(y, dtype=object)])
+def test_mixed_number_and_string_labels_are_refused(Estimator, container):
+    # A list [1, "a"] would silently become the strings ["1", "a"]; an object array
+    # would fail in numpy with "'<' not supported between 'str' and 'int'".
+    X, _ = make_data()
+    with pytest.raises(ValueError, match=r"y mixes numbers and strings \(e.g. 1 and 'a'\)"):
+        Estimator(**FAST).fit(X, container(MIXED))
+
+
+@pytest.mark.parametrize(
+    "y_val, pattern",
+    [
+        (np.array([0, "a"] * 10, dtype=object), "y_val mixes numbers and strings"),
+        (np.array([0, 1, 5, 1] * 5), r"y_val contains 1 label\(s\) not seen .* \[5\]"),
+        (np.array(["0", "1"] * 10), "y_val holds strings, the training labels y numbers"),
+    ],
+)
+def test_y_val_label_problems_name_y_val(y_val, pattern):
+    X, y = make_data()
+    with pytest.raises(ValueError, match=pattern):
+        NDClassifier(**FAST).fit(X, y, X_val=X[:20], y_val=y_val)
+
+
+@pytest.mark.parametrize("value", [1e308, 1e200, -1e30])
+@pytest.mark.parametrize("columns", [1, 2])
+def test_y_val_far_off_the_scale_of_y_is_named(value, columns):
+    # Was "Input contains infinity" (y_val not named) or a divergence blamed on lr.
+    X, _ = make_data()
+    y = X[:, :columns] if columns == 2 else X[:, 0]
+    y_val = np.full(np.shape(y[:20]), value)
+    with pytest.raises(ValueError, match="y_val has values far outside the range of y") as info:
+        NDRegressor(**FAST).fit(X, y, X_val=X[:20], y_val=y_val)
+    assert "lr" not in str(info.value)
+
+
+def test_nan_in_y_val_is_named_y_val():
+    X, _ = make_data()
+    with pytest.raises(ValueError, match="Input y_val contains NaN"):
+        NDRegressor(**FAST).fit(X, X[:, 0], X_val=X[:20], y_val=np.full(20, np.nan))
+
+
+def test_run_experiments_refuses_mixed_labels():
+    from sknd.experiments import run_experiments
+
+    X, _ = make_data()
+    with pytest.raises(ValueError, match="y mixes numbers and strings"):
+        run_experiments(X, MIXED, n_splits=3, verbose=0)
+
+
 def test_concurrent_fits_of_one_object_are_refused():
     import threading
 

@@ -15,6 +15,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.multiclass import type_of_target
 
+from .._tasks import check_label_kinds
 from .._threads import one_thread
 from ..networks import default_hidden_units
 from ._checks import check_run_arguments
@@ -377,6 +378,7 @@ def run_experiments(
     {'logreg_bands': 6, 'nd': 6}
     """
     start = time.perf_counter()
+    check_label_kinds(y)  # before numpy turns [1, "a"] into text
     name = dataset_name or data_name(X, y)
     if not isinstance(X, pd.DataFrame):
         X = np.asarray(X, dtype=np.float64)
