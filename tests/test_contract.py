@@ -62,6 +62,36 @@ def test_set_params_after_fit_does_not_change_the_fitted_model():
     np.testing.assert_allclose(mapped.reshape(60, -1), before, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("new_sensor", ["landsat8", None])
+def test_sensor_set_after_fit_changes_nothing_fitted(new_sensor):
+    import warnings
+
+    from sknd import inspection, raster
+    from sknd.bands import BandMatchWarning
+
+    X, y = make_data()
+    model = NDTransformer(**FAST, bands=["B2", "B3", "B4", "B8"], sensor="sentinel2").fit(X, y)
+    image = X[:, ::-1].reshape(6, 10, 4)
+    landsat = ["SR_B5", "SR_B4", "SR_B3", "SR_B2"]  # the same bands, by common name
+
+    def fitted_behaviour():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mapped = raster.transform(model, image, bands=landsat)
+        messages = [str(w.message) for w in caught if issubclass(w.category, BandMatchWarning)]
+        table = inspection.index_table(model)
+        return mapped, messages, model.export_formulas(), table, model.indices_
+
+    before = fitted_behaviour()
+    assert "from sentinel2 to landsat8" in before[1][0]
+    model.set_params(sensor=new_sensor)
+    after = fitted_behaviour()
+    np.testing.assert_array_equal(after[0], before[0])
+    assert after[1:3] == before[1:3]
+    for table_after, table_before in zip(after[3:], before[3:]):
+        assert table_after.equals(table_before)
+
+
 # ------------------------------------------------------------------ masked arrays
 def test_raster_treats_masked_pixels_as_nodata(clf):
     from sknd import raster
