@@ -432,3 +432,55 @@ def test_inspection_of_a_fitted_model_without_indices():
 def test_ragged_rows_are_named_as_such(clf):
     with pytest.raises(ValueError, match="ragged sequence: its rows have 2, 4 values"):
         clf.predict([[0.1, 0.2, 0.3, 0.4], [0.1, 0.2]])
+
+
+def test_run_experiments_estimates_the_memory_of_all_pair_peers(monkeypatch):
+    import sknd.experiments._checks
+    from sknd.experiments._checks import check_run_arguments
+
+    monkeypatch.setattr(sknd.experiments._checks, "_physical_memory", lambda: 24 * 2**30)
+    # 1,000 samples x 2,000 bands (--quick's sample cap): ~64 GB of classic indices.
+    X = np.random.default_rng(0).uniform(0.05, 0.5, (1000, 2000))
+    y = np.arange(1000) % 2
+    common = dict(task="classification", depths=[2], noise_levels=[0.0], estimator_params={})
+    with pytest.raises(ValueError, match=r"would need about 5\d\.\d GiB.*out of models"):
+        check_run_arguments(X, y, models=None, n_jobs=1, **common)
+    check_run_arguments(X, y, models=["nd", "mlp", "logreg_bands"], n_jobs=1, **common)
+
+
+@pytest.mark.parametrize(
+    "bad, params, pattern",
+    [
+        (-0.1, {"variant": "reflectance"}, r"Negative values .*rows 7; .* of X,"),
+        (1e16, {}, r"Input X contains values too large .*rows 7;"),
+    ],
+)
+def test_run_experiments_checks_bands_on_the_data_the_user_passed(bad, params, pattern):
+    # Found in a fold's validation part, these were blamed on X_val, with row positions
+    # within that part.
+    from sknd.experiments import run_experiments
+
+    X, y = make_data()
+    X[7, 0] = bad
+    with pytest.raises(ValueError, match=pattern) as info:
+        run_experiments(
+            X, y, n_splits=3, depths=[2], models=["nd"], verbose=0,
+            estimator_params={"max_epochs": 2, **params},
+        )  # fmt: skip
+    assert "X_val" not in str(info.value)
+
+
+def test_run_experiments_names_the_fold_when_a_fit_fails(monkeypatch):
+    from sknd.experiments import run_experiments
+
+    def refuse(self, X, y, X_val=None, y_val=None, **kwargs):
+        raise ValueError("X_val and y_val are wrong")
+
+    monkeypatch.setattr(NDClassifier, "fit", refuse)
+    X, y = make_data()
+    with pytest.raises(ValueError) as info:
+        run_experiments(X, y, n_splits=3, depths=[2], models=["nd"], verbose=0)
+    assert str(info.value) == (
+        "Fitting nd at depth 2 on fold 0 failed: the validation part of X and the validation "
+        "part of y are wrong"
+    )

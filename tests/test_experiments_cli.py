@@ -224,3 +224,42 @@ def test_sensor_names_known_indices_in_coefficients(tmp_path):
     coefficients = pd.read_csv(tmp_path / "out" / "coefficients.csv", keep_default_na=False)
     row = coefficients.query("band_i == 'B4' and band_j == 'B8'").iloc[0]
     assert row["known_index"] == "-NDVI"
+
+
+def test_thousands_of_bands_are_refused_with_the_memory_estimate(tmp_path, capsys, monkeypatch):
+    # A 2,000-band CSV through --quick: the classic-index peers would hold millions of
+    # pair columns per sample. The estimate is checked before anything trains; this
+    # machine's memory is made small so that a few rows suffice to cross it.
+    import sknd.experiments._checks
+
+    monkeypatch.setattr(sknd.experiments._checks, "_physical_memory", lambda: 2**30)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.uniform(0.05, 0.5, (30, 2000)), columns=[f"b{k}" for k in range(2000)])
+    frame["class"] = np.arange(30) % 2
+    csv = tmp_path / "hyperspectral.csv"
+    frame.to_csv(csv, index=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["--dataset", str(csv), "--quick", "--quiet", "--output", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "logreg_nd, best_nd_pair would need about 1.79 GiB" in err
+    assert "1,999,000 band pairs" in err and "out of --models" in err
+    assert "Traceback" not in err
+
+
+def test_a_class_only_in_validation_groups_is_a_usage_error(tmp_path, capsys):
+    # Group folds can leave a class out of a fold's training part; the networks would
+    # then blame y_val, which the user never passed.
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.uniform(0.05, 0.5, (60, 4)), columns=list("abcd"))
+    frame["field"] = np.repeat(np.arange(6), 10)
+    frame["class"] = np.where(frame["field"] == 0, 2, np.arange(60) % 2)
+    csv = tmp_path / "fields.csv"
+    frame.to_csv(csv, index=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["--dataset", str(csv), "--groups", "field", "--folds", "3", "--models", "nd",
+              "--depths", "2", *FAST, "--quiet", "--output", str(tmp_path / "o")])  # fmt: skip
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "validation part holds class(es) [2] that its training part lacks" in err
+    assert "y_val" not in err and "Traceback" not in err
