@@ -26,21 +26,24 @@ _COLUMNWISE_MAX_CLASSES = 4
 _MAX_STANDARDIZED_TARGET = 1e15
 
 
-def _is_text(value):
-    return isinstance(value, (str, bytes))
-
-
-def _is_number(value):
-    return isinstance(value, (Number, np.number, np.bool_)) and not _is_text(value)
+def _kind(value):
+    """What numpy cannot order against the others: numbers, strings or bytes (else None)."""
+    if isinstance(value, str):
+        return "strings"
+    if isinstance(value, bytes):
+        return "bytes"
+    if isinstance(value, (Number, np.number, np.bool_)):
+        return "numbers"
+    return None
 
 
 def check_label_kinds(y, name="y"):
-    """Refuse targets that mix numbers and strings, with a ``ValueError`` naming ``name``.
+    """Refuse targets that mix numbers, strings and bytes, with a ``ValueError`` naming ``name``.
 
     numpy cannot order such labels (``'<' not supported between 'int' and 'str'``), and a
     list of them silently becomes strings (``[1, "a"]`` -> ``["1", "a"]``). Numeric and
     string arrays pass at no cost; object arrays and lists are looked at element by element
-    only when they hold strings.
+    only when pandas finds them mixed.
     """
     if isinstance(y, np.ndarray) and y.dtype != object:
         return
@@ -55,15 +58,17 @@ def check_label_kinds(y, name="y"):
     values = values.ravel()
     if pd.api.types.infer_dtype(values, skipna=True) not in ("mixed", "mixed-integer"):
         return
-    text = next((value for value in values if _is_text(value)), None)
-    number = next((value for value in values if _is_number(value)), None)
-    if text is None or number is None:
-        return
-    raise ValueError(
-        f"{name} mixes numbers and strings (e.g. {number!r} and {text!r}): class labels must "
-        "be all numbers or all strings (regression targets all numbers). Convert them to one "
-        f"kind first, e.g. {name} = np.asarray({name}, dtype=str)."
-    )
+    first = {}
+    for value in values:
+        first.setdefault(_kind(value), value)
+        first.pop(None, None)
+        if len(first) == 2:
+            (kind_a, a), (kind_b, b) = first.items()
+            raise ValueError(
+                f"{name} mixes {kind_a} and {kind_b} (e.g. {a!r} and {b!r}): class labels "
+                "must be all numbers or all strings (regression targets all numbers). "
+                f"Convert them to one kind first, e.g. {name} = np.asarray({name}, dtype=str)."
+            )
 
 
 def _label_kind(labels):

@@ -156,6 +156,48 @@ def test_fit_parameters(params):
     assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
 
 
+def _label_kind(value):
+    return str if isinstance(value, str) else bytes if isinstance(value, bytes) else int
+
+
+LABELS = st.sampled_from([0, 1, 2, 1.5, True, "a", "b", b"c", np.int64(3), np.str_("d")])
+
+
+@settings(derandomize=True, max_examples=20, deadline=None)
+@given(
+    labels=st.lists(LABELS, min_size=2, max_size=4),
+    container=st.sampled_from(["list", "object", "series"]),
+    as_y_val=st.booleans(),
+)
+def test_label_kinds(labels, container, as_y_val):
+    # Labels of one kind train, or are refused for another reason; mixed numbers and
+    # strings are refused by name, never with numpy's "'<' not supported" nor converted.
+    X, _ = _data(30)
+    values = [labels[i % len(labels)] for i in range(30)]
+    y = {
+        "list": values,
+        "object": np.array(values, dtype=object),
+        "series": pd.Series(values, dtype=object),
+    }[container]
+    kinds = {_label_kind(v) for v in values}
+    model = NDClassifier(max_epochs=2, random_state=0)
+    name = "y_val" if as_y_val else "y"
+    try:
+        if as_y_val:
+            model.fit(X, (np.arange(30) % 2), X_val=X, y_val=y)
+        else:
+            model.fit(X, y)
+    except EXPECTED as exc:
+        message = str(exc)
+        assert "'<' not supported" not in message, message
+        if len(kinds) > 1:
+            assert message.startswith(f"{name} mixes "), message
+        return
+    assert len(kinds) == 1, f"mixed labels {values!r} were accepted"
+    if not as_y_val:  # the labels come back as they were given, not as text
+        assert {_label_kind(c) for c in model.classes_.tolist()} == kinds, model.classes_
+
+
 @pytest.fixture(scope="module")
 def csv_path(tmp_path_factory):
     X, y = _data()
