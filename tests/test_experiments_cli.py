@@ -162,6 +162,7 @@ def test_spatial_blocks_show_the_leakage_of_random_folds(tmp_path):
           "x,y"], "nan_coords", "--coords column 'x' has 1 missing"),
         (["--task", "regression", "--target", "E1"], "nan_target",
          "Target column 'E1' has 1 missing values"),
+        (["--target", "E1"], "inf_target", "Target column 'E1' has 1 infinite values"),
         (["--task", "regression", "--target", "E1", "--groups", "FOLDCOL"], "nan_groups",
          "--groups column 'FOLDCOL' has 1 missing"),
         (["--task", "regression", "--target", "E1", "--models", "logreg_nd"], None,
@@ -182,6 +183,8 @@ def test_usage_errors_exit_2_with_a_message(tmp_path, capsys, extra, frame_chang
         frame["site"] = "A"
     if frame_change == "nan_target":
         frame.loc[2, "E1"] = np.nan
+    if frame_change == "inf_target":  # was scikit-learn's "Input contains infinity"
+        frame.loc[2, "E1"] = np.inf
     if frame_change == "nan_groups":
         frame["FOLDCOL"] = frame["FOLDCOL"].astype(float)
         frame.loc[2, "FOLDCOL"] = np.nan
