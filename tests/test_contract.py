@@ -446,6 +446,10 @@ def test_run_experiments_estimates_the_memory_of_all_pair_peers(monkeypatch):
     with pytest.raises(ValueError, match=r"would need about 5\d\.\d GiB.*out of models"):
         check_run_arguments(X, y, models=None, n_jobs=1, **common)
     check_run_arguments(X, y, models=["nd", "mlp", "logreg_bands"], n_jobs=1, **common)
+    # The ND layer with every pair: its outputs on all training rows at the end of fit.
+    common["estimator_params"] = {"pairs": "all"}
+    with pytest.raises(ValueError, match=r"^nd would need .* out of models, pairs auto for"):
+        check_run_arguments(X, y, models=["nd", "mlp"], n_jobs=1, **common)
 
 
 @pytest.mark.parametrize(

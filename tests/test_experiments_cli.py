@@ -246,7 +246,7 @@ def test_thousands_of_bands_are_refused_with_the_memory_estimate(tmp_path, capsy
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "logreg_nd, best_nd_pair would need about 1.79 GiB" in err
-    assert "1,999,000 band pairs" in err and "out of --models" in err
+    assert "all 1,999,000 band pairs" in err and "out of --models" in err
     assert "Traceback" not in err
 
 

@@ -16,6 +16,11 @@ from ._specs import ALL_PAIR_TABLES, specs_for
 
 __all__ = []
 
+# Peak memory of an ND or AttND fit with pairs="all", in (n_samples, n_pairs) float64
+# tables: the first block's outputs on all training rows at the end of fit (peak RSS of a
+# 300-sample, 600-band fit: 7.4 float32 tables above the interpreter's).
+NETWORK_ALL_PAIR_TABLES = 4
+
 
 def _option(name, options):
     return (options or {}).get(name, name)
@@ -97,29 +102,41 @@ def check_run_arguments(
             non_negative=variant == "reflectance",
             source_dtype=None,
         )
-    _check_pair_tables(values.shape, specs, n_jobs, n_splits, options)
+    _check_pair_tables(values.shape, specs, estimator_params, n_jobs, n_splits, options)
 
 
-def _check_pair_tables(shape, specs, n_jobs, n_splits, options):
-    """Refuse peers whose index of every band pair would not fit in memory (``ALL_PAIR_TABLES``)."""
+def _check_pair_tables(shape, specs, estimator_params, n_jobs, n_splits, options):
+    """Refuse models whose tables of every band pair would not fit in memory.
+
+    The peers of :data:`ALL_PAIR_TABLES`, and the ND and AttND networks with
+    ``pairs="all"`` (their first block's outputs on all training rows at the end of fit).
+    """
     n_samples, n_bands = shape
     n_pairs = n_bands * (n_bands - 1) // 2
-    heavy = [spec.name for spec in specs if spec.name in ALL_PAIR_TABLES]
-    if not heavy:
+    tables_of = {
+        spec.name: ALL_PAIR_TABLES[spec.name] for spec in specs if spec.name in ALL_PAIR_TABLES
+    }
+    all_pairs = dict(estimator_params or {}).get("pairs") == "all"
+    if all_pairs:
+        for spec in specs:
+            if spec.network and spec.params.get("architecture") != "mlp":
+                tables_of[spec.name] = NETWORK_ALL_PAIR_TABLES
+    if not tables_of:
         return
     # Each of the parallel workers may fit one such model at a time.
-    workers = min(effective_n_jobs(n_jobs or 1), len(heavy) * n_splits)
-    tables = max(ALL_PAIR_TABLES[name] for name in heavy) * workers
+    workers = min(effective_n_jobs(n_jobs or 1), len(tables_of) * n_splits)
+    tables = max(tables_of.values()) * workers
     estimate = tables * n_samples * n_pairs * 8
     limit = _physical_memory()
     if estimate > limit:
-        models = _option("models", options)
+        heavy = list(tables_of)
+        pairs = f", {_option('pairs', options)} auto for the networks" if all_pairs else ""
         raise ValueError(
             f"{', '.join(heavy)} would need about {estimate / 2**30:,.3g} GiB: {tables} tables "
-            f"of the classic index of all {n_pairs:,} band pairs for {n_samples:,} samples "
-            f"({workers} parallel worker(s)), more than the {limit / 2**30:,.3g} GiB of memory "
-            f"of this machine. Leave {' and '.join(heavy)} out of {models}, or use fewer "
-            "bands or samples."
+            f"of values of all {n_pairs:,} band pairs for {n_samples:,} samples ({workers} "
+            f"parallel worker(s)), more than the {limit / 2**30:,.3g} GiB of memory of this "
+            f"machine. Leave {' and '.join(heavy)} out of {_option('models', options)}"
+            f"{pairs}, or use fewer bands or samples."
         )
 
 
