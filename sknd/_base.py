@@ -126,6 +126,29 @@ def _group_split(X, codes, groups, validation_fraction, seed, weight):
     return X[train], codes[train], X[valid], codes[valid], weight[train], weight[valid]
 
 
+def _same_param(before, now):
+    """Whether a parameter value is unchanged (array-likes compared by value)."""
+    if before is now:
+        return True
+    if isinstance(before, str) or isinstance(now, str) or np.ndim(before) == np.ndim(now) == 0:
+        return type(before) is type(now) and before == now
+    try:
+        return np.array_equal(np.asarray(before, dtype=object), np.asarray(now, dtype=object))
+    except ValueError:  # ragged
+        return False
+
+
+def _cpu_copy(state):
+    """``state`` (an optimizer's ``state_dict``) with every tensor copied to the CPU."""
+    if isinstance(state, torch.Tensor):
+        return state.detach().cpu().clone()
+    if isinstance(state, dict):
+        return {key: _cpu_copy(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(_cpu_copy(value) for value in state)
+    return state
+
+
 def _matching_outputs(codes_val, codes):
     """``codes_val`` shaped as ``codes``, or a ValueError if their outputs differ."""
     outputs, outputs_val = (1 if np.ndim(c) == 1 else np.shape(c)[1] for c in (codes, codes_val))
@@ -226,6 +249,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         "sensor": [str, None],
         "passthrough": ["boolean"],
         "recipe": [StrOptions(set(RECIPES))],
+        "warm_start": ["boolean"],
     }
 
     # As scikit-learn's BaseMultilayerPerceptron: no defaults here, each public estimator
@@ -254,6 +278,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         sensor,
         passthrough,
         recipe,
+        warm_start,
     ):
         self.depth = depth
         self.architecture = architecture
@@ -275,6 +300,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         self.sensor = sensor
         self.passthrough = passthrough
         self.recipe = recipe
+        self.warm_start = warm_start
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -405,39 +431,89 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         return {}
 
     # ------------------------------------------------------------------ fitting
-    def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
+    #: Parameters the fitted network is made of. A warm start or ``partial_fit`` continues
+    #: that network, so they must not change between calls (the others may: lr, epochs ...).
+    _NETWORK_PARAMS = (
+        "architecture",
+        "depth",
+        "hidden_units",
+        "epsilon",
+        "variant",
+        "pairs",
+        "bands",
+        "sensor",
+        "passthrough",
+        "recipe",
+    )
+
+    def _check_network_params(self, how):
+        """Refuse to continue training when a parameter of the network changed since fit."""
+        for name in self._NETWORK_PARAMS:
+            before, now = self._network_params_[name], getattr(self, name)
+            if not _same_param(before, now):
+                raise ValueError(
+                    f"{how} continues the fitted network, but {name} changed from {before!r} "
+                    f"to {now!r} since it was fitted. Set {name} back, or train a new network "
+                    "with fit (and warm_start=False)."
+                )
+
+    def _start_fit(self, X, y, sample_weight, *, continuing, how, classes=None):
+        """Validate the data of a fit, warm start or ``partial_fit`` call.
+
+        Returns ``(X, codes, weight, task)``. A new fit freezes what the network is
+        made of (``epsilon_``, ``variant_``, ``bands_``, the network parameters) and
+        makes a task from ``y`` (and ``classes``); a continuing call checks ``X`` and
+        ``y`` against them and keeps the fitted task.
+        """
+        if isinstance(self.batch_size, (bool, np.bool_)):  # an Integral to scikit-learn
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
+        if continuing:
+            self._check_network_params(how)
+            X, y = self._validate_X_y(X, y, reset=False)
+            task = self._task
+            codes = task.encode(y)
+            if np.ndim(codes) == 2 and codes.shape[1] != task.n_outputs:
+                raise ValueError(
+                    f"y has {codes.shape[1]} target column(s), but the fitted "
+                    f"{type(self).__name__} predicts {task.n_outputs}: pass y with the "
+                    "columns of the first fit."
+                )
+            weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
+            return X, codes, weight, task
         # Frozen at fit: set_params without a refit must not change what the network
         # computes or which inputs it accepts (X_val is checked against these too).
         self.epsilon_, self.variant_ = float(self.epsilon), self.variant
-        if isinstance(self.batch_size, (bool, np.bool_)):  # an Integral to scikit-learn
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
+        self._network_params_ = {name: getattr(self, name) for name in self._NETWORK_PARAMS}
         self._band_names_given = self.bands is not None
         X, y = self._validate_X_y(X, y, reset=True)
-        n_features = X.shape[1]
         # Band names (DataFrame columns or bands=) are frozen at fit time; they
         # label indices_, export_formulas and get_feature_names_out.
         self.bands_ = resolve_bands(
             self.bands,
-            n_features=n_features,
+            n_features=X.shape[1],
             feature_names=getattr(self, "feature_names_in_", None),
             sensor=self.sensor,
         )
         self.band_names_ = np.asarray([band.name for band in self.bands_], dtype=object)
+        weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
+        task = self._make_task(y, weight, classes)
+        return X, task.encoded, weight, task
+
+    def _uses_recipe(self):
+        # sknd's default recipe (sknd._recipe): depth-2 networks with an ND layer. Deeper
+        # networks train as in the paper: conditioning alone cost forest type a point at
+        # depths 3 and 4, and the convex fits concern a depth-2 output layer.
+        return self.recipe == "sknd" and self.architecture != "mlp" and self.depth == 2
+
+    def _new_network(self, X_train, c_train, w_train, task, seed, device):
+        """Screen the pairs and build the network (on the CPU); return ``(pairs, module)``."""
+        n_features = X_train.shape[1]
         if isinstance(self.pairs, str) or (
             isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)
         ):  # "all", or all pairs to screen ("auto", a count)
             pairs = all_pairs(n_features)
         else:
             pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self.bands_))
-        weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
-        task = self._make_task(y, weight)
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        device = _resolve_device(self.device)
-        X_train, c_train, X_valid, c_valid, w_train, w_valid = self._validation_split(
-            X, task.encoded, task, X_val, y_val, seed, groups, weight
-        )
-        check_part(w_train, "training")
-        check_part(w_valid, "validation")
         n_keep = n_pairs_to_keep(
             self.pairs, len(pairs), auto=auto_pair_budget(n_features, task.n_outputs)
         )
@@ -454,10 +530,6 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 epsilon=self.epsilon,
                 sample_weight=w_train,
             )
-        # sknd's default recipe (sknd._recipe): depth-2 networks with an ND layer. Deeper
-        # networks train as in the paper: conditioning alone cost forest type a point at
-        # depths 3 and 4, and the convex fits concern a depth-2 output layer.
-        recipe = self.recipe == "sknd" and self.architecture != "mlp" and self.depth == 2
         hidden_units = self.hidden_units
         if hidden_units is None:
             hidden_units = default_hidden_units(len(pairs))
@@ -473,29 +545,11 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             passthrough=self.passthrough,
             estimator_name=type(self).__name__,
         )
-
-        train_data = TensorDataset(
-            torch.tensor(X_train, dtype=torch.float32, device=device),
-            task.target_tensor(c_train).to(device),
-            weight_tensor(w_train, device),
-        )
-        # First, so that a non-finite epoch stops fit before any other callback uses it.
-        callbacks = [("finite_training", FiniteTraining())]
-        train_split = None
-        if X_valid is not None:
-            valid_data = TensorDataset(
-                torch.tensor(X_valid, dtype=torch.float32, device=device),
-                task.target_tensor(c_valid).to(device),
-                weight_tensor(w_valid, device),
-            )
-            train_split = predefined_split(valid_data)
-            callbacks.append(("valid_score", ValidationScore(task.score)))
-
-        cuda_devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
         # Weights are drawn from torch's global generator: seed it inside fork_rng (the
         # caller's state comes back afterwards) and under a lock, so fits running in threads
         # of one process neither see each other's seeds nor restore each other's states.
         # Training itself draws only from its own shuffling generator.
+        cuda_devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
         with _init_lock, torch.random.fork_rng(devices=cuda_devices):
             torch.manual_seed(seed)
             module = build_network(
@@ -508,14 +562,74 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 epsilon=self.epsilon,
                 variant=self.variant,
                 passthrough=self._passthrough_scaling(X_train, w_train),
-                standardize=recipe,
+                standardize=self._uses_recipe(),
             )
+        return pairs, module
+
+    def _net(self, module, task, device, seed, max_epochs, callbacks, valid_data=None):
+        """The skorch net that trains ``module`` (an initialised instance) on ``device``."""
+        rows = _chunk_rows(module)
+        return Net(
+            module=module,
+            criterion=task.criterion,
+            optimizer=FlatAdam,
+            lr=self.lr,
+            optimizer__weight_decay=self.weight_decay,
+            max_epochs=max_epochs,
+            batch_size=self.batch_size,
+            train_split=None if valid_data is None else predefined_split(valid_data),
+            iterator_train=TensorBatches,
+            iterator_train__shuffle=True,
+            iterator_train__generator=torch.Generator().manual_seed(seed),
+            iterator_valid=TensorBatches,
+            iterator_valid__batch_size=rows,
+            # First, so that a non-finite epoch stops fit before any other callback uses it.
+            callbacks=[("finite_training", FiniteTraining()), *callbacks],
+            device=device,
+            verbose=self.verbose,
+        )
+
+    def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
+        """``fit``: train a new network, or continue the fitted one with ``warm_start``."""
+        continuing = self.warm_start and hasattr(self, "_module")
+        X, codes, weight, task = self._start_fit(
+            X, y, sample_weight, continuing=continuing, how="warm_start=True"
+        )
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        device = _resolve_device(self.device)
+        X_train, c_train, X_valid, c_valid, w_train, w_valid = self._validation_split(
+            X, codes, task, X_val, y_val, seed, groups, weight
+        )
+        check_part(w_train, "training")
+        check_part(w_valid, "validation")
+        recipe = self._uses_recipe()
+        if continuing:
+            # A copy: a failed or interrupted warm start leaves the fitted model intact.
+            pairs, module = self.pairs_, copy.deepcopy(self._module).cpu()
+        else:
+            pairs, module = self._new_network(X_train, c_train, w_train, task, seed, device)
+
+        train_data = TensorDataset(
+            torch.tensor(X_train, dtype=torch.float32, device=device),
+            task.target_tensor(c_train).to(device),
+            weight_tensor(w_train, device),
+        )
+        callbacks = []
+        valid_data = None
+        if X_valid is not None:
+            valid_data = TensorDataset(
+                torch.tensor(X_valid, dtype=torch.float32, device=device),
+                task.target_tensor(c_valid).to(device),
+                weight_tensor(w_valid, device),
+            )
+            callbacks.append(("valid_score", ValidationScore(task.score)))
         rows = _chunk_rows(module)
         with torch_threads(1):
             start_score = None
             if recipe:
-                target = self._convex_target(task, c_train)
-                _recipe.prepare(module, X_train, target, task, rows, w_train)
+                if not continuing:  # a warm start keeps the fitted conditioning and head
+                    target = self._convex_target(task, c_train)
+                    _recipe.prepare(module, X_train, target, task, rows, w_train)
                 if X_valid is not None:
                     target = valid_data.y.cpu()
                     start_score = _recipe.start_score(module, X_valid, target, task, rows, w_valid)
@@ -524,24 +638,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                     task.monitor, task.lower_is_better, self.patience, start_score=start_score
                 )
                 callbacks.append(("early_stopping", stopper))
-            net = Net(
-                module=module,
-                criterion=task.criterion,
-                optimizer=FlatAdam,
-                lr=self.lr,
-                optimizer__weight_decay=self.weight_decay,
-                max_epochs=self.max_epochs,
-                batch_size=self.batch_size,
-                train_split=train_split,
-                iterator_train=TensorBatches,
-                iterator_train__shuffle=True,
-                iterator_train__generator=torch.Generator().manual_seed(seed),
-                iterator_valid=TensorBatches,
-                iterator_valid__batch_size=rows,
-                callbacks=callbacks,
-                device=device,
-                verbose=self.verbose,
-            )
+            net = self._net(module, task, device, seed, self.max_epochs, callbacks, valid_data)
             net.fit(train_data, None)
             if recipe:
                 X_all, c_all, w_all = X_train, c_train, w_train
@@ -556,7 +653,67 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 _recipe.refit(net.module_, X_all, target, task, rows, w_all)
 
         self._set_fitted_state(net, task, pairs, X_train, w_train)
-        return self
+        # partial_fit after fit starts a new optimizer (as after a warm start).
+        self._optimizer_state = None
+        self._finish_fit()
+
+    def _partial_fit(self, X, y, classes=None, sample_weight=None):
+        """``partial_fit``: one epoch over ``X``; the first call builds the network."""
+        continuing = hasattr(self, "_module")
+        if continuing and classes is not None:
+            fitted = getattr(self._task, "classes", None)
+            if fitted is None or not np.array_equal(np.unique(classes), fitted):
+                raise ValueError(
+                    f"classes={classes!r} differs from the classes of the fitted model "
+                    f"({fitted!r}): pass classes only on the first call to partial_fit, or "
+                    "the same ones."
+                )
+        if getattr(self, "class_weight", None) == "balanced":
+            raise ValueError(
+                "class_weight='balanced' needs the class counts of all the data, which "
+                "partial_fit sees one part at a time. Compute the weights once with "
+                "sklearn.utils.class_weight.compute_class_weight('balanced', classes=classes, "
+                "y=y) and pass them as a dict: class_weight=dict(zip(classes, weights))."
+            )
+        X, codes, weight, task = self._start_fit(
+            X, y, sample_weight, continuing=continuing, how="partial_fit", classes=classes
+        )
+        check_part(weight, "training")
+        n_calls = self.n_iter_ if continuing else 0
+        # A new shuffling order each call, reproducible from random_state.
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        seed = (seed + n_calls) % np.iinfo(np.int32).max
+        device = _resolve_device(self.device)
+        if continuing:
+            # A copy: a failed or interrupted call leaves the fitted model intact.
+            pairs, module = self.pairs_, copy.deepcopy(self._module).cpu()
+        else:
+            pairs, module = self._new_network(X, codes, weight, task, seed, device)
+        train_data = TensorDataset(
+            torch.tensor(X, dtype=torch.float32, device=device),
+            task.target_tensor(codes).to(device),
+            weight_tensor(weight, device),
+        )
+        with torch_threads(1):
+            if self._uses_recipe() and not continuing:
+                target = self._convex_target(task, codes)
+                _recipe.prepare(module, X, target, task, _chunk_rows(module), weight)
+            net = self._net(module, task, device, seed, 1, [])
+            net.initialize()
+            state = getattr(self, "_optimizer_state", None) if continuing else None
+            if state is not None:
+                net.optimizer_.load_state_dict(state)
+                for group in net.optimizer_.param_groups:  # set_params may change them
+                    group["lr"], group["weight_decay"] = self.lr, self.weight_decay
+            net.partial_fit(train_data, None)
+        previous = self.history_ if continuing else None
+        self._set_fitted_state(net, task, pairs, X, weight, previous)
+        self._optimizer_state = _cpu_copy(net.optimizer_.state_dict())
+        self._finish_fit()
+
+    def _finish_fit(self):
+        """Attributes derived from the trained network (subclasses add theirs)."""
+        self._set_indices()
 
     @staticmethod
     def _convex_target(task, encoded):
@@ -576,8 +733,11 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
         return mean, scale
 
-    def _set_fitted_state(self, net, task, pairs, X_train, w_train=None):
-        """Expose the trained network's results as numpy/pandas attributes."""
+    def _set_fitted_state(self, net, task, pairs, X_train, w_train=None, previous=None):
+        """Expose the trained network's results as numpy/pandas attributes.
+
+        ``previous`` is the ``history_`` of earlier ``partial_fit`` calls, continued.
+        """
         module = net.module_.eval()
         history = pd.DataFrame(
             {
@@ -587,6 +747,9 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 "valid_score": [row.get("valid_score", np.nan) for row in net.history],
             }
         )
+        if previous is not None:
+            history["epoch"] += len(previous)
+            history = pd.concat([previous, history], ignore_index=True)
         self._module = module
         self._task = task
         self.n_outputs_ = task.n_outputs
@@ -645,11 +808,26 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         records = describe(self._module)
         dense = next(i for i, layer in enumerate(records) if i > 0 and layer.kind == "linear")
         before = torch.nn.Sequential(*(layer.module for layer in records[:dense]))
-        features = self._run_module(X, before)
         weight = records[dense].module.weight.detach().cpu().double().numpy()
-        features = features.astype(np.float64)
-        mean = np.average(features, axis=0, weights=sample_weight)
-        spread = np.sqrt(np.average((features - mean) ** 2, axis=0, weights=sample_weight))
+        # The weighted variance, slab by slab (the outputs of millions of rows need not be
+        # held at once), of the outputs shifted by the first slab's mean (no cancellation).
+        slab = _chunk_rows(self._module)
+        shift = total = first = second = 0.0
+        for start in range(0, len(X), slab):
+            features = self._run_module(X[start : start + slab], before)
+            w = (
+                np.ones(len(features))
+                if sample_weight is None
+                else sample_weight[start : start + slab]
+            )
+            if start == 0:
+                shift = np.average(features, axis=0, weights=w if w.any() else None)
+            features -= shift
+            total += w.sum()
+            first = first + w @ features
+            second = second + w @ (features * features)
+        mean = first / total
+        spread = np.sqrt(np.maximum(second / total - mean * mean, 0.0))
         return np.linalg.norm(weight, axis=0) * spread
 
     # ------------------------------------------------------------------ inference

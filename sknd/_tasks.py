@@ -25,14 +25,19 @@ class ClassificationTask:
     lower_is_better = False
     stratified = True
 
-    def __init__(self, y):
+    def __init__(self, y, classes=None):
         if np.ndim(y) != 1:
             raise ValueError(
                 "Multi-output classification targets are not supported: pass y of shape "
                 "(n_samples,) (one label per sample), or fit one estimator per output."
             )
         check_classification_targets(y)
-        self.classes, self.encoded = np.unique(y, return_inverse=True)
+        if classes is None:
+            self.classes, self.encoded = np.unique(y, return_inverse=True)
+        else:  # every class of the data set (partial_fit), y holds some of them
+            check_classification_targets(classes)
+            self.classes = np.unique(classes)
+            self.encoded = self.encode(np.asarray(y))
         if len(self.classes) < 2:
             raise ValueError(
                 "The target has only one class: a classifier needs samples of at least "
@@ -176,8 +181,11 @@ class RegressionTask:
         return prediction.ravel() if self.ndim == 1 else prediction
 
 
-def infer_task(y, sample_weight=None):
-    """Choose classification or regression from the target's type (for the transformer)."""
-    if type_of_target(y) in ("continuous", "continuous-multioutput"):
+def infer_task(y, sample_weight=None, classes=None):
+    """Choose classification or regression from the target's type (for the transformer).
+
+    ``classes`` (all classes of the data set, given to ``partial_fit``) means classification.
+    """
+    if classes is None and type_of_target(y) in ("continuous", "continuous-multioutput"):
         return RegressionTask(y, sample_weight)
-    return ClassificationTask(y)
+    return ClassificationTask(y, classes)

@@ -494,9 +494,12 @@ def forward_rows(module, X, rows):
     parameter = next(iter(module.parameters()), None)
     device = parameter.device if parameter is not None else torch.device("cpu")
     module = copy.deepcopy(module).double()
-    chunks = []
+    output = None  # allocated from the first chunk's width: no list of chunks to join
     with torch.no_grad():
         for start in range(0, max(len(X), 1), rows):
             chunk = torch.tensor(X[start : start + rows], dtype=torch.float64, device=device)
-            chunks.append(module(chunk).cpu())
-    return torch.cat(chunks).numpy()
+            values = module(chunk).cpu().numpy()
+            if output is None:
+                output = np.empty((len(X),) + values.shape[1:])
+            output[start : start + len(values)] = values
+    return output
