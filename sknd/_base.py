@@ -678,7 +678,6 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         X, codes, weight, task = self._start_fit(
             X, y, sample_weight, continuing=continuing, how="partial_fit", classes=classes
         )
-        check_part(weight, "training")
         n_calls = self.n_iter_ if continuing else 0
         # A new shuffling order each call, reproducible from random_state.
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)

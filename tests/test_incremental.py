@@ -5,6 +5,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from sklearn.model_selection import train_test_split
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
@@ -206,3 +207,14 @@ def test_dask_ml_incremental_streams_blocks_and_predicts_lazily():
     predicted = model.predict(X_dask)
     assert isinstance(predicted, da.Array)  # lazy
     assert (predicted.compute() == y).mean() > 0.95
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_partial_fit_on_cuda_matches_the_cpu_and_pickles_to_cpu():
+    X, y = _data(200)
+    params = dict(batch_size=200, random_state=0, recipe="paper")
+    cpu = NDClassifier(**params).partial_fit(X, y, classes=[0, 1]).partial_fit(X, y)
+    gpu = NDClassifier(device="cuda", **params).partial_fit(X, y, classes=[0, 1])
+    gpu = pickle.loads(pickle.dumps(gpu)).partial_fit(X, y)
+    assert all(p.device.type == "cuda" for p in gpu._module.parameters())
+    np.testing.assert_allclose(gpu.predict_proba(X), cpu.predict_proba(X), atol=1e-5)
