@@ -3,7 +3,7 @@
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from ._base import BaseND, restore_on_failure
+from ._base import BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
@@ -12,6 +12,7 @@ from ._docstrings import (
     PARAMETERS_DOC,
     Substitution,
 )
+from ._fitting import restore_on_failure
 from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]

@@ -2,7 +2,7 @@
 
 from sklearn.base import RegressorMixin, _fit_context
 
-from ._base import BaseND, restore_on_failure
+from ._base import BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     FIT_WEIGHTS_DOC,
@@ -10,6 +10,7 @@ from ._docstrings import (
     PARAMETERS_DOC,
     Substitution,
 )
+from ._fitting import restore_on_failure
 from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]

@@ -1,4 +1,4 @@
-"""Continuing training: ``warm_start`` and ``partial_fit`` (sknd._base, the estimators)."""
+"""Continuing training: ``warm_start`` and ``partial_fit`` (sknd._fitting, the estimators)."""
 
 import pickle
 
