@@ -83,7 +83,7 @@ class ClassificationTask:
     lower_is_better = False
     stratified = True
 
-    def __init__(self, y):
+    def __init__(self, y, classes=None):
         if np.ndim(y) != 1:
             raise ValueError(
                 "Multi-output classification targets are not supported: pass y of shape "
@@ -91,7 +91,13 @@ class ClassificationTask:
             )
         check_label_kinds(y)
         check_classification_targets(y)
-        self.classes, self.encoded = np.unique(y, return_inverse=True)
+        if classes is None:
+            self.classes, self.encoded = np.unique(y, return_inverse=True)
+        else:  # every class of the data set (partial_fit), y holds some of them
+            check_label_kinds(classes, "classes")
+            check_classification_targets(classes)
+            self.classes = np.unique(classes)
+            self.encoded = self.encode(np.asarray(y))
         if len(self.classes) < 2:
             raise ValueError(
                 "The target has only one class: a classifier needs samples of at least "
@@ -110,7 +116,7 @@ class ClassificationTask:
     def criterion(self):
         return torch.nn.BCEWithLogitsLoss if self.binary else torch.nn.CrossEntropyLoss
 
-    def encode(self, y, name="y_val"):
+    def encode(self, y, name="y"):
         """Map labels to class positions; mixed or unseen labels raise ``ValueError``."""
         check_label_kinds(y, name)
         y = np.asarray(y)
@@ -124,16 +130,15 @@ class ClassificationTask:
             shown = list(dict.fromkeys(y[unseen].tolist()))
             kinds = _label_kind(y), _label_kind(self.classes)
             hint = (
-                f" {name} holds {kinds[0]}, the training labels y {kinds[1]}: convert "
-                f"{name} to the kind of y."
+                f" {name} holds {kinds[0]}, the classes {kinds[1]}: convert {name} to their kind."
                 if kinds[0] != kinds[1]
                 else f" Drop those samples from {name}, or fit on data that has them."
             )
+            classes = self.classes.tolist()
             raise ValueError(
-                f"{name} contains {len(shown)} label(s) not seen in the training data y: "
-                f"{shown[:5]}{' ...' if len(shown) > 5 else ''} (y has "
-                f"{self.classes.tolist()[:10]}{' ...' if len(self.classes) > 10 else ''})."
-                f"{hint}"
+                f"{name} contains labels not seen among the model's classes "
+                f"{classes[:10]}{' ...' if len(classes) > 10 else ''}: {shown[:5]}"
+                f"{' ...' if len(shown) > 5 else ''}.{hint}"
             )
         return positions
 
@@ -233,7 +238,7 @@ class RegressionTask:
     def n_outputs(self):
         return len(self.mean)
 
-    def encode(self, y, name="y_val"):
+    def encode(self, y, name="y"):
         """Targets as float64 columns; ``ValueError`` for ones far off the scale of ``y``."""
         y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
         if y.shape[1] != len(self.mean):
@@ -248,11 +253,12 @@ class RegressionTask:
         if not (distance <= _MAX_STANDARDIZED_TARGET).all():
             worst = np.unravel_index(np.argmax(distance), y.shape)
             far = f"{distance[worst]:.3g}" if np.isfinite(distance[worst]) else "over 1e308"
+            fitted = "y" if name != "y" else "the y of the first fit"
             raise ValueError(
-                f"{name} has values far outside the range of y: {y[worst]:.4g} (row "
-                f"{worst[0]}) lies {far} standard deviations of y from its "
-                f"mean, more than the {_MAX_STANDARDIZED_TARGET:.0e} the float32 validation "
-                f"loss can handle. Pass {name} in the units of y, or drop those samples."
+                f"{name} has values far outside the range of {fitted}: {y[worst]:.4g} (row "
+                f"{worst[0]}) lies {far} of its standard deviations from its mean, more than "
+                f"the {_MAX_STANDARDIZED_TARGET:.0e} the float32 loss can handle. Pass {name} "
+                f"in the units of {fitted}, or drop those samples."
             )
         return y
 
@@ -271,8 +277,11 @@ class RegressionTask:
         return prediction.ravel() if self.ndim == 1 else prediction
 
 
-def infer_task(y, sample_weight=None):
-    """Choose classification or regression from the target's type (for the transformer)."""
-    if type_of_target(y) in ("continuous", "continuous-multioutput"):
+def infer_task(y, sample_weight=None, classes=None):
+    """Choose classification or regression from the target's type (for the transformer).
+
+    ``classes`` (all classes of the data set, given to ``partial_fit``) means classification.
+    """
+    if classes is None and type_of_target(y) in ("continuous", "continuous-multioutput"):
         return RegressionTask(y, sample_weight)
-    return ClassificationTask(y)
+    return ClassificationTask(y, classes)
