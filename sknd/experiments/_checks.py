@@ -17,9 +17,9 @@ from ._specs import ALL_PAIR_TABLES, specs_for
 __all__ = []
 
 # Peak memory of an ND or AttND fit with pairs="all", in (n_samples, n_pairs) float64
-# tables: the first block's outputs on all training rows at the end of fit (peak RSS of a
-# 300-sample, 600-band fit: 7.4 float32 tables above the interpreter's).
-NETWORK_ALL_PAIR_TABLES = 4
+# tables: the first block's outputs on the training rows (peak RSS of a 300-sample,
+# 600-band fit: 5.3 float32 tables above that of a 6-band fit).
+NETWORK_ALL_PAIR_TABLES = 3
 
 
 def _option(name, options):
