@@ -62,6 +62,8 @@ from ._nd_torch import (
     matmul_backward,
     matmul_forward,
     matmul_weight,
+    slice_backward,
+    slice_forward,
     unband,
 )
 
@@ -172,6 +174,12 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
         ctx.plan = plan
         ctx.method = method
         u = layer_input(x, plan.variant, plan.epsilon)
+        if method == "slices":
+            out, denominator = slice_forward(u, F.softplus(torch.cat([a, c])), plan)
+            ctx.save_for_backward(x, a, c, out)
+            # Private to this call, overwritten by the first backward pass (see below).
+            ctx.denominator = denominator
+            return out
         if method == "matmul":
             weight = matmul_weight(F.softplus(a), F.softplus(c), plan)
             out, denominator = matmul_forward(u, weight, plan)
@@ -188,7 +196,14 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
         need_input = ctx.needs_input_grad[0]
         u = layer_input(x, plan.variant, plan.epsilon)
         ac = torch.cat([a, c])
-        if ctx.method == "matmul":
+        if ctx.method == "slices":
+            (out,) = kept
+            w2 = F.softplus(ac)
+            denominator, ctx.denominator = ctx.denominator, None
+            if denominator is None:  # a second backward pass (retain_graph=True)
+                denominator = slice_forward(u, w2, plan)[1]
+            grad_w2, grad_u = slice_backward(grad_out, out, denominator, u, w2, plan, need_input)
+        elif ctx.method == "matmul":
             out, denominator, weight = kept
             grad_w2, grad_u = matmul_backward(
                 grad_out, out, denominator, u, weight, plan, need_input
@@ -232,7 +247,7 @@ def _forward(x, a, c, dim, plan_of, method):
         table = table.to(dtype)
     plan = plan_of(dtype, x.device)
     out = _NormalizedDifferenceFunction.apply(
-        table, a.to(dtype), c.to(dtype), plan, plan.choose(method)
+        table, a.to(dtype), c.to(dtype), plan, plan.choose(method, table)
     )
     out = out.to(x.dtype)
     return out if table.dim() == x.dim() == 2 else unband(out, x.shape, dim)
