@@ -15,8 +15,10 @@ Prints, for one torch thread:
    live CPU allocations during forward+backward (profiler memory events), both
    against the size of the output;
 4. image patches (issue 15): ND forward+backward on ``(32, 10, 64, 64)``
-   (45 outputs per pixel, ``dim=1``) against ``nn.Conv2d(10, 45, 1)``, for both
-   methods, and the cost of the input check (``check_input=True`` vs False);
+   (45 outputs per pixel, ``dim=1``) against ``nn.Conv2d(10, 45, 1)``, for
+   ``method="auto"`` (band slices, also what ``"gather"`` does on images) and
+   ``"matmul"`` (two GEMMs, the default before), and the cost of the input
+   check (``check_input=True`` vs False);
 5. ``torch.compile`` (inductor) of a training step of a depth-2 ND network
    (10 bands, batch 4096 and 32, Adam) against the same step in eager mode,
    after checking that ``torch._dynamo.explain`` finds no graph break.
@@ -196,17 +198,17 @@ def section_image(repeats):
     grad = torch.randn(32, 45, 64, 64)
     conv = torch.nn.Conv2d(10, 45, 1)
     candidates = {"conv1x1": lambda: fwd_bwd(conv, x, grad)}
-    for method in ("gather", "matmul"):
+    for method, label in (("auto", "auto (slices)"), ("matmul", "matmul")):
         for check in (True, False):
             layer = NormalizedDifference(10, method=method, check_input=check)
-            candidates[f"{method}{'' if check else ' unchecked'}"] = lambda layer=layer: fwd_bwd(
+            candidates[f"{label}{'' if check else ' unchecked'}"] = lambda layer=layer: fwd_bwd(
                 layer, x, grad
             )
     times = time_candidates(candidates, repeats, inner=2)
     base = times.pop("conv1x1")
     print(f"conv1x1 {base * 1e3:.1f} ms")
     for name, seconds in times.items():
-        print(f"  {name:18s} {seconds * 1e3:7.1f} ms   ratio to conv1x1 {seconds / base:5.2f}")
+        print(f"  {name:24s} {seconds * 1e3:7.1f} ms   ratio to conv1x1 {seconds / base:5.2f}")
 
 
 def section_compile(repeats):

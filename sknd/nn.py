@@ -26,7 +26,8 @@ against autograd:
   (with the variants, ``softplus`` and the smooth ``|b|``); used by pair
   screening, the experiments' fixed-index peers and inspection.
 - torch forward and closed-form backward: :mod:`sknd._nd_torch`, in a
-  gather and a matmul formulation, called by this module's autograd function
+  gather and a matmul formulation (and one reading band slices, for images
+  and series), called by this module's autograd function
   and by the fused training step (:mod:`sknd._fused`, which adds the
   backward of softplus, the dense layers and the losses). Pinned by
   tests/test_nn.py (gradcheck, reference formula) and tests/test_networks.py
@@ -167,6 +168,10 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
     not grow with the number of pairs. "matmul", used for few bands, also keeps
     the output, the denominator and the ``(2, n_inputs, P)`` weights: at that
     size recomputing them would cost as much as the rest of the backward pass.
+    "slices" (images and series) keeps the output and the denominator; the
+    denominator is private to the call, so it is held on ``ctx`` rather than
+    saved, and the first backward pass overwrites it with ``G / D**2`` (no new
+    output-sized buffer); a second pass (``retain_graph=True``) recomputes it.
     """
 
     @staticmethod
@@ -279,7 +284,11 @@ def normalized_difference(
         product with a sparse-in-dense ``(n_features, 2 n_pairs)`` weight
         matrix (``O(n_features n_pairs)`` flops per sample, but one fast
         GEMM). ``"auto"`` uses ``"matmul"`` up to :data:`MATMUL_MAX_INPUTS`
-        layer inputs.
+        layer inputs. On images and series (positions after the bands),
+        ``"auto"`` and ``"gather"`` read the bands of each run of pairs
+        ``(i, j), (i, j + 1), ...`` as slices of the input, with no gathered
+        copy, and keep the denominator for the backward pass (in eager mode;
+        ``torch.compile`` and ``torch.export`` trace the two forms above).
     dim : int, default=1
         Axis of ``x`` holding the bands: 1 for ``(N, C)`` tables, ``(N, C, H,
         W)`` images and ``(N, C, T)`` series; -1 for channels-last layouts.
