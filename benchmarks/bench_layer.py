@@ -23,7 +23,8 @@ Prints, for one torch thread:
    (10 bands, batch 4096 and 32, Adam) against the same step in eager mode,
    after checking that ``torch._dynamo.explain`` finds no graph break.
 
-``--sections 4 5`` runs only some sections.
+``--sections 4 5`` runs only some sections; ``--user`` times user CPU time only (see
+``CLOCK``), ``--wall`` wall-clock time.
 
 Timings interleave the candidates within each repeat and report medians, so
 that load from other processes hits all candidates alike; read the ratios, not
@@ -56,7 +57,17 @@ def fwd_bwd(fn, x, grad):
 
 #: Clock of the timings: CPU time of this process by default, because on a machine shared with
 #: other busy processes wall time mostly measures waiting for a core (--wall to use it).
+#: Process CPU time includes the kernel's page faults on fresh memory, which come and go with
+#: the allocator's state (glibc returns freed blocks of tens of MB to the system when they
+#: pile up at the top of the heap): --user times user CPU time only.
 CLOCK = time.process_time
+
+
+def user_time():
+    """User CPU time of this process, in seconds (Unix)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
 
 
 def time_candidates(candidates, repeats, inner):
@@ -250,6 +261,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--wall", action="store_true", help="time wall clock, not CPU time")
+    parser.add_argument("--user", action="store_true", help="time user CPU time only")
     parser.add_argument(
         "--sections", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="sections to run"
     )
@@ -257,9 +269,11 @@ def main():
     global CLOCK
     if args.wall:
         CLOCK = time.perf_counter
+    elif args.user:
+        CLOCK = user_time
     torch.set_num_threads(1)
     repeats = 5 if args.quick else 15
-    clock = "wall clock" if args.wall else "process CPU time"
+    clock = "wall clock" if args.wall else "user CPU time" if args.user else "process CPU time"
     print(f"# bench_layer: torch {torch.__version__}, {platform.machine()}, 1 thread, {clock}")
     sections = {
         1: lambda: section_ratio(repeats),
