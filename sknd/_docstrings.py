@@ -251,7 +251,9 @@ ATTRIBUTES_DOC = """\
         Number of output units.
     history_ : pandas.DataFrame
         One row per epoch: ``epoch``, ``train_loss``, ``valid_loss`` and
-        ``valid_score`` (NaN without a validation set).
+        ``valid_score`` (NaN without a validation set). ``fit`` (also with
+        ``warm_start``) starts a new history, each ``partial_fit`` call appends
+        its epoch.
     loss_curve_ : list of float
         Training loss per epoch.
     validation_scores_ : list of float
@@ -262,7 +264,7 @@ ATTRIBUTES_DOC = """\
         1-based epoch whose weights were restored by early stopping; 0 when
         the starting model (``recipe="sknd"``) was never beaten.
     n_iter_ : int
-        Number of epochs run.
+        Number of epochs in ``history_``.
     band_names_ : ndarray of shape (n_features_in_,)
         Band names used for ``indices_``, ``export_formulas`` and feature
         names (see ``bands``).
