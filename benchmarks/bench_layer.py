@@ -15,13 +15,16 @@ Prints, for one torch thread:
    live CPU allocations during forward+backward (profiler memory events), both
    against the size of the output;
 4. image patches (issue 15): ND forward+backward on ``(32, 10, 64, 64)``
-   (45 outputs per pixel, ``dim=1``) against ``nn.Conv2d(10, 45, 1)``, for both
-   methods, and the cost of the input check (``check_input=True`` vs False);
+   (45 outputs per pixel, ``dim=1``) against ``nn.Conv2d(10, 45, 1)``, for
+   ``method="auto"`` (band slices, also what ``"gather"`` does on images) and
+   ``"matmul"`` (two GEMMs, the default before), and the cost of the input
+   check (``check_input=True`` vs False);
 5. ``torch.compile`` (inductor) of a training step of a depth-2 ND network
    (10 bands, batch 4096 and 32, Adam) against the same step in eager mode,
    after checking that ``torch._dynamo.explain`` finds no graph break.
 
-``--sections 4 5`` runs only some sections.
+``--sections 4 5`` runs only some sections; ``--user`` times user CPU time only (see
+``CLOCK``), ``--wall`` wall-clock time.
 
 Timings interleave the candidates within each repeat and report medians, so
 that load from other processes hits all candidates alike; read the ratios, not
@@ -54,7 +57,17 @@ def fwd_bwd(fn, x, grad):
 
 #: Clock of the timings: CPU time of this process by default, because on a machine shared with
 #: other busy processes wall time mostly measures waiting for a core (--wall to use it).
+#: Process CPU time includes the kernel's page faults on fresh memory, which come and go with
+#: the allocator's state (glibc returns freed blocks of tens of MB to the system when they
+#: pile up at the top of the heap): --user times user CPU time only.
 CLOCK = time.process_time
+
+
+def user_time():
+    """User CPU time of this process, in seconds (Unix)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_utime
 
 
 def time_candidates(candidates, repeats, inner):
@@ -196,17 +209,17 @@ def section_image(repeats):
     grad = torch.randn(32, 45, 64, 64)
     conv = torch.nn.Conv2d(10, 45, 1)
     candidates = {"conv1x1": lambda: fwd_bwd(conv, x, grad)}
-    for method in ("gather", "matmul"):
+    for method, label in (("auto", "auto (slices)"), ("matmul", "matmul")):
         for check in (True, False):
             layer = NormalizedDifference(10, method=method, check_input=check)
-            candidates[f"{method}{'' if check else ' unchecked'}"] = lambda layer=layer: fwd_bwd(
+            candidates[f"{label}{'' if check else ' unchecked'}"] = lambda layer=layer: fwd_bwd(
                 layer, x, grad
             )
     times = time_candidates(candidates, repeats, inner=2)
     base = times.pop("conv1x1")
     print(f"conv1x1 {base * 1e3:.1f} ms")
     for name, seconds in times.items():
-        print(f"  {name:18s} {seconds * 1e3:7.1f} ms   ratio to conv1x1 {seconds / base:5.2f}")
+        print(f"  {name:24s} {seconds * 1e3:7.1f} ms   ratio to conv1x1 {seconds / base:5.2f}")
 
 
 def section_compile(repeats):
@@ -248,6 +261,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats")
     parser.add_argument("--wall", action="store_true", help="time wall clock, not CPU time")
+    parser.add_argument("--user", action="store_true", help="time user CPU time only")
     parser.add_argument(
         "--sections", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="sections to run"
     )
@@ -255,9 +269,11 @@ def main():
     global CLOCK
     if args.wall:
         CLOCK = time.perf_counter
+    elif args.user:
+        CLOCK = user_time
     torch.set_num_threads(1)
     repeats = 5 if args.quick else 15
-    clock = "wall clock" if args.wall else "process CPU time"
+    clock = "wall clock" if args.wall else "user CPU time" if args.user else "process CPU time"
     print(f"# bench_layer: torch {torch.__version__}, {platform.machine()}, 1 thread, {clock}")
     sections = {
         1: lambda: section_ratio(repeats),

@@ -29,19 +29,19 @@ import numpy as np
 import torch
 from sklearn.model_selection import GridSearchCV
 
-import sknd._base as base
+import sknd._fitting as fitting
 from sknd import NDClassifier, NDRegressor
 
 
 @contextlib.contextmanager
 def fit_threads_follow_torch():
     """Counterfactual: fits use torch's current thread count instead of one thread."""
-    original = base.torch_threads
-    base.torch_threads = lambda n_threads: original(None)
+    original = fitting.torch_threads
+    fitting.torch_threads = lambda n_threads: original(None)
     try:
         yield
     finally:
-        base.torch_threads = original
+        fitting.torch_threads = original
 
 
 def timed(fn):

@@ -1,7 +1,7 @@
 """A learnable index as the first layer of a small CNN on image patches
 ====================================================================
 
-Under a minute on CPU.
+About 20 s on one CPU core.
 
 The patches are generated so that the answer is known: each of 6 bands is a smooth random
 field times a random illumination, and the target of a patch is the mean over its pixels of::
@@ -12,10 +12,23 @@ the normalized difference of bands 1 and 3 with the coefficient ratio k = wc / w
 The CNN sees all 15 band pairs through :class:`sknd.nn.NormalizedDifference` (``dim=1``:
 every pair at every pixel of the ``(N, C, H, W)`` batch), then one 3 x 3 convolution and a
 spatial mean. Trained with plain torch, it puts its largest weight on the pair (1, 3) and
-its learned ``k = softplus(c) / softplus(a)`` moves from 1 (the untrained layer) towards 0.5
-(0.63 after 1,500 steps; the other 14 indices absorb the rest of the fit, test MSE 1e-5 for
-a target variance of 1.2e-2). The same module then trains inside a skorch
-``NeuralNetRegressor``. About 30 s on one CPU core.
+its learned ``k = softplus(c) / softplus(a)`` moves from 1 (the untrained layer) to 0.5
+(0.498 to 0.503 over four data and initialisation seeds). The same module then trains inside a
+skorch ``NeuralNetRegressor``.
+
+Why the fit has to be run to convergence: k is identified only by the curvature of the
+index. Near the true k, ``N_k' = N - (k'/k - 1) (1 - N**2) / 2`` to first order, so a
+model with the wrong k differs from the target by a small quadratic term once the
+convolution has rescaled and shifted its index (and the 14 other indices absorb part of
+that term): at k = 0.95 the model already explains 99 % of the target's variance, at
+k = 0.53 99.99 %. Along k the loss is nearly flat, and an optimizer that stops on the
+plateau reports a biased k (Adam at a learning rate of 0.01: k = 0.95 after 500 steps, 0.63
+after 1,500, 0.54 after 5,000; no weight decay is involved, and k is computed exactly as
+the data were made). The problem is small and smooth (166 parameters, 512 patches), so
+the example standardizes the target, as any regression would, and fits the whole batch
+with L-BFGS and a line search, which stops on its own at the minimum after 200-300
+evaluations. A more flexible head (a nonlinear layer after the indices) would make k
+unidentifiable altogether: each index of a pair is a monotone function of any other.
 
 Run: ``PYTHONPATH=. python examples/image_patches_cnn.py``
 """
@@ -62,36 +75,57 @@ def learned_k(layer, pair):
     return (F.softplus(layer.c[row]) / F.softplus(layer.a[row])).item()
 
 
+def fit_lbfgs(model, X, y):
+    """Full-batch L-BFGS with a strong-Wolfe line search, until it stops on its own."""
+    optimizer = torch.optim.LBFGS(model.parameters(), max_iter=100, line_search_fn="strong_wolfe")
+
+    def loss():
+        optimizer.zero_grad()
+        value = F.mse_loss(model(X), y)
+        value.backward()
+        return value
+
+    for _ in range(5):  # each step runs up to 100 iterations
+        optimizer.step(loss)
+    return model
+
+
+def r2(predicted, y):
+    return 1 - F.mse_loss(predicted, y).item() / y.var(unbiased=False).item()
+
+
 def main():
     torch.manual_seed(0)
     X, y = make_patches(512)
     X_test, y_test = make_patches(256, seed=1)
+    # A unit-variance target puts the optimizer's stopping tolerances on the loss's scale.
+    mean, std = y.mean(), y.std()
+    z = (y - mean) / std
 
-    model = PatchRegressor()
-    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    for _ in range(1500):
-        optimizer.zero_grad()
-        loss = F.mse_loss(model(X), y)
-        loss.backward()
-        optimizer.step()
-    test_mse = F.mse_loss(model(X_test), y_test).item()
+    model = fit_lbfgs(PatchRegressor(), X, z)
+    with torch.no_grad():
+        test_r2 = r2(model(X_test) * std + mean, y_test)
     weight = model.conv.weight.detach().abs().sum((0, 2, 3))
     strongest = model.nd.pairs[weight.argmax()].tolist()
-    print(f"plain torch: test MSE {test_mse:.2e} (target variance {y_test.var().item():.2e})")
+    print(f"plain torch: test R^2 {test_r2:.5f}")
     print(f"pair with the largest convolution weight: {tuple(strongest)} (true {TRUE_PAIR})")
     print(f"learned k of {TRUE_PAIR}: {learned_k(model.nd, TRUE_PAIR):.3f} (true {TRUE_K})")
 
     net = NeuralNetRegressor(
         PatchRegressor,
-        optimizer=torch.optim.Adam,
-        lr=0.01,
-        max_epochs=150,
-        batch_size=64,
+        optimizer=torch.optim.LBFGS,
+        optimizer__line_search_fn="strong_wolfe",
+        optimizer__max_iter=100,
+        lr=1.0,
+        max_epochs=5,
+        batch_size=-1,  # the whole training set, as L-BFGS needs
         train_split=None,
         verbose=0,
     )
-    net.fit(X, y)
-    print(f"skorch: test R^2 {net.score(X_test, y_test):.3f}")
+    net.fit(X, z)
+    with torch.no_grad():
+        skorch_r2 = r2(torch.as_tensor(net.predict(X_test)) * std + mean, y_test)
+    print(f"skorch: test R^2 {skorch_r2:.5f}")
     print(f"skorch: learned k of {TRUE_PAIR}: {learned_k(net.module_.nd, TRUE_PAIR):.3f}")
 
 

@@ -1,42 +1,29 @@
-"""Shared fitting logic of the sknd estimators (over skorch)."""
+"""What the sknd estimators share: parameters, input validation, inference and persistence.
+
+Training lives in :mod:`sknd._fitting` (:class:`~sknd._fitting.FittingMixin`).
+"""
 
 import copy
-import functools
-import threading
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
 
 import numpy as np
-import pandas as pd
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
-from sklearn.model_selection import GroupShuffleSplit, train_test_split
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
-from skorch.helper import predefined_split
 
-from . import __version__, _recipe
-from ._adam import FlatAdam
+from . import __version__
+from ._fitting import FittingMixin
 from ._formula import VARIANTS
 from ._recipe import RECIPES
-from ._screening import auto_pair_budget, n_pairs_to_keep, screen_pairs
-from ._tasks import ClassificationTask
+from ._tasks import check_label_kinds
 from ._threads import torch_threads
-from ._training import (
-    EarlyStopping,
-    FiniteTraining,
-    Net,
-    TensorBatches,
-    TensorDataset,
-    ValidationScore,
-)
 from ._validation import (
     check_band_values,
     check_min_bands,
-    check_training_memory,
     densify,
     locate,
     non_numeric_error,
@@ -44,18 +31,14 @@ from ._validation import (
     reject_images,
     warn_about_training_values,
 )
-from ._weights import check_part, fit_weights, weight_tensor
-from .bands import band_pair_indices, resolve_bands
 from .inspection import export_formulas, index_table
 from .networks import (
     ARCHITECTURES,
-    build_network,
-    default_hidden_units,
     describe,
     first_nd_layer,
     forward_rows,
+    rows_per_pass,
 )
-from .nn import all_pairs, resolve_pairs
 
 __all__ = []
 
@@ -67,129 +50,13 @@ EPSILON_RANGE = (1e-15, 1e15)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
-# Rows per forward pass at inference: bounds the (rows x pairs) intermediates.
-_INFERENCE_CHUNK = 65_536
-# ... and so does this many float32 elements per (rows x width) intermediate (64 MiB): with
-# 250 bands (31,125 pairs, 124,500 gathered columns for "signed") that is 134 rows a pass.
-_CHUNK_ELEMENTS = 1 << 24
 
+class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
+    """Parameters, validation, inference and persistence shared by all sknd estimators.
 
-def _chunk_rows(module):
-    """Rows per forward pass of ``module`` (validation and inference)."""
-    records = list(describe(module))
-    width = 1
-    while records:
-        layer = records.pop()
-        if layer.kind == "passthrough":
-            records += layer.inner
-        elif layer.nd is not None:
-            # Up to 4 gathered columns per pair ("signed": [b_i, b_j, r_i, r_j]).
-            width = max(width, 4 * layer.nd.n_pairs)
-        else:
-            width = max(width, layer.width)
-    return int(min(_INFERENCE_CHUNK, max(1, _CHUNK_ELEMENTS // width)))
-
-
-# Fits of one process draw initial weights from torch's global generator under this lock
-# (see BaseND._fit). The thread policy (one torch thread) lives in sknd._threads.
-_init_lock = threading.Lock()
-
-
-def _resolve_device(device):
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError(
-            "device='cuda' was requested but no CUDA GPU is available to PyTorch; "
-            "use device='cpu' or device='auto'."
-        )
-    return device
-
-
-def _group_split(X, codes, groups, validation_fraction, seed, weight):
-    """Hold out about ``validation_fraction`` of the groups for early stopping."""
-    groups = np.asarray(groups)
-    if groups.ndim != 1 or len(groups) != len(X):
-        raise ValueError(
-            f"groups must be one label per sample: got shape {groups.shape} for {len(X)} samples."
-        )
-    if len(np.unique(groups)) < 2:
-        raise ValueError(
-            "early_stopping=True with groups holds out whole groups for validation, but all "
-            "samples are in one group. Pass at least two groups, an explicit X_val and "
-            "y_val, or early_stopping=False."
-        )
-    splitter = GroupShuffleSplit(n_splits=1, test_size=validation_fraction, random_state=seed)
-    train, valid = next(splitter.split(X, codes, groups))
-    if weight is None:
-        return X[train], codes[train], X[valid], codes[valid], None, None
-    return X[train], codes[train], X[valid], codes[valid], weight[train], weight[valid]
-
-
-def _matching_outputs(codes_val, codes):
-    """``codes_val`` shaped as ``codes``, or a ValueError if their outputs differ."""
-    outputs, outputs_val = (1 if np.ndim(c) == 1 else np.shape(c)[1] for c in (codes, codes_val))
-    if outputs != outputs_val:
-        raise ValueError(
-            f"y_val has {outputs_val} output(s) per sample but y has {outputs}: early stopping "
-            "would track the wrong target. Pass y_val with the columns of y."
-        )
-    return np.reshape(codes_val, (len(codes_val),) + np.shape(codes)[1:])
-
-
-# ids of the estimator objects being fitted now (see restore_on_failure).
-_fitting = set()
-_fitting_lock = threading.Lock()
-
-
-def restore_on_failure(fit):
-    """Make ``fit`` all or nothing: if it raises, the estimator is left as it was.
-
-    scikit-learn sets fitted attributes at the end of ``fit``, but
-    ``validate_data`` already sets ``n_features_in_`` at the start: an
-    interrupted first fit (KeyboardInterrupt, divergence, invalid data) would
-    leave an estimator that ``check_is_fitted`` accepts, and an interrupted
-    refit one whose ``n_features_in_`` disagrees with its network. Restoring the
-    attributes leaves an unfitted estimator unfitted and keeps the previous
-    model of a fitted one, intact and consistent.
-
-
-    It also refuses a second ``fit`` of the same object while one runs (in
-    another thread): both would write the same attributes and leave a mix of
-    two models. Fits of separate objects (``clone``) run in parallel. Applied
-    outside ``_fit_context``, so that an interrupt landing in its exit still
-    restores the previous model.
-    """
-
-    @functools.wraps(fit)
-    def wrapper(self, *args, **kwargs):
-        with _fitting_lock:
-            if id(self) in _fitting:
-                raise RuntimeError(
-                    f"This {type(self).__name__} object is already being fitted in another "
-                    "thread; one object cannot fit twice at once. Fit a copy in each thread "
-                    "(sklearn.base.clone(estimator))."
-                )
-            _fitting.add(id(self))
-        before = dict(vars(self))
-        try:
-            return fit(self, *args, **kwargs)
-        except BaseException:
-            vars(self).clear()
-            vars(self).update(before)
-            raise
-        finally:
-            with _fitting_lock:
-                _fitting.discard(id(self))
-
-    return wrapper
-
-
-class BaseND(BaseEstimator, metaclass=ABCMeta):
-    """Parameters, validation, training and inference shared by all sknd estimators.
-
-    Subclasses set ``_make_task(y)`` (a task from :mod:`sknd._tasks`) and their
-    own prediction methods.
+    Training comes from :class:`~sknd._fitting.FittingMixin`. Subclasses set
+    ``_make_task(y, sample_weight, classes)`` (a task from :mod:`sknd._tasks`), their
+    own prediction methods and what ``_finish_fit`` adds.
     """
 
     # The "?" link of the HTML repr (scikit-learn's _HTMLDocumentationLinkMixin) opens the
@@ -226,6 +93,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         "sensor": [str, None],
         "passthrough": ["boolean"],
         "recipe": [StrOptions(set(RECIPES))],
+        "warm_start": ["boolean"],
     }
 
     # As scikit-learn's BaseMultilayerPerceptron: no defaults here, each public estimator
@@ -254,6 +122,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         sensor,
         passthrough,
         recipe,
+        warm_start,
     ):
         self.depth = depth
         self.architecture = architecture
@@ -275,6 +144,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         self.sensor = sensor
         self.passthrough = passthrough
         self.recipe = recipe
+        self.warm_start = warm_start
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -346,6 +216,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
                 f"None. {estimator_name} is supervised: it learns the indices that best predict "
                 "y, so pass the target (class labels or continuous values) as fit(X, y)."
             )
+        check_label_kinds(y, "y" + name[1:])  # before numpy turns [1, "a"] into text
         X, y = self._validate_bands(X, y, reset=reset, name=name)
         if reset:
             warn_about_training_values(
@@ -356,301 +227,13 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
             )
         return X, y
 
-    def _validation_split(self, X, codes, task, X_val, y_val, seed, groups=None, weight=None):
-        """Return ``(X_train, codes_train, X_val, codes_val, weight_train, weight_val)``.
-
-        The validation parts may be None, and the weights are None when ``weight`` is
-        (an explicit ``X_val`` is not weighted).
-
-        With ``groups``, the internal split holds out whole groups (fields, spatial
-        blocks): correlated samples on both sides would make early stopping optimistic.
-        """
-        if (X_val is None) != (y_val is None):
-            raise ValueError("Pass both X_val and y_val, or neither.")
-        if X_val is not None:
-            try:
-                X_val, y_val = self._validate_X_y(X_val, y_val, reset=False, name="X_val")
-            except ValueError as exc:
-                if "X_val" in str(exc):
-                    raise
-                raise ValueError(f"Invalid validation data X_val, y_val: {exc}") from exc
-            return X, codes, X_val, _matching_outputs(task.encode(y_val), codes), weight, None
-        if not self.early_stopping:
-            return X, codes, None, None, weight, None
-        if groups is not None:
-            return _group_split(X, codes, groups, self.validation_fraction, seed, weight)
-        n_samples = len(X)
-        n_valid = int(np.ceil(self.validation_fraction * n_samples))
-        if n_samples - n_valid < 1:
-            raise ValueError(
-                f"early_stopping=True holds out validation_fraction={self.validation_fraction} "
-                f"of the data, which leaves no training sample with n_samples={n_samples}. "
-                "Pass more samples, an explicit X_val and y_val, or early_stopping=False."
-            )
-        stratify = None
-        if task.stratified:
-            # Stratify whenever every class can appear on both sides; tiny data falls back
-            # to a plain random split rather than failing.
-            counts = np.bincount(codes)
-            if counts.min() >= 2 and min(n_valid, n_samples - n_valid) >= len(counts):
-                stratify = codes
-        weights = [] if weight is None else [weight]
-        X_train, X_valid, c_train, c_valid, *weights = train_test_split(
-            X, codes, *weights, test_size=n_valid, random_state=seed, stratify=stratify
-        )
-        return X_train, c_train, X_valid, c_valid, *(weights or [None, None])
-
     def _y_validation_kwargs(self):
         """Extra ``validate_data`` arguments for ``y`` (overridden for regression)."""
         return {}
 
-    # ------------------------------------------------------------------ fitting
-    def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
-        # Frozen at fit: set_params without a refit must not change what the network
-        # computes or which inputs it accepts (X_val is checked against these too).
-        self.epsilon_, self.variant_ = float(self.epsilon), self.variant
-        if isinstance(self.batch_size, (bool, np.bool_)):  # an Integral to scikit-learn
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
-        self._band_names_given = self.bands is not None
-        X, y = self._validate_X_y(X, y, reset=True)
-        n_features = X.shape[1]
-        # Band names (DataFrame columns or bands=) are frozen at fit time; they
-        # label indices_, export_formulas and get_feature_names_out.
-        self.bands_ = resolve_bands(
-            self.bands,
-            n_features=n_features,
-            feature_names=getattr(self, "feature_names_in_", None),
-            sensor=self.sensor,
-        )
-        self.band_names_ = np.asarray([band.name for band in self.bands_], dtype=object)
-        if isinstance(self.pairs, str) or (
-            isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)
-        ):  # "all", or all pairs to screen ("auto", a count)
-            pairs = all_pairs(n_features)
-        else:
-            pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self.bands_))
-        weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
-        task = self._make_task(y, weight)
-        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        device = _resolve_device(self.device)
-        X_train, c_train, X_valid, c_valid, w_train, w_valid = self._validation_split(
-            X, task.encoded, task, X_val, y_val, seed, groups, weight
-        )
-        check_part(w_train, "training")
-        check_part(w_valid, "validation")
-        n_keep = n_pairs_to_keep(
-            self.pairs, len(pairs), auto=auto_pair_budget(n_features, task.n_outputs)
-        )
-        if n_keep is not None:
-            # Scored on the training part only: the validation data stays unseen until
-            # early stopping looks at it.
-            pairs = screen_pairs(
-                X_train,
-                c_train,
-                pairs,
-                n_keep,
-                classification=isinstance(task, ClassificationTask),
-                variant=self.variant,
-                epsilon=self.epsilon,
-                sample_weight=w_train,
-            )
-        # sknd's default recipe (sknd._recipe): depth-2 networks with an ND layer. Deeper
-        # networks train as in the paper: conditioning alone cost forest type a point at
-        # depths 3 and 4, and the convex fits concern a depth-2 output layer.
-        recipe = self.recipe == "sknd" and self.architecture != "mlp" and self.depth == 2
-        hidden_units = self.hidden_units
-        if hidden_units is None:
-            hidden_units = default_hidden_units(len(pairs))
-        check_training_memory(
-            architecture=self.architecture,
-            n_features=n_features,
-            n_pairs=len(pairs),
-            n_outputs=task.n_outputs,
-            depth=self.depth,
-            hidden_units=hidden_units,
-            batch_size=self.batch_size,
-            n_samples=len(X_train),
-            passthrough=self.passthrough,
-            estimator_name=type(self).__name__,
-        )
-
-        train_data = TensorDataset(
-            torch.tensor(X_train, dtype=torch.float32, device=device),
-            task.target_tensor(c_train).to(device),
-            weight_tensor(w_train, device),
-        )
-        # First, so that a non-finite epoch stops fit before any other callback uses it.
-        callbacks = [("finite_training", FiniteTraining())]
-        train_split = None
-        if X_valid is not None:
-            valid_data = TensorDataset(
-                torch.tensor(X_valid, dtype=torch.float32, device=device),
-                task.target_tensor(c_valid).to(device),
-                weight_tensor(w_valid, device),
-            )
-            train_split = predefined_split(valid_data)
-            callbacks.append(("valid_score", ValidationScore(task.score)))
-
-        cuda_devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
-        # Weights are drawn from torch's global generator: seed it inside fork_rng (the
-        # caller's state comes back afterwards) and under a lock, so fits running in threads
-        # of one process neither see each other's seeds nor restore each other's states.
-        # Training itself draws only from its own shuffling generator.
-        with _init_lock, torch.random.fork_rng(devices=cuda_devices):
-            torch.manual_seed(seed)
-            module = build_network(
-                self.architecture,
-                n_features,
-                task.n_outputs,
-                depth=self.depth,
-                hidden_units=hidden_units,
-                pairs=pairs,
-                epsilon=self.epsilon,
-                variant=self.variant,
-                passthrough=self._passthrough_scaling(X_train, w_train),
-                standardize=recipe,
-            )
-        rows = _chunk_rows(module)
-        with torch_threads(1):
-            start_score = None
-            if recipe:
-                target = self._convex_target(task, c_train)
-                _recipe.prepare(module, X_train, target, task, rows, w_train)
-                if X_valid is not None:
-                    target = valid_data.y.cpu()
-                    start_score = _recipe.start_score(module, X_valid, target, task, rows, w_valid)
-            if X_valid is not None and self.early_stopping:
-                stopper = EarlyStopping(
-                    task.monitor, task.lower_is_better, self.patience, start_score=start_score
-                )
-                callbacks.append(("early_stopping", stopper))
-            net = Net(
-                module=module,
-                criterion=task.criterion,
-                optimizer=FlatAdam,
-                lr=self.lr,
-                optimizer__weight_decay=self.weight_decay,
-                max_epochs=self.max_epochs,
-                batch_size=self.batch_size,
-                train_split=train_split,
-                iterator_train=TensorBatches,
-                iterator_train__shuffle=True,
-                iterator_train__generator=torch.Generator().manual_seed(seed),
-                iterator_valid=TensorBatches,
-                iterator_valid__batch_size=rows,
-                callbacks=callbacks,
-                device=device,
-                verbose=self.verbose,
-            )
-            net.fit(train_data, None)
-            if recipe:
-                X_all, c_all, w_all = X_train, c_train, w_train
-                if X_valid is not None:
-                    X_all = np.concatenate([X_train, X_valid])
-                    c_all = np.concatenate([c_train, c_valid])
-                    if w_train is not None:
-                        w_all = np.concatenate([w_train, np.ones(len(X_valid))])
-                        if w_valid is not None:
-                            w_all[len(X_train) :] = w_valid
-                target = self._convex_target(task, c_all)
-                _recipe.refit(net.module_, X_all, target, task, rows, w_all)
-
-        self._set_fitted_state(net, task, pairs, X_train, w_train)
-        return self
-
-    @staticmethod
-    def _convex_target(task, encoded):
-        """What the recipe's convex fits learn: class codes, or standardized targets."""
-        if isinstance(task, ClassificationTask):
-            return encoded
-        return task.target_tensor(encoded).double().numpy()
-
-    def _passthrough_scaling(self, X_train, weight=None):
-        """(Weighted) ``(mean, scale)`` of the training bands for the raw passthrough, or None."""
-        if not self.passthrough:
-            return None
-        X_train = np.asarray(X_train, dtype=np.float64)
-        mean = np.average(X_train, axis=0, weights=weight)
-        scale = np.sqrt(np.average((X_train - mean) ** 2, axis=0, weights=weight))
-        # Constant bands would divide by zero; leave them centred but unscaled.
-        scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
-        return mean, scale
-
-    def _set_fitted_state(self, net, task, pairs, X_train, w_train=None):
-        """Expose the trained network's results as numpy/pandas attributes."""
-        module = net.module_.eval()
-        history = pd.DataFrame(
-            {
-                "epoch": net.history[:, "epoch"],
-                "train_loss": net.history[:, "train_loss"],
-                "valid_loss": [row.get("valid_loss", np.nan) for row in net.history],
-                "valid_score": [row.get("valid_score", np.nan) for row in net.history],
-            }
-        )
-        self._module = module
-        self._task = task
-        self.n_outputs_ = task.n_outputs
-        self.history_ = history
-        self.n_iter_ = len(history)
-        self.loss_curve_ = history["train_loss"].tolist()
-        self.validation_scores_ = history["valid_score"].tolist()
-        stopper = dict(net.callbacks_).get("early_stopping")
-        if stopper is not None and stopper.best_epoch_ is not None:
-            self.best_epoch_ = stopper.best_epoch_
-            self.best_validation_score_ = float(stopper.best_score_)
-        else:
-            self.best_epoch_ = None
-            self.best_validation_score_ = (
-                None if history["valid_score"].isna().all() else float(history["valid_score"].max())
-            )
-        self.n_parameters_ = int(sum(p.numel() for p in module.parameters() if p.requires_grad))
-
-        layer = self._nd_layer()
-        importances = (
-            self._index_importances(X_train, w_train)
-            if layer is not None or self.passthrough
-            else np.empty(0)
-        )
-        if self.passthrough:
-            # The passthrough block appends the raw bands after the first block's outputs.
-            n_features = X_train.shape[1]
-            self.passthrough_importances_ = importances[-n_features:]
-            importances = importances[:-n_features]
-        else:
-            self.passthrough_importances_ = np.empty(0)
-        if layer is None:
-            self.pairs_ = np.empty((0, 2), dtype=np.int64)
-            self.coef_a_ = np.empty(0)
-            self.coef_c_ = np.empty(0)
-            self.index_importances_ = np.empty(0)
-        else:
-            self.pairs_ = pairs
-            self.coef_a_ = layer.a.detach().cpu().double().numpy()
-            self.coef_c_ = layer.c.detach().cpu().double().numpy()
-            self.index_importances_ = importances
-
     def _nd_layer(self):
         """The trained ND layer, or None for the MLP baseline."""
         return first_nd_layer(self._module)
-
-    def _index_importances(self, X, sample_weight=None):
-        """Outgoing-weight norm of each first-block output times its spread on ``X``.
-
-        An index that varies little on the data, or whose value the next layer
-        ignores, cannot drive the prediction; the product ranks indices by how
-        much they can move the next layer's pre-activations. The spread is that
-        of what the next dense layer sees (the standardized outputs under the
-        default recipe), weighted by ``sample_weight``.
-        """
-        records = describe(self._module)
-        dense = next(i for i, layer in enumerate(records) if i > 0 and layer.kind == "linear")
-        before = torch.nn.Sequential(*(layer.module for layer in records[:dense]))
-        features = self._run_module(X, before)
-        weight = records[dense].module.weight.detach().cpu().double().numpy()
-        features = features.astype(np.float64)
-        mean = np.average(features, axis=0, weights=sample_weight)
-        spread = np.sqrt(np.average((features - mean) ** 2, axis=0, weights=sample_weight))
-        return np.linalg.norm(weight, axis=0) * spread
 
     # ------------------------------------------------------------------ inference
     def _inference_device(self):
@@ -665,7 +248,7 @@ class BaseND(BaseEstimator, metaclass=ABCMeta):
         module = self._module if module is None else module
         self._module.to(self._inference_device())
         with torch_threads(1):
-            return forward_rows(module, X, _chunk_rows(self._module))
+            return forward_rows(module, X, rows_per_pass(self._module))
 
     def _fast_evaluator(self, method):
         """A fast evaluator of ``method`` on pixel tables, or None (internal hook).

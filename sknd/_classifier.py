@@ -3,7 +3,7 @@
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from ._base import BaseND, restore_on_failure
+from ._base import BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
@@ -12,6 +12,7 @@ from ._docstrings import (
     PARAMETERS_DOC,
     Substitution,
 )
+from ._fitting import restore_on_failure
 from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]
@@ -92,6 +93,7 @@ class NDClassifier(ClassifierMixin, BaseND):
         sensor=None,
         passthrough=False,
         recipe="sknd",
+        warm_start=False,
         class_weight=None,
     ):
         super().__init__(
@@ -115,6 +117,7 @@ class NDClassifier(ClassifierMixin, BaseND):
             sensor=sensor,
             passthrough=passthrough,
             recipe=recipe,
+            warm_start=warm_start,
         )
         self.class_weight = class_weight
 
@@ -128,8 +131,8 @@ class NDClassifier(ClassifierMixin, BaseND):
         tags.classifier_tags.poor_score = self.architecture != "mlp" and not self.passthrough
         return tags
 
-    def _make_task(self, y, sample_weight=None):
-        return ClassificationTask(y)
+    def _make_task(self, y, sample_weight=None, classes=None):
+        return ClassificationTask(y, classes)
 
     @restore_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
@@ -154,9 +157,63 @@ class NDClassifier(ClassifierMixin, BaseND):
             The fitted estimator.
         """
         self._fit(X, y, X_val, y_val, groups, sample_weight)
-        self.classes_ = self._task.classes
-        self._set_indices()
         return self
+
+    @restore_on_failure
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Train the network for one epoch on ``X`` and ``y`` (a part of the data).
+
+        The first call builds the network from this part (see Notes); later
+        calls continue it, with the optimizer's state of the previous call.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values of this part, with the bands of the first call.
+        y : array-like of shape (n_samples,)
+            Class labels of this part, all in ``classes``.
+        classes : array-like of shape (n_classes,), default=None
+            Every class of the whole data set. Required on the first call
+            (a part need not contain every class); later calls may omit it or
+            pass the same classes.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each sample, relative to the other samples
+            of this call.
+
+        Returns
+        -------
+        self : NDClassifier
+            The estimator, trained one more epoch.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknd import NDClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(2000, 4))
+        >>> y = (X[:, 3] > X[:, 2]).astype(int)
+        >>> clf = NDClassifier(random_state=0)
+        >>> for epoch in range(5):
+        ...     for part in np.array_split(np.arange(2000), 4):
+        ...         clf = clf.partial_fit(X[part], y[part], classes=[0, 1])
+        >>> clf.n_iter_
+        20
+        >>> bool(clf.score(X, y) > 0.9)
+        True
+        """
+        if classes is None and not hasattr(self, "_module"):
+            raise ValueError(
+                "classes must be passed on the first call to partial_fit: every class of "
+                "the whole data set, e.g. classes=np.unique(y_all), since a part of the data "
+                "need not contain them all."
+            )
+        self._partial_fit(X, y, classes, sample_weight)
+        return self
+
+    def _finish_fit(self):
+        self.classes_ = self._task.classes
+        super()._finish_fit()
 
     def predict_proba(self, X):
         """Class probabilities.

@@ -186,6 +186,17 @@ _OTHER_PARAMETERS_DOC = """\
         network ended below a logistic regression on the classic indices it
         starts from; see the user guide's training page. Deeper networks and
         the MLP train the same under both.
+    warm_start : bool, default=False
+        When ``True``, ``fit`` continues training the fitted network (weights,
+        band pairs, the recipe's conditioning and target scaling) instead of
+        building a new one, with a new optimizer and the usual validation
+        split and early stopping; the default recipe still refits the output
+        layer at the end. The parameters the network is made of
+        (``architecture``, ``depth``, ``hidden_units``, ``epsilon``,
+        ``variant``, ``pairs``, ``bands``, ``sensor``, ``passthrough``,
+        ``recipe``) must be unchanged, and ``y`` may only hold classes of the
+        first fit; others (``lr``, ``max_epochs`` ...) may change.
+        ``partial_fit`` always continues.
 """
 
 #: The last parameter of NDClassifier and NDTransformer.
@@ -240,7 +251,9 @@ ATTRIBUTES_DOC = """\
         Number of output units.
     history_ : pandas.DataFrame
         One row per epoch: ``epoch``, ``train_loss``, ``valid_loss`` and
-        ``valid_score`` (NaN without a validation set).
+        ``valid_score`` (NaN without a validation set). ``fit`` (also with
+        ``warm_start``) starts a new history, each ``partial_fit`` call appends
+        its epoch.
     loss_curve_ : list of float
         Training loss per epoch.
     validation_scores_ : list of float
@@ -251,7 +264,7 @@ ATTRIBUTES_DOC = """\
         1-based epoch whose weights were restored by early stopping; 0 when
         the starting model (``recipe="sknd"``) was never beaten.
     n_iter_ : int
-        Number of epochs run.
+        Number of epochs in ``history_``.
     band_names_ : ndarray of shape (n_features_in_,)
         Band names used for ``indices_``, ``export_formulas`` and feature
         names (see ``bands``).
@@ -294,9 +307,22 @@ NOTES_DOC = """\
     fix them. Training rows whose bands are all 0 (a common no-data value)
     raise a ``UserWarning``.
 
-    ``fit`` is all or nothing: if it raises (invalid data, a ``KeyboardInterrupt``,
-    or a training divergence, reported with its epoch), the estimator is left
-    as it was before the call: unfitted, or with its previous model.
+    ``fit`` and ``partial_fit`` are all or nothing: if they raise (invalid
+    data, a ``KeyboardInterrupt``, or a training divergence, reported with its
+    epoch), the estimator is left as it was before the call: unfitted, or
+    with its previous model.
+
+    ``partial_fit`` runs one epoch of Adam over the given data per call,
+    without validation split or early stopping (as scikit-learn's
+    ``MLPClassifier.partial_fit``); the optimizer's state carries over from
+    call to call, and ``fit`` (without ``warm_start``) starts afresh. The
+    first call builds the network from its data: pair screening
+    (``pairs="auto"`` from 50 bands), the default recipe's standardization
+    and convex start of the output layer, and the target scaling of a
+    regressor come from that first part, so it should be a representative
+    sample (shuffle a stream before cutting it into parts). The band weights
+    train in every call; there is no final convex refit. Sample weights
+    count relative to the other samples of the same call.
 
     Pickles hold a CPU copy of the network and the sknd version (loading
     under another version warns): a model trained with ``device="cuda"``

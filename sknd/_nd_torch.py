@@ -1,12 +1,14 @@
-"""The ND layer's math in torch: forward and closed-form backward, two formulations.
+"""The ND layer's math in torch: forward and closed-form backward, three formulations.
 
 The equations are those of :mod:`sknd._formula` (the numpy reference) and of
-Proposition 2.1 of the paper for the gradients. Two formulations compute them
-(see :data:`sknd._formula.TORCH_MATMUL_MAX_INPUTS` for which one ``"auto"``
-picks): gathering the two band columns of every pair, or two matrix products
-with sparse-in-dense weights. The autograd function of :mod:`sknd.nn` and the
-fused training step of :mod:`sknd._fused` both call these functions; neither
-writes the formula again.
+Proposition 2.1 of the paper for the gradients. Three formulations compute them
+(:meth:`PairPlan.choose` picks one; see
+:data:`sknd._formula.TORCH_MATMUL_MAX_INPUTS` for the first two): gathering the
+two band columns of every pair, two matrix products with sparse-in-dense
+weights, and, for images and series, runs of pairs reading their bands as
+slices of the input. The autograd function of :mod:`sknd.nn` and the fused
+training step of :mod:`sknd._fused` call these functions; neither writes the
+formula again.
 
 Every function takes the layer input as a table ``(n_rows, n_columns)`` or, for
 images and series with the bands on an inner axis, ``(n_rows, n_columns,
@@ -70,6 +72,7 @@ class PairPlan:
         # Tensor.split goes through Python; split_with_sizes is one call (per-step overhead).
         self.gather_sizes = [n_pairs] * (4 if signed else 2)
         self._selection = None  # matmul layout, built on first use (see matmul_selection)
+        self._runs = None  # slices layout, built on first use (see runs)
 
     def matmul_selection(self):
         """The matmul form's layout, built once: ``(place, collect_index, collect_sign)``.
@@ -108,7 +111,40 @@ class PairPlan:
             self._selection = (place, collect_index, collect_sign)
         return self._selection
 
-    def choose(self, method):
+    def runs(self):
+        """The slices layout, built once: runs of pairs ``(i, j), (i, j + 1), ...``.
+
+        A list of ``(start, stop, i, j)`` Python ints: pairs ``start`` to
+        ``stop - 1`` combine band ``i`` with bands ``j`` to ``j + stop - start -
+        1``. Pairs in :func:`itertools.combinations` order form one run per
+        band (``n_features - 1`` runs); any other list is cut where the
+        pattern breaks. Reads the pairs back to the host (once per plan).
+        """
+        if self._runs is None:
+            runs = []
+            for p, (i, j) in enumerate(self.pairs.tolist()):
+                if runs and runs[-1][2] == i and runs[-1][3] + p - runs[-1][0] == j:
+                    runs[-1][1] = p + 1
+                else:
+                    runs.append([p, p + 1, i, j])
+            self._runs = [tuple(run) for run in runs]
+        return self._runs
+
+    def choose(self, method, table=None):
+        """The formulation for ``method``: "gather", "matmul" or "slices".
+
+        Tables with positions (``table`` 3-D: images, series) are computed
+        by "slices" for "auto" and "gather" in eager mode; traced code (compile,
+        export) keeps the gather and matmul forms, whose pair layout needs no
+        host read-back.
+        """
+        if (
+            table is not None
+            and table.dim() == 3
+            and method != "matmul"
+            and not torch.compiler.is_compiling()
+        ):
+            return "slices"
         if method == "auto":
             return "matmul" if self.n_inputs <= TORCH_MATMUL_MAX_INPUTS else "gather"
         return method
@@ -310,4 +346,105 @@ def matmul_backward(grad, out, denominator, u, weight, plan, need_input):
         grad_u.sub_(_columns_product(weight[1], h))
     _, collect_index, collect_sign = plan.matmul_selection()
     grad_w2 = torch.take(m, collect_index).mul_(collect_sign).sum(1).view(-1)
+    return grad_w2, grad_u
+
+
+def _run_slices(plan, run):
+    """Pair rows and the band columns ``b_i``, ``b_j``, ``r_i``, ``r_j`` of a run (slices)."""
+    start, stop, i, j = run
+    shift = plan.n_features if plan.signed else 0
+    width = stop - start
+    return (
+        slice(start, stop),
+        slice(i, i + 1),
+        slice(j, j + width),
+        slice(i + shift, i + shift + 1),
+        slice(j + shift, j + shift + width),
+    )
+
+
+def slice_forward(u, w2, plan):
+    """Return ``N, D`` of a 3-D table ``(rows, n_inputs, positions)``, reading bands as slices.
+
+    ``w2`` is ``softplus([a | c])``. A run of pairs ``(i, j) ... (i, j + m - 1)``
+    (:meth:`PairPlan.runs`) takes band ``i`` as a broadcast column and bands
+    ``j:j+m`` as a slice of ``u`` (views, no gathered copy) and writes its rows
+    of ``A = wa b_i - wc b_j`` and ``D = wa r_i + wc r_j + epsilon`` (``r = b``
+    except for "signed") in place: one multiplication and one fused
+    multiply-add per output, against ``n_inputs`` of each in the matmul form.
+    """
+    rows, _, positions = u.shape
+    wa, wc = w2.unsqueeze(-1).split(plan.n_pairs)
+    out = u.new_empty(rows, plan.n_pairs, positions)
+    denominator = torch.empty_like(out)
+    for run in plan.runs():
+        pairs, bi, bj, ri, rj = _run_slices(plan, run)
+        wa_run, wc_run = wa[pairs], wc[pairs]
+        torch.mul(u[:, bi], wa_run, out=out[:, pairs]).addcmul_(u[:, bj], wc_run, value=-1)
+        torch.mul(u[:, ri], wa_run, out=denominator[:, pairs]).addcmul_(u[:, rj], wc_run)
+    denominator.add_(plan.epsilon)
+    return out.div_(denominator), denominator
+
+
+def _run_dots(table, u, runs, column):
+    """``sum(table * u[:, column])`` over rows and positions for each pair row of ``table``.
+
+    ``column`` is 1 (``b_i``) or 3 (``r_i``) of the run tuples: one band per
+    run, so each run is a row vector times its rows, ``(1, X) @ (X, m)`` per
+    table row (a matrix-vector product: no temporary of the table's size).
+    """
+    dots = [torch.matmul(u[:, run[column]], table[:, run[0]].mT).sum(0) for run in runs]
+    return torch.cat(dots, 1).view(-1)
+
+
+def slice_backward(grad, out, denominator, u, w2, plan, need_input):
+    """Closed-form gradients of :func:`slice_forward`; ``denominator`` is overwritten.
+
+    With ``K = G / D**2``, the derivatives of Proposition 2.1 written over
+    ``D**2`` (``b_i D - A r_i = wc (b_i r_j + b_j r_i) + eps b_i``) give
+
+        dL/dwa =   wc S_x + eps S_i,     dL/dwc = -(wa S_x + eps S_j),
+
+    ``S_x = sum K (b_i r_j + b_j r_i)`` (``2 sum K b_i b_j`` unless "signed"),
+    ``S_i = sum K b_i``, ``S_j = sum K b_j``, sums over rows and positions.
+    Unlike ``G / D - G N / D``, no term cancels another when ``N`` is near
+    +-1. ``K`` is written over ``D``; ``S_i`` is read from it by
+    matrix-vector products (``b_i`` is one band per run), then ``K b_j`` is
+    taken in place for ``S_j`` (a sum) and ``S_x`` (products with ``r_i``).
+    "signed" needs ``K r_j`` as well, in one more table.
+
+    The input gradient is ``dL/db_i = wa G / D``, ``dL/db_j = -wc G / D``,
+    ``dL/dr_i = -wa G N / D``, ``dL/dr_j = -wc G N / D``, added into each
+    run's columns. Returns ``dL/d[wa | wc]`` (2P,) and ``dL/du`` (or None).
+    """
+    wa, wc = w2.unsqueeze(-1).split(plan.n_pairs)
+    runs = [_run_slices(plan, run) for run in plan.runs()]
+    grad_u = None
+    if need_input:
+        grad_u = torch.zeros_like(u)
+        gd = grad / denominator
+        gdn = gd * out
+        for pairs, bi, bj, ri, rj in runs:
+            wa_run, wc_run = wa[pairs], wc[pairs]
+            # Band i sums over the run's pairs ((1, m) @ (rows, m, positions)); bands j, one each.
+            grad_u[:, bi].add_(torch.matmul(wa_run.t(), gd[:, pairs]))
+            grad_u[:, bj].addcmul_(gd[:, pairs], wc_run, value=-1)
+            grad_u[:, ri].sub_(torch.matmul(wa_run.t(), gdn[:, pairs]))
+            grad_u[:, rj].addcmul_(gdn[:, pairs], wc_run, value=-1)
+        del gd, gdn
+    k = torch.div(grad, denominator.square_(), out=denominator)
+    s_i = _run_dots(k, u, runs, 1)
+    if plan.signed:
+        t = torch.empty_like(k)
+        for pairs, *_, rj in runs:
+            torch.mul(k[:, pairs], u[:, rj], out=t[:, pairs])
+        s_x = _run_dots(t, u, runs, 1)
+        del t
+    for pairs, _, bj, *_ in runs:
+        k[:, pairs].mul_(u[:, bj])
+    s_j = k.sum(2).sum(0)
+    s_xj = _run_dots(k, u, runs, 3)
+    s_x = s_x + s_xj if plan.signed else 2 * s_xj
+    wa, wc = wa.squeeze(-1), wc.squeeze(-1)
+    grad_w2 = torch.cat([wc * s_x + plan.epsilon * s_i, -(wa * s_x + plan.epsilon * s_j)])
     return grad_w2, grad_u

@@ -2,7 +2,7 @@
 
 from sklearn.base import RegressorMixin, _fit_context
 
-from ._base import BaseND, restore_on_failure
+from ._base import BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     FIT_WEIGHTS_DOC,
@@ -10,6 +10,7 @@ from ._docstrings import (
     PARAMETERS_DOC,
     Substitution,
 )
+from ._fitting import restore_on_failure
 from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]
@@ -79,6 +80,7 @@ class NDRegressor(RegressorMixin, BaseND):
         sensor=None,
         passthrough=False,
         recipe="sknd",
+        warm_start=False,
     ):
         super().__init__(
             depth=depth,
@@ -101,6 +103,7 @@ class NDRegressor(RegressorMixin, BaseND):
             sensor=sensor,
             passthrough=passthrough,
             recipe=recipe,
+            warm_start=warm_start,
         )
 
     def __sklearn_tags__(self):
@@ -108,7 +111,7 @@ class NDRegressor(RegressorMixin, BaseND):
         tags.target_tags.multi_output = True
         return tags
 
-    def _make_task(self, y, sample_weight=None):
+    def _make_task(self, y, sample_weight=None, classes=None):
         return RegressionTask(y, sample_weight)
 
     def _y_validation_kwargs(self):
@@ -137,7 +140,46 @@ class NDRegressor(RegressorMixin, BaseND):
             The fitted estimator.
         """
         self._fit(X, y, X_val, y_val, groups, sample_weight)
-        self._set_indices()
+        return self
+
+    @restore_on_failure
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, sample_weight=None):
+        """Train the network for one epoch on ``X`` and ``y`` (a part of the data).
+
+        The first call builds the network from this part, including the
+        scaling of the targets (see Notes); later calls continue it, with the
+        optimizer's state of the previous call.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values of this part, with the bands of the first call.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Continuous targets of this part, with the columns of the first call.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each sample, relative to the other samples
+            of this call.
+
+        Returns
+        -------
+        self : NDRegressor
+            The estimator, trained one more epoch.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknd import NDRegressor
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(2000, 4))
+        >>> y = (X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2])
+        >>> reg = NDRegressor(random_state=0)
+        >>> for part in np.array_split(np.arange(2000), 4):
+        ...     reg = reg.partial_fit(X[part], y[part])
+        >>> reg.n_iter_
+        4
+        """
+        self._partial_fit(X, y, sample_weight=sample_weight)
         return self
 
     def predict(self, X):

@@ -5,7 +5,10 @@ and regression (output units, loss, early-stopping monitor, decoding of the
 network output) lives here.
 """
 
+from numbers import Number
+
 import numpy as np
+import pandas as pd
 import torch
 from scipy.special import expit
 from sklearn.metrics import r2_score
@@ -17,6 +20,61 @@ __all__ = []
 # along rows (measured per sample at 2-4 classes: 2-3x faster; from 5 slower).
 _COLUMNWISE_MAX_CLASSES = 4
 
+# Standardized validation targets (training standard deviations from the training mean)
+# beyond this make the float32 validation loss overflow, or nearly: early stopping would
+# track inf, and the fit would be reported as diverged.
+_MAX_STANDARDIZED_TARGET = 1e15
+
+
+def _kind(value):
+    """What numpy cannot order against the others: numbers, strings or bytes (else None)."""
+    if isinstance(value, str):
+        return "strings"
+    if isinstance(value, bytes):
+        return "bytes"
+    if isinstance(value, (Number, np.number, np.bool_)):
+        return "numbers"
+    return None
+
+
+def check_label_kinds(y, name="y"):
+    """Refuse targets that mix numbers, strings and bytes, with a ``ValueError`` naming ``name``.
+
+    numpy cannot order such labels (``'<' not supported between 'int' and 'str'``), and a
+    list of them silently becomes strings (``[1, "a"]`` -> ``["1", "a"]``). Numeric and
+    string arrays pass at no cost; object arrays and lists are looked at element by element
+    only when pandas finds them mixed.
+    """
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        return
+    try:
+        values = np.asarray(y)
+        if values.dtype.kind not in "OUS":
+            return
+        if values.dtype.kind != "O":  # numbers in a list become strings: look at the list
+            values = np.asarray(y, dtype=object)
+    except (TypeError, ValueError):  # ragged: validation says what is wrong
+        return
+    values = values.ravel()
+    if pd.api.types.infer_dtype(values, skipna=True) not in ("mixed", "mixed-integer"):
+        return
+    first = {}
+    for value in values:
+        first.setdefault(_kind(value), value)
+        first.pop(None, None)
+        if len(first) == 2:
+            (kind_a, a), (kind_b, b) = first.items()
+            raise ValueError(
+                f"{name} mixes {kind_a} and {kind_b} (e.g. {a!r} and {b!r}): class labels "
+                "must be all numbers or all strings (regression targets all numbers). "
+                f"Convert them to one kind first, e.g. {name} = np.asarray({name}, dtype=str)."
+            )
+
+
+def _label_kind(labels):
+    kind = np.asarray(labels).dtype.kind
+    return "strings" if kind in "USO" else "numbers"
+
 
 class ClassificationTask:
     """Binary (one logit, BCE) or multiclass (softmax, cross-entropy) classification."""
@@ -25,14 +83,21 @@ class ClassificationTask:
     lower_is_better = False
     stratified = True
 
-    def __init__(self, y):
+    def __init__(self, y, classes=None):
         if np.ndim(y) != 1:
             raise ValueError(
                 "Multi-output classification targets are not supported: pass y of shape "
                 "(n_samples,) (one label per sample), or fit one estimator per output."
             )
+        check_label_kinds(y)
         check_classification_targets(y)
-        self.classes, self.encoded = np.unique(y, return_inverse=True)
+        if classes is None:
+            self.classes, self.encoded = np.unique(y, return_inverse=True)
+        else:  # every class of the data set (partial_fit), y holds some of them
+            check_label_kinds(classes, "classes")
+            check_classification_targets(classes)
+            self.classes = np.unique(classes)
+            self.encoded = self.encode(np.asarray(y))
         if len(self.classes) < 2:
             raise ValueError(
                 "The target has only one class: a classifier needs samples of at least "
@@ -51,14 +116,29 @@ class ClassificationTask:
     def criterion(self):
         return torch.nn.BCEWithLogitsLoss if self.binary else torch.nn.CrossEntropyLoss
 
-    def encode(self, y):
-        """Map labels to class positions; unseen labels raise ``ValueError``."""
-        positions = np.searchsorted(self.classes, y)
+    def encode(self, y, name="y"):
+        """Map labels to class positions; mixed or unseen labels raise ``ValueError``."""
+        check_label_kinds(y, name)
+        y = np.asarray(y)
+        try:
+            positions = np.searchsorted(self.classes, y)
+        except TypeError:  # e.g. str labels against an object array of numbers
+            positions = np.zeros(len(y), dtype=np.intp)
         positions = np.clip(positions, 0, len(self.classes) - 1)
-        unseen = self.classes[positions] != y
+        unseen = np.asarray(self.classes[positions] != y, dtype=bool).reshape(-1)
         if np.any(unseen):
+            shown = list(dict.fromkeys(y[unseen].tolist()))
+            kinds = _label_kind(y), _label_kind(self.classes)
+            hint = (
+                f" {name} holds {kinds[0]}, the classes {kinds[1]}: convert {name} to their kind."
+                if kinds[0] != kinds[1]
+                else f" Drop those samples from {name}, or fit on data that has them."
+            )
+            classes = self.classes.tolist()
             raise ValueError(
-                f"y contains labels not seen in the training data: {np.unique(y[unseen])!r}."
+                f"{name} contains labels not seen among the model's classes "
+                f"{classes[:10]}{' ...' if len(classes) > 10 else ''}: {shown[:5]}"
+                f"{' ...' if len(shown) > 5 else ''}.{hint}"
             )
         return positions
 
@@ -158,8 +238,29 @@ class RegressionTask:
     def n_outputs(self):
         return len(self.mean)
 
-    def encode(self, y):
-        return np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+    def encode(self, y, name="y"):
+        """Targets as float64 columns; ``ValueError`` for ones far off the scale of ``y``."""
+        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        if y.shape[1] != len(self.mean):
+            return y  # the caller says that the columns differ
+        if not np.isfinite(y).all():
+            row = int(np.flatnonzero(~np.isfinite(y).all(axis=1))[0])
+            raise ValueError(
+                f"{name} contains NaN or infinite values (first in row {row}): drop those samples."
+            )
+        with np.errstate(over="ignore"):
+            distance = np.abs((y - self.mean) / self.scale)
+        if not (distance <= _MAX_STANDARDIZED_TARGET).all():
+            worst = np.unravel_index(np.argmax(distance), y.shape)
+            far = f"{distance[worst]:.3g}" if np.isfinite(distance[worst]) else "over 1e308"
+            fitted = "y" if name != "y" else "the y of the first fit"
+            raise ValueError(
+                f"{name} has values far outside the range of {fitted}: {y[worst]:.4g} (row "
+                f"{worst[0]}) lies {far} of its standard deviations from its mean, more than "
+                f"the {_MAX_STANDARDIZED_TARGET:.0e} the float32 loss can handle. Pass {name} "
+                f"in the units of {fitted}, or drop those samples."
+            )
+        return y
 
     def target_tensor(self, y):
         return torch.as_tensor((y - self.mean) / self.scale, dtype=torch.float32)
@@ -176,8 +277,11 @@ class RegressionTask:
         return prediction.ravel() if self.ndim == 1 else prediction
 
 
-def infer_task(y, sample_weight=None):
-    """Choose classification or regression from the target's type (for the transformer)."""
-    if type_of_target(y) in ("continuous", "continuous-multioutput"):
+def infer_task(y, sample_weight=None, classes=None):
+    """Choose classification or regression from the target's type (for the transformer).
+
+    ``classes`` (all classes of the data set, given to ``partial_fit``) means classification.
+    """
+    if classes is None and type_of_target(y) in ("continuous", "continuous-multioutput"):
         return RegressionTask(y, sample_weight)
-    return ClassificationTask(y)
+    return ClassificationTask(y, classes)

@@ -8,7 +8,7 @@ from sklearn.base import TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
-from ._base import BaseND, restore_on_failure
+from ._base import BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
@@ -17,6 +17,7 @@ from ._docstrings import (
     TRANSFORMER_PARAMETERS_DOC,
     Substitution,
 )
+from ._fitting import restore_on_failure
 from ._tasks import infer_task
 from ._threads import torch_threads
 from .nn import normalized_difference
@@ -107,6 +108,7 @@ class NDTransformer(TransformerMixin, BaseND):
         sensor=None,
         passthrough=False,
         recipe="sknd",
+        warm_start=False,
         class_weight=None,
     ):
         super().__init__(
@@ -130,6 +132,7 @@ class NDTransformer(TransformerMixin, BaseND):
             sensor=sensor,
             passthrough=passthrough,
             recipe=recipe,
+            warm_start=warm_start,
         )
         self.class_weight = class_weight
         self.n_indices = n_indices
@@ -140,10 +143,10 @@ class NDTransformer(TransformerMixin, BaseND):
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
-    def _make_task(self, y, sample_weight=None):
+    def _make_task(self, y, sample_weight=None, classes=None):
         if np.ndim(y) == 2 and np.shape(y)[1] == 1:
             y = np.asarray(y)[:, 0]  # one target as a column, as NDClassifier accepts it
-        return infer_task(y, sample_weight)
+        return infer_task(y, sample_weight, classes)
 
     def _y_validation_kwargs(self):
         return {"multi_output": True}
@@ -174,6 +177,54 @@ class NDTransformer(TransformerMixin, BaseND):
             The fitted transformer.
         """
         self._fit(X, y, X_val, y_val, groups, sample_weight)
+        return self
+
+    @restore_on_failure
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Train the network for one epoch on ``X`` and ``y`` (a part of the data).
+
+        The first call builds the network from this part (see Notes); later
+        calls continue it, with the optimizer's state of the previous call.
+        The learned indices (and their order by importance) follow each call.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values of this part, with the bands of the first call.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Class labels or continuous targets of this part.
+        classes : array-like of shape (n_classes,), default=None
+            Every class of the whole data set, for class labels on the first
+            call (a part need not contain every class). ``None`` on the first
+            call: the classes of this ``y``, or a continuous target
+            (regression), detected as in ``fit``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each sample, relative to the other samples
+            of this call.
+
+        Returns
+        -------
+        self : NDTransformer
+            The transformer, trained one more epoch.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknd import NDTransformer
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(2000, 4))
+        >>> y = (X[:, 3] > X[:, 2]).astype(int)
+        >>> nd = NDTransformer(n_indices=2, random_state=0)
+        >>> for part in np.array_split(np.arange(2000), 4):
+        ...     nd = nd.partial_fit(X[part], y[part], classes=[0, 1])
+        >>> nd.transform(X).shape
+        (2000, 2)
+        """
+        self._partial_fit(X, y, classes, sample_weight)
+        return self
+
+    def _finish_fit(self):
         n_pairs = len(self.pairs_)
         if self.n_indices is not None and self.n_indices > n_pairs:
             raise ValueError(
@@ -182,8 +233,7 @@ class NDTransformer(TransformerMixin, BaseND):
             )
         order = np.argsort(-self.index_importances_, kind="stable")
         self.selected_indices_ = order[: self.n_indices]
-        self._set_indices()
-        return self
+        super()._finish_fit()
 
     def transform(self, X):
         """Compute the learned indices.

@@ -35,6 +35,7 @@ __all__ = [
     "describe",
     "first_nd_layer",
     "forward_rows",
+    "rows_per_pass",
 ]
 
 #: Bounds of the default hidden width. The paper's width (one unit per band pair) grows
@@ -502,12 +503,57 @@ def forward_rows(module, X, rows):
     if device.type == "cpu":
         # Intermediates that stay in the CPU caches: about twice as fast as 65,536 rows.
         rows = min(rows, _CPU_FORWARD_ROWS)
-    output = None
+    output = None  # allocated from the first chunk's width: no list of chunks to join
     with torch.no_grad():
         for start in range(0, max(len(X), 1), rows):
             chunk = torch.tensor(X[start : start + rows], dtype=torch.float64, device=device)
-            values = module(chunk).cpu()
-            if output is None:  # written in place: no list of chunks to concatenate
-                output = values.new_empty((max(len(X), len(values)), *values.shape[1:]))
+            values = module(chunk).cpu().numpy()
+            if output is None:
+                output = np.empty((len(X),) + values.shape[1:])
             output[start : start + len(values)] = values
-    return output.numpy()
+    return output
+
+
+# Rows per forward pass (rows_per_pass): bounds the (rows x pairs) intermediates.
+_MAX_ROWS_PER_PASS = 65_536
+# ... and so does this many float32 elements per (rows x width) intermediate (64 MiB): with
+# 250 bands (31,125 pairs, 124,500 gathered columns for "signed") that is 134 rows a pass.
+_MAX_PASS_ELEMENTS = 1 << 24
+
+
+def rows_per_pass(module):
+    """Rows per forward pass of ``module`` that keep its intermediates small.
+
+    The widest intermediate of the network (up to four gathered columns per band
+    pair in an ND layer, else a layer's width) times the rows stays within
+    2**24 values (64 MiB in float32), and at most 65,536 rows pass at once: the
+    ``rows`` to give :func:`forward_rows` for tables of any length.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A network of :func:`build_network` (or a part of one).
+
+    Returns
+    -------
+    int
+
+    Examples
+    --------
+    >>> rows_per_pass(build_network("nd", n_features=10, n_outputs=1))
+    65536
+    >>> rows_per_pass(build_network("nd", n_features=300, n_outputs=1, pairs="all"))
+    93
+    """
+    records = list(describe(module))
+    width = 1
+    while records:
+        layer = records.pop()
+        if layer.kind == "passthrough":
+            records += layer.inner
+        elif layer.nd is not None:
+            # Up to 4 gathered columns per pair ("signed": [b_i, b_j, r_i, r_j]).
+            width = max(width, 4 * layer.nd.n_pairs)
+        else:
+            width = max(width, layer.width)
+    return int(min(_MAX_ROWS_PER_PASS, max(1, _MAX_PASS_ELEMENTS // width)))

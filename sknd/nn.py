@@ -26,7 +26,8 @@ against autograd:
   (with the variants, ``softplus`` and the smooth ``|b|``); used by pair
   screening, the experiments' fixed-index peers and inspection.
 - torch forward and closed-form backward: :mod:`sknd._nd_torch`, in a
-  gather and a matmul formulation, called by this module's autograd function
+  gather and a matmul formulation (and one reading band slices, for images
+  and series), called by this module's autograd function
   and by the fused training step (:mod:`sknd._fused`, which adds the
   backward of softplus, the dense layers and the losses). Pinned by
   tests/test_nn.py (gradcheck, reference formula) and tests/test_networks.py
@@ -62,6 +63,8 @@ from ._nd_torch import (
     matmul_backward,
     matmul_forward,
     matmul_weight,
+    slice_backward,
+    slice_forward,
     unband,
 )
 
@@ -165,6 +168,10 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
     not grow with the number of pairs. "matmul", used for few bands, also keeps
     the output, the denominator and the ``(2, n_inputs, P)`` weights: at that
     size recomputing them would cost as much as the rest of the backward pass.
+    "slices" (images and series) keeps the output and the denominator; the
+    denominator is private to the call, so it is held on ``ctx`` rather than
+    saved, and the first backward pass overwrites it with ``G / D**2`` (no new
+    output-sized buffer); a second pass (``retain_graph=True``) recomputes it.
     """
 
     @staticmethod
@@ -172,6 +179,12 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
         ctx.plan = plan
         ctx.method = method
         u = layer_input(x, plan.variant, plan.epsilon)
+        if method == "slices":
+            out, denominator = slice_forward(u, F.softplus(torch.cat([a, c])), plan)
+            ctx.save_for_backward(x, a, c, out)
+            # Private to this call, overwritten by the first backward pass (see below).
+            ctx.denominator = denominator
+            return out
         if method == "matmul":
             weight = matmul_weight(F.softplus(a), F.softplus(c), plan)
             out, denominator = matmul_forward(u, weight, plan)
@@ -188,7 +201,14 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
         need_input = ctx.needs_input_grad[0]
         u = layer_input(x, plan.variant, plan.epsilon)
         ac = torch.cat([a, c])
-        if ctx.method == "matmul":
+        if ctx.method == "slices":
+            (out,) = kept
+            w2 = F.softplus(ac)
+            denominator, ctx.denominator = ctx.denominator, None
+            if denominator is None:  # a second backward pass (retain_graph=True)
+                denominator = slice_forward(u, w2, plan)[1]
+            grad_w2, grad_u = slice_backward(grad_out, out, denominator, u, w2, plan, need_input)
+        elif ctx.method == "matmul":
             out, denominator, weight = kept
             grad_w2, grad_u = matmul_backward(
                 grad_out, out, denominator, u, weight, plan, need_input
@@ -232,7 +252,7 @@ def _forward(x, a, c, dim, plan_of, method):
         table = table.to(dtype)
     plan = plan_of(dtype, x.device)
     out = _NormalizedDifferenceFunction.apply(
-        table, a.to(dtype), c.to(dtype), plan, plan.choose(method)
+        table, a.to(dtype), c.to(dtype), plan, plan.choose(method, table)
     )
     out = out.to(x.dtype)
     return out if table.dim() == x.dim() == 2 else unband(out, x.shape, dim)
@@ -264,7 +284,11 @@ def normalized_difference(
         product with a sparse-in-dense ``(n_features, 2 n_pairs)`` weight
         matrix (``O(n_features n_pairs)`` flops per sample, but one fast
         GEMM). ``"auto"`` uses ``"matmul"`` up to :data:`MATMUL_MAX_INPUTS`
-        layer inputs.
+        layer inputs. On images and series (positions after the bands),
+        ``"auto"`` and ``"gather"`` read the bands of each run of pairs
+        ``(i, j), (i, j + 1), ...`` as slices of the input, with no gathered
+        copy, and keep the denominator for the backward pass (in eager mode;
+        ``torch.compile`` and ``torch.export`` trace the two forms above).
     dim : int, default=1
         Axis of ``x`` holding the bands: 1 for ``(N, C)`` tables, ``(N, C, H,
         W)`` images and ``(N, C, T)`` series; -1 for channels-last layouts.

@@ -62,6 +62,36 @@ def test_set_params_after_fit_does_not_change_the_fitted_model():
     np.testing.assert_allclose(mapped.reshape(60, -1), before, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("new_sensor", ["landsat8", None])
+def test_sensor_set_after_fit_changes_nothing_fitted(new_sensor):
+    import warnings
+
+    from sknd import inspection, raster
+    from sknd.bands import BandMatchWarning
+
+    X, y = make_data()
+    model = NDTransformer(**FAST, bands=["B2", "B3", "B4", "B8"], sensor="sentinel2").fit(X, y)
+    image = X[:, ::-1].reshape(6, 10, 4)
+    landsat = ["SR_B5", "SR_B4", "SR_B3", "SR_B2"]  # the same bands, by common name
+
+    def fitted_behaviour():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            mapped = raster.transform(model, image, bands=landsat)
+        messages = [str(w.message) for w in caught if issubclass(w.category, BandMatchWarning)]
+        table = inspection.index_table(model)
+        return mapped, messages, model.export_formulas(), table, model.indices_
+
+    before = fitted_behaviour()
+    assert "from sentinel2 to landsat8" in before[1][0]
+    model.set_params(sensor=new_sensor)
+    after = fitted_behaviour()
+    np.testing.assert_array_equal(after[0], before[0])
+    assert after[1:3] == before[1:3]
+    for table_after, table_before in zip(after[3:], before[3:]):
+        assert table_after.equals(table_before)
+
+
 # ------------------------------------------------------------------ masked arrays
 def test_raster_treats_masked_pixels_as_nodata(clf):
     from sknd import raster
@@ -169,6 +199,59 @@ def test_y_val_outputs_must_match_y(columns, val_columns):
     y_val = Y[:20, 0] if val_columns == 1 else Y[:20]
     with pytest.raises(ValueError, match=r"y_val has \d output\(s\) per sample but y has"):
         NDRegressor(**FAST).fit(X, y, X_val=X[:20], y_val=y_val)
+
+
+MIXED = [1, "a", 2] * 20
+
+
+@pytest.mark.parametrize("Estimator", [NDClassifier, NDTransformer, NDRegressor])
+@pytest.mark.parametrize("container", [list, lambda y: np.array(y, dtype=object)])
+def test_mixed_number_and_string_labels_are_refused(Estimator, container):
+    # A list [1, "a"] would silently become the strings ["1", "a"]; an object array
+    # would fail in numpy with "'<' not supported between 'str' and 'int'".
+    X, _ = make_data()
+    with pytest.raises(ValueError, match=r"y mixes numbers and strings \(e.g. 1 and 'a'\)"):
+        Estimator(**FAST).fit(X, container(MIXED))
+
+
+@pytest.mark.parametrize(
+    "y_val, pattern",
+    [
+        (np.array([0, "a"] * 10, dtype=object), "y_val mixes numbers and strings"),
+        (np.array([0, 1, 5, 1] * 5), r"y_val contains labels not seen .*\[0, 1\]: \[5\]"),
+        (np.array(["0", "1"] * 10), "y_val holds strings, the classes numbers"),
+    ],
+)
+def test_y_val_label_problems_name_y_val(y_val, pattern):
+    X, y = make_data()
+    with pytest.raises(ValueError, match=pattern):
+        NDClassifier(**FAST).fit(X, y, X_val=X[:20], y_val=y_val)
+
+
+@pytest.mark.parametrize("value", [1e308, 1e200, -1e30])
+@pytest.mark.parametrize("columns", [1, 2])
+def test_y_val_far_off_the_scale_of_y_is_named(value, columns):
+    # Was "Input contains infinity" (y_val not named) or a divergence blamed on lr.
+    X, _ = make_data()
+    y = X[:, :columns] if columns == 2 else X[:, 0]
+    y_val = np.full(np.shape(y[:20]), value)
+    with pytest.raises(ValueError, match="y_val has values far outside the range of y") as info:
+        NDRegressor(**FAST).fit(X, y, X_val=X[:20], y_val=y_val)
+    assert "lr" not in str(info.value)
+
+
+def test_nan_in_y_val_is_named_y_val():
+    X, _ = make_data()
+    with pytest.raises(ValueError, match="Input y_val contains NaN"):
+        NDRegressor(**FAST).fit(X, X[:, 0], X_val=X[:20], y_val=np.full(20, np.nan))
+
+
+def test_run_experiments_refuses_mixed_labels():
+    from sknd.experiments import run_experiments
+
+    X, _ = make_data()
+    with pytest.raises(ValueError, match="y mixes numbers and strings"):
+        run_experiments(X, MIXED, n_splits=3, verbose=0)
 
 
 def test_concurrent_fits_of_one_object_are_refused():
@@ -349,3 +432,59 @@ def test_inspection_of_a_fitted_model_without_indices():
 def test_ragged_rows_are_named_as_such(clf):
     with pytest.raises(ValueError, match="ragged sequence: its rows have 2, 4 values"):
         clf.predict([[0.1, 0.2, 0.3, 0.4], [0.1, 0.2]])
+
+
+def test_run_experiments_estimates_the_memory_of_all_pair_peers(monkeypatch):
+    import sknd.experiments._checks
+    from sknd.experiments._checks import check_run_arguments
+
+    monkeypatch.setattr(sknd.experiments._checks, "_physical_memory", lambda: 24 * 2**30)
+    # 1,000 samples x 2,000 bands (--quick's sample cap): ~64 GB of classic indices.
+    X = np.random.default_rng(0).uniform(0.05, 0.5, (1000, 2000))
+    y = np.arange(1000) % 2
+    common = dict(task="classification", depths=[2], noise_levels=[0.0], estimator_params={})
+    with pytest.raises(ValueError, match=r"would need about 5\d\.\d GiB.*out of models"):
+        check_run_arguments(X, y, models=None, n_jobs=1, **common)
+    check_run_arguments(X, y, models=["nd", "mlp", "logreg_bands"], n_jobs=1, **common)
+    # The ND layer with every pair: its outputs on all training rows at the end of fit.
+    common["estimator_params"] = {"pairs": "all"}
+    with pytest.raises(ValueError, match=r"^nd would need .* out of models, pairs auto for"):
+        check_run_arguments(X, y, models=["nd", "mlp"], n_jobs=1, **common)
+
+
+@pytest.mark.parametrize(
+    "bad, params, pattern",
+    [
+        (-0.1, {"variant": "reflectance"}, r"Negative values .*rows 7; .* of X,"),
+        (1e16, {}, r"Input X contains values too large .*rows 7;"),
+    ],
+)
+def test_run_experiments_checks_bands_on_the_data_the_user_passed(bad, params, pattern):
+    # Found in a fold's validation part, these were blamed on X_val, with row positions
+    # within that part.
+    from sknd.experiments import run_experiments
+
+    X, y = make_data()
+    X[7, 0] = bad
+    with pytest.raises(ValueError, match=pattern) as info:
+        run_experiments(
+            X, y, n_splits=3, depths=[2], models=["nd"], verbose=0,
+            estimator_params={"max_epochs": 2, **params},
+        )  # fmt: skip
+    assert "X_val" not in str(info.value)
+
+
+def test_run_experiments_names_the_fold_when_a_fit_fails(monkeypatch):
+    from sknd.experiments import run_experiments
+
+    def refuse(self, X, y, X_val=None, y_val=None, **kwargs):
+        raise ValueError("X_val and y_val are wrong")
+
+    monkeypatch.setattr(NDClassifier, "fit", refuse)
+    X, y = make_data()
+    with pytest.raises(ValueError) as info:
+        run_experiments(X, y, n_splits=3, depths=[2], models=["nd"], verbose=0)
+    assert str(info.value) == (
+        "Fitting nd at depth 2 on fold 0 failed: the validation part of X and the validation "
+        "part of y are wrong"
+    )

@@ -22,6 +22,7 @@ NEEDS = {
     "raster.md": ["xarray", "dask", "distributed"],
     "interpretation.md": ["matplotlib"],
     "experiments.md": ["matplotlib"],
+    "training.md": ["dask", "dask_ml"],
 }
 
 

@@ -162,6 +162,7 @@ def test_spatial_blocks_show_the_leakage_of_random_folds(tmp_path):
           "x,y"], "nan_coords", "--coords column 'x' has 1 missing"),
         (["--task", "regression", "--target", "E1"], "nan_target",
          "Target column 'E1' has 1 missing values"),
+        (["--target", "E1"], "inf_target", "Target column 'E1' has 1 infinite values"),
         (["--task", "regression", "--target", "E1", "--groups", "FOLDCOL"], "nan_groups",
          "--groups column 'FOLDCOL' has 1 missing"),
         (["--task", "regression", "--target", "E1", "--models", "logreg_nd"], None,
@@ -182,6 +183,8 @@ def test_usage_errors_exit_2_with_a_message(tmp_path, capsys, extra, frame_chang
         frame["site"] = "A"
     if frame_change == "nan_target":
         frame.loc[2, "E1"] = np.nan
+    if frame_change == "inf_target":  # was scikit-learn's "Input contains infinity"
+        frame.loc[2, "E1"] = np.inf
     if frame_change == "nan_groups":
         frame["FOLDCOL"] = frame["FOLDCOL"].astype(float)
         frame.loc[2, "FOLDCOL"] = np.nan
@@ -224,3 +227,42 @@ def test_sensor_names_known_indices_in_coefficients(tmp_path):
     coefficients = pd.read_csv(tmp_path / "out" / "coefficients.csv", keep_default_na=False)
     row = coefficients.query("band_i == 'B4' and band_j == 'B8'").iloc[0]
     assert row["known_index"] == "-NDVI"
+
+
+def test_thousands_of_bands_are_refused_with_the_memory_estimate(tmp_path, capsys, monkeypatch):
+    # A 2,000-band CSV through --quick: the classic-index peers would hold millions of
+    # pair columns per sample. The estimate is checked before anything trains; this
+    # machine's memory is made small so that a few rows suffice to cross it.
+    import sknd.experiments._checks
+
+    monkeypatch.setattr(sknd.experiments._checks, "_physical_memory", lambda: 2**30)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.uniform(0.05, 0.5, (30, 2000)), columns=[f"b{k}" for k in range(2000)])
+    frame["class"] = np.arange(30) % 2
+    csv = tmp_path / "hyperspectral.csv"
+    frame.to_csv(csv, index=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["--dataset", str(csv), "--quick", "--quiet", "--output", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "logreg_nd, best_nd_pair would need about 1.79 GiB" in err
+    assert "all 1,999,000 band pairs" in err and "out of --models" in err
+    assert "Traceback" not in err
+
+
+def test_a_class_only_in_validation_groups_is_a_usage_error(tmp_path, capsys):
+    # Group folds can leave a class out of a fold's training part; the networks would
+    # then blame y_val, which the user never passed.
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.uniform(0.05, 0.5, (60, 4)), columns=list("abcd"))
+    frame["field"] = np.repeat(np.arange(6), 10)
+    frame["class"] = np.where(frame["field"] == 0, 2, np.arange(60) % 2)
+    csv = tmp_path / "fields.csv"
+    frame.to_csv(csv, index=False)
+    with pytest.raises(SystemExit) as exc:
+        main(["--dataset", str(csv), "--groups", "field", "--folds", "3", "--models", "nd",
+              "--depths", "2", *FAST, "--quiet", "--output", str(tmp_path / "o")])  # fmt: skip
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "validation part holds class(es) [2] that its training part lacks" in err
+    assert "y_val" not in err and "Traceback" not in err

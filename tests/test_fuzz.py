@@ -2,7 +2,8 @@
 
 Random containers, dtypes, shapes, magnitudes, NaN/inf/negative values and
 parameter values go through predict / predict_proba / transform, sknd.raster,
-the estimators' fit and the experiments command line. Each case must end in a
+the estimators' fit (labels of every kind in y and y_val) and the experiments
+command line (its options and small CSV files). Each case must end in a
 ``ValueError``/``TypeError`` or in a result that is finite, in range and equal
 across containers; the command line answers with exit code 0 or 2 and never a
 traceback. Seconds, not minutes: the models are fitted once per module.
@@ -156,6 +157,48 @@ def test_fit_parameters(params):
     assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
 
 
+def _label_kind(value):
+    return str if isinstance(value, str) else bytes if isinstance(value, bytes) else int
+
+
+LABELS = st.sampled_from([0, 1, 2, 1.5, True, "a", "b", b"c", np.int64(3), np.str_("d")])
+
+
+@settings(derandomize=True, max_examples=20, deadline=None)
+@given(
+    labels=st.lists(LABELS, min_size=2, max_size=4),
+    container=st.sampled_from(["list", "object", "series"]),
+    as_y_val=st.booleans(),
+)
+def test_label_kinds(labels, container, as_y_val):
+    # Labels of one kind train, or are refused for another reason; mixed numbers and
+    # strings are refused by name, never with numpy's "'<' not supported" nor converted.
+    X, _ = _data(30)
+    values = [labels[i % len(labels)] for i in range(30)]
+    y = {
+        "list": values,
+        "object": np.array(values, dtype=object),
+        "series": pd.Series(values, dtype=object),
+    }[container]
+    kinds = {_label_kind(v) for v in values}
+    model = NDClassifier(max_epochs=2, random_state=0)
+    name = "y_val" if as_y_val else "y"
+    try:
+        if as_y_val:
+            model.fit(X, (np.arange(30) % 2), X_val=X, y_val=y)
+        else:
+            model.fit(X, y)
+    except EXPECTED as exc:
+        message = str(exc)
+        assert "'<' not supported" not in message, message
+        if len(kinds) > 1:
+            assert message.startswith(f"{name} mixes "), message
+        return
+    assert len(kinds) == 1, f"mixed labels {values!r} were accepted"
+    if not as_y_val:  # the labels come back as they were given, not as text
+        assert {_label_kind(c) for c in model.classes_.tolist()} == kinds, model.classes_
+
+
 @pytest.fixture(scope="module")
 def csv_path(tmp_path_factory):
     X, y = _data()
@@ -191,3 +234,58 @@ def test_cli_usage_errors(csv_path, capsys, option, value):
     err = capsys.readouterr().err
     assert code in (0, 2), err
     assert "Traceback" not in err
+
+
+CELLS = st.one_of(
+    st.floats(0.01, 1.0).map(lambda v: f"{v:.3f}"),
+    st.sampled_from(["", "nan", "inf", "-1", "x", "1e400", "0"]),
+)
+
+
+@st.composite
+def csv_texts(draw):
+    """Small CSVs: a few band columns, a label column of numbers or text, odd cells."""
+    n_rows = draw(st.integers(0, 14))
+    n_bands = draw(st.integers(0, 4))
+    header = [f"B{k}" for k in range(n_bands)] + [draw(st.sampled_from(["label", "class", "x"]))]
+    if draw(st.booleans()) and n_bands:
+        header[0] = header[-1]  # a duplicated column name
+    labels = draw(st.sampled_from([["0", "1"], ["a", "b"], ["0", "a"], ["1"], ["0", "1", "2"]]))
+    rows = []
+    for i in range(n_rows):
+        if draw(st.integers(0, 9)) == 0:  # an odd cell
+            cells = [draw(CELLS) for _ in range(n_bands)]
+        else:
+            cells = [f"{0.1 + 0.05 * ((i * 7 + k * 3) % 9):.2f}" for k in range(n_bands)]
+        rows.append(cells + [labels[i % len(labels)]])
+    if draw(st.integers(0, 9)) == 0 and rows:
+        rows[-1] = rows[-1][:-1]  # a short line
+    return "\n".join(",".join(line) for line in [header, *rows]) + "\n"
+
+
+@settings(
+    derandomize=True,
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(text=csv_texts())
+def test_cli_csv_shapes(tmp_path_factory, capsys, text):
+    from sknd.experiments._cli import main
+
+    folder = tmp_path_factory.mktemp("csv")
+    (folder / "data.csv").write_text(text)
+    argv = ["--dataset", str(folder / "data.csv"), "--quiet", "--no-figures", "--folds", "2"]
+    argv += ["--models", "logreg_bands", "--noise-levels", "0", "--noise-repeats", "1"]
+    argv += ["--depths", "2", "--output", str(folder / "out")]
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code in (0, 2), err
+    assert "Traceback" not in err
+    if code == 2:
+        assert err.strip().splitlines()[-1].startswith("python -m sknd.experiments: error: ")
+    else:
+        assert (folder / "out" / "results.csv").exists()

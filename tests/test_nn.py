@@ -214,6 +214,31 @@ def test_auto_method_picks_matmul_for_few_bands_and_gather_for_many():
     # "signed" doubles the layer inputs (b and sqrt(b^2 + eps)).
     assert plan(MATMUL_MAX_INPUTS // 2 + 1, "signed").choose("auto") == "gather"
     assert plan(10).choose("gather") == "gather"
+    # Tables with positions (images, series) read the bands of each run of pairs as slices.
+    image_table = torch.rand(2, 10, 16)
+    assert plan(10).choose("auto", image_table) == "slices"
+    assert plan(10).choose("gather", image_table) == "slices"
+    assert plan(10).choose("matmul", image_table) == "matmul"
+    assert plan(10).choose("auto", torch.rand(2, 10)) == "matmul"
+
+
+def test_pair_runs_cover_every_pair_once():
+    from sknd._nd_torch import PairPlan
+
+    def runs(pairs, n_features=5):
+        pairs = torch.as_tensor(pairs)
+        plan = PairPlan(pairs, n_features, "reflectance", 1e-6, torch.float32, torch.device("cpu"))
+        return plan.runs()
+
+    # combinations order: one run per band, (i, i+1), ..., (i, n-1).
+    assert runs(all_pairs(4), 4) == [(0, 3, 0, 1), (3, 5, 1, 2), (5, 6, 2, 3)]
+    # Any other order is cut where the band i changes or j does not step by one.
+    assert runs([[3, 1], [0, 2], [0, 3], [0, 1], [4, 2]]) == [
+        (0, 1, 3, 1),
+        (1, 3, 0, 2),
+        (3, 4, 0, 1),
+        (4, 5, 4, 2),
+    ]
 
 
 def test_layer_method_is_validated_and_survives_pickling():
@@ -333,6 +358,56 @@ def test_gradcheck_on_image_patches(variant, method):
     assert gradcheck(
         lambda x, a, c: normalized_difference(x, a, c, pairs, 1e-3, variant, method), inputs
     )
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_image_patches_with_explicit_pairs_equal_the_layer_pixel_by_pixel(variant):
+    # Pairs out of combinations order: runs of length 1 and 2, a band i after a larger one.
+    pairs = [(3, 1), (0, 2), (0, 3), (4, 0), (2, 3), (2, 4), (1, 0)]
+    gen = torch.Generator().manual_seed(2)
+    x = torch.rand(3, 5, 4, 6, generator=gen, dtype=torch.float64)
+    if variant != "reflectance":
+        x = 3 * (x - 0.5)
+    x.requires_grad_()
+    layer = random_layer(5, variant, "auto", pairs=pairs)
+    out = layer(x)
+    grad = torch.randn(out.shape, generator=gen, dtype=torch.float64)
+    out.backward(grad)
+
+    rows = x.detach().movedim(1, -1).reshape(-1, 5).requires_grad_()
+    pixel_layer = random_layer(5, variant, "gather", pairs=pairs)
+    expected = pixel_layer(rows)
+    expected.backward(grad.movedim(1, -1).reshape(-1, len(pairs)))
+    torch.testing.assert_close(out.movedim(1, -1).reshape(-1, len(pairs)), expected)
+    torch.testing.assert_close(x.grad.movedim(1, -1).reshape(-1, 5), rows.grad)
+    torch.testing.assert_close(layer.a.grad, pixel_layer.a.grad)
+    torch.testing.assert_close(layer.c.grad, pixel_layer.c.grad)
+
+
+def test_image_gradients_are_the_same_on_a_second_backward_pass():
+    # The first backward pass computes G / D**2 over the kept denominator; a second one
+    # (retain_graph=True) must recompute it, not read the overwritten values.
+    layer = random_layer(5, "reflectance", "auto")
+    x = torch.rand(2, 5, 3, 3, dtype=torch.float64)
+    out = layer(x)
+    first = torch.autograd.grad(out.square().sum(), (layer.a, layer.c), retain_graph=True)
+    second = torch.autograd.grad(out.square().sum(), (layer.a, layer.c))
+    for one, two in zip(first, second):
+        torch.testing.assert_close(one, two)
+
+
+def test_image_weight_gradients_stay_accurate_for_indices_near_one():
+    # b_j = 0 gives N = 1 - eps / D: G / D - G N / D would cancel to the last digits of N.
+    x = torch.rand(4, 3, 8, 8, dtype=torch.float64)
+    x[:, 1] = 0
+    pairs = torch.as_tensor(all_pairs(3))
+    grads = []
+    for dtype in (torch.float32, torch.float64):
+        leaves = [torch.zeros(3, dtype=dtype, requires_grad=True) for _ in "ac"]
+        out = normalized_difference(x.to(dtype), *leaves, pairs, 1e-3)
+        torch.autograd.backward(out, torch.ones_like(out))
+        grads.append(torch.cat([leaf.grad for leaf in leaves]).double())
+    torch.testing.assert_close(grads[0], grads[1], rtol=1e-6, atol=0)
 
 
 def test_image_patches_are_not_copied_beyond_the_output():

@@ -137,6 +137,9 @@ def test_unnamed_scene_warns_or_takes_positions(tmp_path, model_path):
         ("not a model file", "cannot load the model"),
         ("no transform", "has no method transform"),
         ("bad fill", "not an integer"),
+        ("huge class fill", "--fill-value 1e+300 is too large for a class map"),
+        ("huge float fill", "--fill-value 1e+40 is beyond the float32 range"),
+        ("band count", "Got 2 band names in --bands for an image of 4 bands"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, message):
@@ -156,8 +159,37 @@ def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, me
         extra = ["--indices"]
     elif case == "bad fill":
         extra = ["--fill-value", "0.5"]
+    elif case == "huge class fill":  # was numpy's object dtype, refused by rasterio
+        extra = ["--fill-value", "1e300"]
+    elif case == "huge float fill":  # was written as inf
+        extra = ["--proba", "--fill-value", "1e40"]
+    elif case == "band count":
+        extra = ["--bands", "blue,green"]
     assert main([model, str(scene), str(tmp_path / "out.tif"), *extra]) == 2
     assert message.replace("\\", "") in capsys.readouterr().err.replace("\\", "")
+
+
+def test_values_the_model_refuses_exit_2_and_leave_no_map(tmp_path, capsys):
+    # sknd's own checks (here: negative bands for variant="reflectance") used to end in a
+    # traceback, leaving a half-written map behind.
+    from sknd import NDClassifier
+
+    X, y = _training()
+    path = tmp_path / "nd.joblib"
+    joblib.dump(NDClassifier(max_epochs=2, random_state=0).fit(X, y), path)
+    scene, _ = _scene(tmp_path / "scene.tif")
+    negative = tmp_path / "negative.tif"
+    with rasterio.open(scene) as src, rasterio.open(negative, "w", **src.profile) as dst:
+        data = src.read()
+        data[1, 10, 10] = -0.5
+        dst.write(data)
+        dst.descriptions = src.descriptions
+    out = tmp_path / "out.tif"
+    assert main([str(path), str(negative), str(out), "--block-rows", "8", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("python -m sknd.raster: error: scene rows 8-15: Negative values")
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    assert main([str(path), str(scene), str(out), "--n-jobs", "-1", "--no-progress"]) == 0
 
 
 def test_module_runs_as_a_command(tmp_path, model_path):

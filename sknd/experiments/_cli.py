@@ -237,6 +237,7 @@ _OPTIONS = {
         "pairs",
     )
 }
+_OPTIONS["X"] = "--dataset"
 
 
 def _resolve(args):
@@ -323,6 +324,7 @@ def main(argv=None):
             noise_levels=noise_levels,
             estimator_params=estimator_params,
             n_jobs=args.n_jobs,
+            n_splits=args.folds,
             options=_OPTIONS,
         )
         if args.models is not None:
@@ -355,7 +357,23 @@ def main(argv=None):
             f"n_jobs={args.n_jobs} -> {output}",
             file=sys.stderr,
         )
-    experiment = run_experiments(
+    try:
+        experiment = _run(args, data, estimator_params, noise_levels)
+    except ValueError as exc:
+        # What the run refuses before training (e.g. folds a class cannot fill) is a usage
+        # error too; run_experiments names the data and the fold.
+        parser.error(str(exc))
+    experiment.settings["command"] = "python -m sknd.experiments " + shlex.join(argv)
+    report = write_report(
+        experiment, output, figures=figures, command=experiment.settings["command"]
+    )
+    if not args.quiet:
+        print(f"Done in {experiment.wall_time:.0f} s. Report: {report}", file=sys.stderr)
+    return 0
+
+
+def _run(args, data, estimator_params, noise_levels):
+    return run_experiments(
         data.X,
         data.y,
         task=data.task,
@@ -374,10 +392,3 @@ def main(argv=None):
         target_names=data.target_names,
         notes=data.notes,
     )
-    experiment.settings["command"] = "python -m sknd.experiments " + shlex.join(argv)
-    report = write_report(
-        experiment, output, figures=figures, command=experiment.settings["command"]
-    )
-    if not args.quiet:
-        print(f"Done in {experiment.wall_time:.0f} s. Report: {report}", file=sys.stderr)
-    return 0

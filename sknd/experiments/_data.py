@@ -95,6 +95,11 @@ def _load_csv(path, target, task, reserved, exclude, bands, notes):
         notes.append(
             f"Not used as bands: {sorted(skipped)} (named as groups, coordinates or --exclude)."
         )
+    if pd.api.types.is_numeric_dtype(labels) and np.isinf(labels.astype(float)).any():
+        raise ValueError(
+            f"Target column {target!r} has {int(np.isinf(labels.astype(float)).sum())} "
+            "infinite values: drop those rows from the CSV or pick another --target."
+        )
     if task == "classification":
         if not pd.api.types.is_numeric_dtype(labels):
             # Class letters often carry stray spaces in CSV exports ("d " vs "d").

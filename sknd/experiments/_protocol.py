@@ -15,9 +15,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.multiclass import type_of_target
 
+from .._tasks import check_label_kinds
 from .._threads import one_thread
 from ..networks import default_hidden_units
-from ._checks import check_run_arguments
+from ._checks import check_run_arguments, check_validation_classes
 from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS, illumination_check, noise_robustness
 from ._peers import count_parameters
 from ._progress import Progress
@@ -124,14 +125,25 @@ def _fit(task, X, y, split, config):
     }
     estimator = spec.build(spec, context)
     start = time.perf_counter()
-    if spec.uses_validation:
-        estimator.fit(X.iloc[train], y[train], X_val=X.iloc[val], y_val=y[val])
-    else:
-        # Models without a use for a validation set learn from all non-test data;
-        # scikit-learn's MLP holds out the same share internally for early stopping.
-        rest = np.concatenate([train, val])
-        estimator.fit(X.iloc[rest], y[rest])
+    try:
+        if spec.uses_validation:
+            estimator.fit(X.iloc[train], y[train], X_val=X.iloc[val], y_val=y[val])
+        else:
+            # Models without a use for a validation set learn from all non-test data;
+            # scikit-learn's MLP holds out the same share internally for early stopping.
+            rest = np.concatenate([train, val])
+            estimator.fit(X.iloc[rest], y[rest])
+    except ValueError as exc:
+        raise _fold_error(exc, spec, task) from exc
     return estimator, time.perf_counter() - start
+
+
+def _fold_error(exc, spec, task):
+    """``exc`` said of the fold's parts: the caller passed X and y, not X_val and y_val."""
+    depth = "" if task["depth"] is None else f" at depth {task['depth']}"
+    message = str(exc).replace("X_val", "the validation part of X")
+    message = message.replace("y_val", "the validation part of y")
+    return ValueError(f"Fitting {spec.name}{depth} on fold {task['fold']} failed: {message}")
 
 
 def _n_iter(estimator):
@@ -377,6 +389,7 @@ def run_experiments(
     {'logreg_bands': 6, 'nd': 6}
     """
     start = time.perf_counter()
+    check_label_kinds(y)  # before numpy turns [1, "a"] into text
     name = dataset_name or data_name(X, y)
     if not isinstance(X, pd.DataFrame):
         X = np.asarray(X, dtype=np.float64)
@@ -405,6 +418,7 @@ def run_experiments(
         noise_levels=noise_levels,
         estimator_params=estimator_params,
         n_jobs=n_jobs,
+        n_splits=n_splits,
     )
     specs = specs_for(task, models)
     depths = sorted(int(d) for d in depths)
@@ -459,6 +473,8 @@ def run_experiments(
         validation_share=PAPER_VALIDATION_SHARE,
         random_state=rng.randint(np.iinfo(np.int32).max),
     )
+    if task == "classification" and any(spec.uses_validation for spec in specs):
+        check_validation_classes(y, splits)
     fold_seeds = rng.randint(np.iinfo(np.int32).max, size=n_splits)
     tasks = _make_tasks(specs, depths, fold_seeds)
     if verbose > 0:

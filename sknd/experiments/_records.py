@@ -3,8 +3,8 @@
 import numpy as np
 import pandas as pd
 
-from .._base import default_hidden_units
 from .._formula import softplus
+from ..networks import default_hidden_units
 
 
 def coefficient_table(final, key, columns):

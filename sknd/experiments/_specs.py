@@ -190,6 +190,11 @@ NETWORK_SPECS = (
     network_spec("nd_sknd", "ND (sknd default)", "nd", paper_recipe=False),
 )
 
+#: Peers that hold the classic index of every band pair for every sample, and the peak
+#: memory of one fit in such (n_samples, n_pairs) float64 tables (tracemalloc, 400 samples
+#: x 100 bands): with thousands of bands (millions of pairs) they would not fit in memory.
+ALL_PAIR_TABLES = {"logreg_nd": 4, "ridge_nd": 4, "best_nd_pair": 3}
+
 #: The peers a user would pick instead, on the same folds.
 PEER_SPECS = (
     ModelSpec("sklearn_mlp", "scikit-learn MLP", _sklearn_mlp, by_depth=True),

@@ -23,6 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from .._pixels import apply_pixels, prepare
+from . import _n_jobs
 from ._matching import POSITIONAL, band_columns
 
 __all__ = []
@@ -73,7 +74,9 @@ def _parser():
     )
     parser.add_argument("--sensor", default=None, help="sensor preset of the scene's band names")
     parser.add_argument("--block-rows", type=int, default=None, help="rows per strip")
-    parser.add_argument("--n-jobs", type=int, default=None, help="threads predicting a strip")
+    parser.add_argument(
+        "--n-jobs", type=int, default=None, help="threads predicting a strip (-1: all cores)"
+    )
     parser.add_argument("--compress", default=None, help="GeoTIFF compression (default: input's)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
@@ -117,7 +120,9 @@ def _run_in_env(args, rasterio):
         try:
             columns = band_columns(model, names, src.count, bands=bands, sensor=args.sensor)
         except (ValueError, TypeError) as exc:
-            raise CommandError(str(exc)) from None
+            # Said of the Python arguments: name the options instead.
+            message = str(exc).replace("bands=[...]", "--bands").replace("bands=", "--bands")
+            raise CommandError(message.replace("sensor=", "--sensor ")) from None
         n_inputs = src.count if columns is None else len(columns)
         nodata = args.nodata if args.nodata is not None else src.nodata
         if nodata is not None and np.isnan(nodata):
@@ -128,9 +133,15 @@ def _run_in_env(args, rasterio):
             dst = rasterio.open(args.output, "w", **profile)
         except (rasterio.errors.RasterioError, OSError) as exc:
             raise CommandError(f"cannot write {args.output!r}: {exc}") from None
-        with dst:
-            _describe(dst, model, method, spec, codes)
-            _process(src, dst, func, spec, args, nodata=nodata, columns=columns)
+        try:
+            with dst:
+                _describe(dst, model, method, spec, codes)
+                _process(src, dst, func, spec, args, nodata=nodata, columns=columns)
+        except BaseException:
+            # A map cut short must not pass for a result.
+            with contextlib.suppress(OSError):
+                os.remove(args.output)
+            raise
 
 
 def _split(text):
@@ -180,14 +191,15 @@ def _pixel_function(model, method, n_inputs, dtypes, fill_value):
     """
     dtype = np.dtype(dtypes[0])
     if method != "predict":
-        func, spec = prepare(method, model, n_inputs, dtype, fill_value)
+        fill = None if fill_value is None else _float32_fill(fill_value)
+        func, spec = prepare(method, model, n_inputs, dtype, fill)
         spec.dtype = np.dtype(np.float32)
         return func, spec, None
     # A fill of -1 keeps integer labels integer; the probe tells the labels' kind.
     func, spec = prepare(method, model, n_inputs, dtype, -1)
     if spec.dtype.kind == "f":
         spec.dtype = np.dtype(np.float32)
-        spec.fill = np.nan if fill_value is None else fill_value
+        spec.fill = np.nan if fill_value is None else _float32_fill(fill_value)
         return func, spec, None
     fill = -1 if fill_value is None else fill_value
     if not float(fill).is_integer():
@@ -208,8 +220,23 @@ def _pixel_function(model, method, n_inputs, dtypes, fill_value):
     spec.dtype = np.result_type(
         np.min_scalar_type(min(values)), np.min_scalar_type(max(values)), np.int16
     )
+    if spec.dtype.kind not in "iu":  # beyond 64-bit integers
+        raise CommandError(
+            f"--fill-value {fill:g} is too large for a class map (a GeoTIFF of integers): "
+            "pass a value such as -1."
+        )
     spec.fill = int(fill)
     return func, spec, codes
+
+
+def _float32_fill(fill):
+    """``fill`` as written in a float32 map; a finite value must stay finite."""
+    if np.isfinite(fill) and abs(fill) > float(np.finfo(np.float32).max):
+        raise CommandError(
+            f"--fill-value {fill:g} is beyond the float32 range of the map (about 3.4e38): "
+            "pass a smaller value, or leave it out for NaN."
+        )
+    return fill
 
 
 def _output_profile(src, spec, compress):
@@ -262,9 +289,12 @@ def _process(src, dst, func, spec, args, *, nodata, columns):
         rows = max(block_rows, (_STRIP_PIXELS // max(src.width, 1)) // block_rows * block_rows)
     if rows < 1:
         raise CommandError(f"--block-rows must be positive, got {rows}.")
-    n_jobs = 1 if args.n_jobs is None else args.n_jobs
-    if n_jobs < 1:
-        raise CommandError(f"--n-jobs must be positive, got {n_jobs}.")
+    try:
+        n_jobs = _n_jobs(args.n_jobs)  # as sknd.raster's n_jobs: -1 means all cores
+    except ValueError:
+        raise CommandError(
+            f"--n-jobs must be a non-zero integer (-1: all cores), got {args.n_jobs}."
+        ) from None
     windows = list(_strips(src, rows))
     progress = _progress(src.height, disable=args.no_progress)
     with progress as bar, ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as writer:
@@ -277,15 +307,21 @@ def _process(src, dst, func, spec, args, *, nodata, columns):
             if index + 1 < len(windows):
                 pending_read = reader.submit(src.read, indexes, window=windows[index + 1])
             out = np.empty(spec.tail + data.shape[1:], dtype=spec.dtype)
-            apply_pixels(
-                np.moveaxis(data, 0, -1),
-                func,
-                spec,
-                out=np.moveaxis(out, 0, -1) if spec.n_outputs is not None else out,
-                chunk_pixels=65_536,
-                nodata=nodata,
-                n_jobs=n_jobs,
-            )
+            try:
+                apply_pixels(
+                    np.moveaxis(data, 0, -1),
+                    func,
+                    spec,
+                    out=np.moveaxis(out, 0, -1) if spec.n_outputs is not None else out,
+                    chunk_pixels=65_536,
+                    nodata=nodata,
+                    n_jobs=n_jobs,
+                )
+            except (ValueError, TypeError) as exc:  # the model refuses these band values
+                message = " ".join(str(exc).replace("nodata=...", "--nodata").split())
+                raise CommandError(
+                    f"scene rows {window.row_off}-{window.row_off + window.height - 1}: {message}"
+                ) from None
             if pending_write is not None:
                 pending_write.result()
             if spec.n_outputs is None:

@@ -119,6 +119,10 @@ def _check_count(estimator, expected, n_bands):
 
 
 def _model_sensor(estimator):
+    """The preset of the model's bands as fitted (``bands_``), not the ``sensor`` parameter."""
+    resolved = getattr(estimator, "bands_", None)
+    if resolved is not None:
+        return next((band.sensor for band in resolved if getattr(band, "sensor", None)), None)
     sensor = getattr(estimator, "sensor", None)
     return sensor if isinstance(sensor, str) else None
 

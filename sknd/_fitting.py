@@ -1,0 +1,610 @@
+"""How the sknd estimators train: fit, warm start and ``partial_fit`` over skorch.
+
+:class:`FittingMixin` holds the training half of :class:`~sknd._base.BaseND`: the
+validation split, pair screening, building the network, sknd's recipe
+(:mod:`sknd._recipe`), the skorch loop (:mod:`sknd._training`) and the fitted
+attributes read from the trained network. :func:`restore_on_failure` makes every
+fitting method all or nothing.
+"""
+
+import copy
+import functools
+import threading
+from numbers import Integral
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.model_selection import GroupShuffleSplit, train_test_split
+from sklearn.utils import check_random_state
+from skorch.helper import predefined_split
+
+from . import _recipe
+from ._adam import FlatAdam
+from ._screening import auto_pair_budget, n_pairs_to_keep, screen_pairs
+from ._tasks import ClassificationTask
+from ._threads import torch_threads
+from ._training import (
+    EarlyStopping,
+    FiniteTraining,
+    Net,
+    TensorBatches,
+    TensorDataset,
+    ValidationScore,
+)
+from ._validation import check_training_memory
+from ._weights import check_part, fit_weights, weight_tensor
+from .bands import band_pair_indices, resolve_bands
+from .networks import build_network, default_hidden_units, describe, rows_per_pass
+from .nn import all_pairs, resolve_pairs
+
+__all__ = ["FittingMixin", "restore_on_failure"]
+
+
+# Fits of one process draw initial weights from torch's global generator under this lock
+# (see FittingMixin._new_network). The thread policy (one torch thread) lives in sknd._threads.
+_init_lock = threading.Lock()
+
+
+def _resolve_device(device):
+    if device == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError(
+            "device='cuda' was requested but no CUDA GPU is available to PyTorch; "
+            "use device='cpu' or device='auto'."
+        )
+    return device
+
+
+def _group_split(X, codes, groups, validation_fraction, seed, weight):
+    """Hold out about ``validation_fraction`` of the groups for early stopping."""
+    groups = np.asarray(groups)
+    if groups.ndim != 1 or len(groups) != len(X):
+        raise ValueError(
+            f"groups must be one label per sample: got shape {groups.shape} for {len(X)} samples."
+        )
+    if len(np.unique(groups)) < 2:
+        raise ValueError(
+            "early_stopping=True with groups holds out whole groups for validation, but all "
+            "samples are in one group. Pass at least two groups, an explicit X_val and "
+            "y_val, or early_stopping=False."
+        )
+    splitter = GroupShuffleSplit(n_splits=1, test_size=validation_fraction, random_state=seed)
+    train, valid = next(splitter.split(X, codes, groups))
+    if weight is None:
+        return X[train], codes[train], X[valid], codes[valid], None, None
+    return X[train], codes[train], X[valid], codes[valid], weight[train], weight[valid]
+
+
+def _same_param(before, now):
+    """Whether a parameter value is unchanged (array-likes compared by value)."""
+    if before is now:
+        return True
+    if isinstance(before, str) or isinstance(now, str) or np.ndim(before) == np.ndim(now) == 0:
+        return type(before) is type(now) and before == now
+    try:
+        return np.array_equal(np.asarray(before, dtype=object), np.asarray(now, dtype=object))
+    except ValueError:  # ragged
+        return False
+
+
+def _cpu_copy(state):
+    """``state`` (an optimizer's ``state_dict``) with every tensor copied to the CPU."""
+    if isinstance(state, torch.Tensor):
+        return state.detach().cpu().clone()
+    if isinstance(state, dict):
+        return {key: _cpu_copy(value) for key, value in state.items()}
+    if isinstance(state, (list, tuple)):
+        return type(state)(_cpu_copy(value) for value in state)
+    return state
+
+
+def _matching_outputs(codes_val, codes):
+    """``codes_val`` shaped as ``codes``, or a ValueError if their outputs differ."""
+    outputs, outputs_val = (1 if np.ndim(c) == 1 else np.shape(c)[1] for c in (codes, codes_val))
+    if outputs != outputs_val:
+        raise ValueError(
+            f"y_val has {outputs_val} output(s) per sample but y has {outputs}: early stopping "
+            "would track the wrong target. Pass y_val with the columns of y."
+        )
+    return np.reshape(codes_val, (len(codes_val),) + np.shape(codes)[1:])
+
+
+# ids of the estimator objects being fitted now (see restore_on_failure).
+_objects_in_fit = set()
+_fitting_lock = threading.Lock()
+
+
+def restore_on_failure(fit):
+    """Make a fitting method all or nothing: if it raises, the estimator is left as it was.
+
+    scikit-learn sets fitted attributes at the end of ``fit``, but
+    ``validate_data`` already sets ``n_features_in_`` at the start: an
+    interrupted first fit (KeyboardInterrupt, divergence, invalid data) would
+    leave an estimator that ``check_is_fitted`` accepts, and an interrupted
+    refit one whose ``n_features_in_`` disagrees with its network. Restoring the
+    attributes leaves an unfitted estimator unfitted and keeps the previous
+    model of a fitted one, intact and consistent. (A warm start or ``partial_fit``
+    trains a copy of the fitted network, so that its weights are restored too.)
+
+    It also refuses a second ``fit`` of the same object while one runs (in
+    another thread): both would write the same attributes and leave a mix of
+    two models. Fits of separate objects (``clone``) run in parallel. Applied
+    outside ``_fit_context``, so that an interrupt landing in its exit still
+    restores the previous model.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        with _fitting_lock:
+            if id(self) in _objects_in_fit:
+                raise RuntimeError(
+                    f"This {type(self).__name__} object is already being fitted in another "
+                    "thread; one object cannot fit twice at once. Fit a copy in each thread "
+                    "(sklearn.base.clone(estimator))."
+                )
+            _objects_in_fit.add(id(self))
+        before = dict(vars(self))
+        try:
+            return fit(self, *args, **kwargs)
+        except BaseException:
+            vars(self).clear()
+            vars(self).update(before)
+            raise
+        finally:
+            with _fitting_lock:
+                _objects_in_fit.discard(id(self))
+
+    return wrapper
+
+
+class FittingMixin:
+    """Training for :class:`~sknd._base.BaseND` (its parameters and validation live there).
+
+    ``_fit`` trains a new network, or continues the fitted one under
+    ``warm_start``; ``_partial_fit`` runs one epoch per call. Subclasses provide
+    ``_make_task``, ``_validate_X_y`` and ``_finish_fit``'s additions.
+    """
+
+    def _validation_split(self, X, codes, task, X_val, y_val, seed, groups=None, weight=None):
+        """Return ``(X_train, codes_train, X_val, codes_val, weight_train, weight_val)``.
+
+        The validation parts may be None, and the weights are None when ``weight`` is
+        (an explicit ``X_val`` is not weighted).
+
+        With ``groups``, the internal split holds out whole groups (fields, spatial
+        blocks): correlated samples on both sides would make early stopping optimistic.
+        """
+        if (X_val is None) != (y_val is None):
+            raise ValueError("Pass both X_val and y_val, or neither.")
+        if X_val is not None:
+            try:
+                X_val, y_val = self._validate_X_y(X_val, y_val, reset=False, name="X_val")
+            except ValueError as exc:
+                if "X_val" in str(exc) or "y_val" in str(exc):
+                    raise
+                # scikit-learn calls any target "y": here it is y_val.
+                message = str(exc).replace("Input y ", "Input y_val ")
+                raise ValueError(f"Invalid validation data X_val, y_val: {message}") from exc
+            codes_val = task.encode(y_val, "y_val")
+            return X, codes, X_val, _matching_outputs(codes_val, codes), weight, None
+        if not self.early_stopping:
+            return X, codes, None, None, weight, None
+        if groups is not None:
+            return _group_split(X, codes, groups, self.validation_fraction, seed, weight)
+        n_samples = len(X)
+        n_valid = int(np.ceil(self.validation_fraction * n_samples))
+        if n_samples - n_valid < 1:
+            raise ValueError(
+                f"early_stopping=True holds out validation_fraction={self.validation_fraction} "
+                f"of the data, which leaves no training sample with n_samples={n_samples}. "
+                "Pass more samples, an explicit X_val and y_val, or early_stopping=False."
+            )
+        stratify = None
+        if task.stratified:
+            # Stratify whenever every class can appear on both sides; tiny data falls back
+            # to a plain random split rather than failing.
+            counts = np.bincount(codes)
+            if counts.min() >= 2 and min(n_valid, n_samples - n_valid) >= len(counts):
+                stratify = codes
+        weights = [] if weight is None else [weight]
+        X_train, X_valid, c_train, c_valid, *weights = train_test_split(
+            X, codes, *weights, test_size=n_valid, random_state=seed, stratify=stratify
+        )
+        return X_train, c_train, X_valid, c_valid, *(weights or [None, None])
+
+    # ------------------------------------------------------------------ fitting
+    #: Parameters the fitted network is made of. A warm start or ``partial_fit`` continues
+    #: that network, so they must not change between calls (the others may: lr, epochs ...).
+    _NETWORK_PARAMS = (
+        "architecture",
+        "depth",
+        "hidden_units",
+        "epsilon",
+        "variant",
+        "pairs",
+        "bands",
+        "sensor",
+        "passthrough",
+        "recipe",
+    )
+
+    def _check_network_params(self, how):
+        """Refuse to continue training when a parameter of the network changed since fit."""
+        for name in self._NETWORK_PARAMS:
+            before, now = self._network_params_[name], getattr(self, name)
+            if not _same_param(before, now):
+                raise ValueError(
+                    f"{how} continues the fitted network, but {name} changed from {before!r} "
+                    f"to {now!r} since it was fitted. Set {name} back, or train a new network "
+                    "with fit (and warm_start=False)."
+                )
+
+    def _start_fit(self, X, y, sample_weight, *, continuing, how, classes=None):
+        """Validate the data of a fit, warm start or ``partial_fit`` call.
+
+        Returns ``(X, codes, weight, task)``. A new fit freezes what the network is
+        made of (``epsilon_``, ``variant_``, ``bands_``, the network parameters) and
+        makes a task from ``y`` (and ``classes``); a continuing call checks ``X`` and
+        ``y`` against them and keeps the fitted task.
+        """
+        if isinstance(self.batch_size, (bool, np.bool_)):  # an Integral to scikit-learn
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
+        if continuing:
+            self._check_network_params(how)
+            X, y = self._validate_X_y(X, y, reset=False)
+            task = self._task
+            codes = task.encode(y)
+            if np.ndim(codes) == 2 and codes.shape[1] != task.n_outputs:
+                raise ValueError(
+                    f"y has {codes.shape[1]} target column(s), but the fitted "
+                    f"{type(self).__name__} predicts {task.n_outputs}: pass y with the "
+                    "columns of the first fit."
+                )
+            weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
+            return X, codes, weight, task
+        # Frozen at fit: set_params without a refit must not change what the network
+        # computes or which inputs it accepts (X_val is checked against these too).
+        self.epsilon_, self.variant_ = float(self.epsilon), self.variant
+        self._network_params_ = {name: getattr(self, name) for name in self._NETWORK_PARAMS}
+        self._band_names_given = self.bands is not None
+        X, y = self._validate_X_y(X, y, reset=True)
+        # Band names (DataFrame columns or bands=) are frozen at fit time; they
+        # label indices_, export_formulas and get_feature_names_out.
+        self.bands_ = resolve_bands(
+            self.bands,
+            n_features=X.shape[1],
+            feature_names=getattr(self, "feature_names_in_", None),
+            sensor=self.sensor,
+        )
+        self.band_names_ = np.asarray([band.name for band in self.bands_], dtype=object)
+        weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
+        task = self._make_task(y, weight, classes)
+        return X, task.encoded, weight, task
+
+    def _uses_recipe(self):
+        # sknd's default recipe (sknd._recipe): depth-2 networks with an ND layer. Deeper
+        # networks train as in the paper: conditioning alone cost forest type a point at
+        # depths 3 and 4, and the convex fits concern a depth-2 output layer.
+        return self.recipe == "sknd" and self.architecture != "mlp" and self.depth == 2
+
+    def _new_network(self, X_train, c_train, w_train, task, seed, device):
+        """Screen the pairs and build the network (on the CPU); return ``(pairs, module)``."""
+        n_features = X_train.shape[1]
+        if isinstance(self.pairs, str) or (
+            isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)
+        ):  # "all", or all pairs to screen ("auto", a count)
+            pairs = all_pairs(n_features)
+        else:
+            pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self.bands_))
+        n_keep = n_pairs_to_keep(
+            self.pairs, len(pairs), auto=auto_pair_budget(n_features, task.n_outputs)
+        )
+        if n_keep is not None:
+            # Scored on the training part only: the validation data stays unseen until
+            # early stopping looks at it.
+            pairs = screen_pairs(
+                X_train,
+                c_train,
+                pairs,
+                n_keep,
+                classification=isinstance(task, ClassificationTask),
+                variant=self.variant,
+                epsilon=self.epsilon,
+                sample_weight=w_train,
+            )
+        hidden_units = self.hidden_units
+        if hidden_units is None:
+            hidden_units = default_hidden_units(len(pairs))
+        check_training_memory(
+            architecture=self.architecture,
+            n_features=n_features,
+            n_pairs=len(pairs),
+            n_outputs=task.n_outputs,
+            depth=self.depth,
+            hidden_units=hidden_units,
+            batch_size=self.batch_size,
+            n_samples=len(X_train),
+            passthrough=self.passthrough,
+            estimator_name=type(self).__name__,
+        )
+        # Weights are drawn from torch's global generator: seed it inside fork_rng (the
+        # caller's state comes back afterwards) and under a lock, so fits running in threads
+        # of one process neither see each other's seeds nor restore each other's states.
+        # Training itself draws only from its own shuffling generator.
+        cuda_devices = [torch.device(device).index or 0] if device.startswith("cuda") else []
+        with _init_lock, torch.random.fork_rng(devices=cuda_devices):
+            torch.manual_seed(seed)
+            module = build_network(
+                self.architecture,
+                n_features,
+                task.n_outputs,
+                depth=self.depth,
+                hidden_units=hidden_units,
+                pairs=pairs,
+                epsilon=self.epsilon,
+                variant=self.variant,
+                passthrough=self._passthrough_scaling(X_train, w_train),
+                standardize=self._uses_recipe(),
+            )
+        return pairs, module
+
+    def _net(self, module, task, device, seed, max_epochs, callbacks, valid_data=None):
+        """The skorch net that trains ``module`` (an initialised instance) on ``device``."""
+        rows = rows_per_pass(module)
+        return Net(
+            module=module,
+            criterion=task.criterion,
+            optimizer=FlatAdam,
+            lr=self.lr,
+            optimizer__weight_decay=self.weight_decay,
+            max_epochs=max_epochs,
+            batch_size=self.batch_size,
+            train_split=None if valid_data is None else predefined_split(valid_data),
+            iterator_train=TensorBatches,
+            iterator_train__shuffle=True,
+            iterator_train__generator=torch.Generator().manual_seed(seed),
+            iterator_valid=TensorBatches,
+            iterator_valid__batch_size=rows,
+            # First, so that a non-finite epoch stops fit before any other callback uses it.
+            callbacks=[("finite_training", FiniteTraining()), *callbacks],
+            device=device,
+            verbose=self.verbose,
+        )
+
+    def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
+        """``fit``: train a new network, or continue the fitted one with ``warm_start``."""
+        continuing = self.warm_start and hasattr(self, "_module")
+        X, codes, weight, task = self._start_fit(
+            X, y, sample_weight, continuing=continuing, how="warm_start=True"
+        )
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        device = _resolve_device(self.device)
+        X_train, c_train, X_valid, c_valid, w_train, w_valid = self._validation_split(
+            X, codes, task, X_val, y_val, seed, groups, weight
+        )
+        check_part(w_train, "training")
+        check_part(w_valid, "validation")
+        recipe = self._uses_recipe()
+        if continuing:
+            # A copy: a failed or interrupted warm start leaves the fitted model intact.
+            pairs, module = self.pairs_, copy.deepcopy(self._module).cpu()
+        else:
+            pairs, module = self._new_network(X_train, c_train, w_train, task, seed, device)
+
+        train_data = TensorDataset(
+            torch.tensor(X_train, dtype=torch.float32, device=device),
+            task.target_tensor(c_train).to(device),
+            weight_tensor(w_train, device),
+        )
+        callbacks = []
+        valid_data = None
+        if X_valid is not None:
+            valid_data = TensorDataset(
+                torch.tensor(X_valid, dtype=torch.float32, device=device),
+                task.target_tensor(c_valid).to(device),
+                weight_tensor(w_valid, device),
+            )
+            callbacks.append(("valid_score", ValidationScore(task.score)))
+        rows = rows_per_pass(module)
+        with torch_threads(1):
+            start_score = None
+            if recipe:
+                if not continuing:  # a warm start keeps the fitted conditioning and head
+                    target = self._convex_target(task, c_train)
+                    _recipe.prepare(module, X_train, target, task, rows, w_train)
+                if X_valid is not None:
+                    target = valid_data.y.cpu()
+                    start_score = _recipe.start_score(module, X_valid, target, task, rows, w_valid)
+            if X_valid is not None and self.early_stopping:
+                stopper = EarlyStopping(
+                    task.monitor, task.lower_is_better, self.patience, start_score=start_score
+                )
+                callbacks.append(("early_stopping", stopper))
+            net = self._net(module, task, device, seed, self.max_epochs, callbacks, valid_data)
+            net.fit(train_data, None)
+            if recipe:
+                X_all, c_all, w_all = X_train, c_train, w_train
+                if X_valid is not None:
+                    X_all = np.concatenate([X_train, X_valid])
+                    c_all = np.concatenate([c_train, c_valid])
+                    if w_train is not None:
+                        w_all = np.concatenate([w_train, np.ones(len(X_valid))])
+                        if w_valid is not None:
+                            w_all[len(X_train) :] = w_valid
+                target = self._convex_target(task, c_all)
+                _recipe.refit(net.module_, X_all, target, task, rows, w_all)
+
+        self._set_fitted_state(net, task, pairs, X_train, w_train)
+        # partial_fit after fit starts a new optimizer (as after a warm start).
+        self._optimizer_state = None
+        self._finish_fit()
+
+    def _partial_fit(self, X, y, classes=None, sample_weight=None):
+        """``partial_fit``: one epoch over ``X``; the first call builds the network."""
+        continuing = hasattr(self, "_module")
+        if continuing and classes is not None:
+            fitted = getattr(self._task, "classes", None)
+            if fitted is None or not np.array_equal(np.unique(classes), fitted):
+                raise ValueError(
+                    f"classes={classes!r} differs from the classes of the fitted model "
+                    f"({fitted!r}): pass classes only on the first call to partial_fit, or "
+                    "the same ones."
+                )
+        if getattr(self, "class_weight", None) == "balanced":
+            raise ValueError(
+                "class_weight='balanced' needs the class counts of all the data, which "
+                "partial_fit sees one part at a time. Compute the weights once with "
+                "sklearn.utils.class_weight.compute_class_weight('balanced', classes=classes, "
+                "y=y) and pass them as a dict: class_weight=dict(zip(classes, weights))."
+            )
+        X, codes, weight, task = self._start_fit(
+            X, y, sample_weight, continuing=continuing, how="partial_fit", classes=classes
+        )
+        n_calls = self.n_iter_ if continuing else 0
+        # A new shuffling order each call, reproducible from random_state.
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        seed = (seed + n_calls) % np.iinfo(np.int32).max
+        device = _resolve_device(self.device)
+        if continuing:
+            # A copy: a failed or interrupted call leaves the fitted model intact.
+            pairs, module = self.pairs_, copy.deepcopy(self._module).cpu()
+        else:
+            pairs, module = self._new_network(X, codes, weight, task, seed, device)
+        train_data = TensorDataset(
+            torch.tensor(X, dtype=torch.float32, device=device),
+            task.target_tensor(codes).to(device),
+            weight_tensor(weight, device),
+        )
+        with torch_threads(1):
+            if self._uses_recipe() and not continuing:
+                target = self._convex_target(task, codes)
+                _recipe.prepare(module, X, target, task, rows_per_pass(module), weight)
+            net = self._net(module, task, device, seed, 1, [])
+            net.initialize()
+            state = getattr(self, "_optimizer_state", None) if continuing else None
+            if state is not None:
+                net.optimizer_.load_state_dict(state)
+                for group in net.optimizer_.param_groups:  # set_params may change them
+                    group["lr"], group["weight_decay"] = self.lr, self.weight_decay
+            net.partial_fit(train_data, None)
+        previous = self.history_ if continuing else None
+        self._set_fitted_state(net, task, pairs, X, weight, previous)
+        self._optimizer_state = _cpu_copy(net.optimizer_.state_dict())
+        self._finish_fit()
+
+    def _finish_fit(self):
+        """Attributes derived from the trained network (subclasses add theirs)."""
+        self._set_indices()
+
+    @staticmethod
+    def _convex_target(task, encoded):
+        """What the recipe's convex fits learn: class codes, or standardized targets."""
+        if isinstance(task, ClassificationTask):
+            return encoded
+        return task.target_tensor(encoded).double().numpy()
+
+    def _passthrough_scaling(self, X_train, weight=None):
+        """(Weighted) ``(mean, scale)`` of the training bands for the raw passthrough, or None."""
+        if not self.passthrough:
+            return None
+        X_train = np.asarray(X_train, dtype=np.float64)
+        mean = np.average(X_train, axis=0, weights=weight)
+        scale = np.sqrt(np.average((X_train - mean) ** 2, axis=0, weights=weight))
+        # Constant bands would divide by zero; leave them centred but unscaled.
+        scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
+        return mean, scale
+
+    def _set_fitted_state(self, net, task, pairs, X_train, w_train=None, previous=None):
+        """Expose the trained network's results as numpy/pandas attributes.
+
+        ``previous`` is the ``history_`` of earlier ``partial_fit`` calls, continued.
+        """
+        module = net.module_.eval()
+        history = pd.DataFrame(
+            {
+                "epoch": net.history[:, "epoch"],
+                "train_loss": net.history[:, "train_loss"],
+                "valid_loss": [row.get("valid_loss", np.nan) for row in net.history],
+                "valid_score": [row.get("valid_score", np.nan) for row in net.history],
+            }
+        )
+        if previous is not None:
+            history["epoch"] += len(previous)
+            history = pd.concat([previous, history], ignore_index=True)
+        self._module = module
+        self._task = task
+        self.n_outputs_ = task.n_outputs
+        self.history_ = history
+        self.n_iter_ = len(history)
+        self.loss_curve_ = history["train_loss"].tolist()
+        self.validation_scores_ = history["valid_score"].tolist()
+        stopper = dict(net.callbacks_).get("early_stopping")
+        if stopper is not None and stopper.best_epoch_ is not None:
+            self.best_epoch_ = stopper.best_epoch_
+            self.best_validation_score_ = float(stopper.best_score_)
+        else:
+            self.best_epoch_ = None
+            self.best_validation_score_ = (
+                None if history["valid_score"].isna().all() else float(history["valid_score"].max())
+            )
+        self.n_parameters_ = int(sum(p.numel() for p in module.parameters() if p.requires_grad))
+
+        layer = self._nd_layer()
+        importances = (
+            self._index_importances(X_train, w_train)
+            if layer is not None or self.passthrough
+            else np.empty(0)
+        )
+        if self.passthrough:
+            # The passthrough block appends the raw bands after the first block's outputs.
+            n_features = X_train.shape[1]
+            self.passthrough_importances_ = importances[-n_features:]
+            importances = importances[:-n_features]
+        else:
+            self.passthrough_importances_ = np.empty(0)
+        if layer is None:
+            self.pairs_ = np.empty((0, 2), dtype=np.int64)
+            self.coef_a_ = np.empty(0)
+            self.coef_c_ = np.empty(0)
+            self.index_importances_ = np.empty(0)
+        else:
+            self.pairs_ = pairs
+            self.coef_a_ = layer.a.detach().cpu().double().numpy()
+            self.coef_c_ = layer.c.detach().cpu().double().numpy()
+            self.index_importances_ = importances
+
+    def _index_importances(self, X, sample_weight=None):
+        """Outgoing-weight norm of each first-block output times its spread on ``X``.
+
+        An index that varies little on the data, or whose value the next layer
+        ignores, cannot drive the prediction; the product ranks indices by how
+        much they can move the next layer's pre-activations. The spread is that
+        of what the next dense layer sees (the standardized outputs under the
+        default recipe), weighted by ``sample_weight``.
+        """
+        records = describe(self._module)
+        dense = next(i for i, layer in enumerate(records) if i > 0 and layer.kind == "linear")
+        before = torch.nn.Sequential(*(layer.module for layer in records[:dense]))
+        weight = records[dense].module.weight.detach().cpu().double().numpy()
+        # The weighted variance, slab by slab (the outputs of millions of rows need not be
+        # held at once), of the outputs shifted by the first slab's mean (no cancellation).
+        slab = rows_per_pass(self._module)
+        shift = total = first = second = 0.0
+        for start in range(0, len(X), slab):
+            features = self._run_module(X[start : start + slab], before)
+            w = (
+                np.ones(len(features))
+                if sample_weight is None
+                else sample_weight[start : start + slab]
+            )
+            if start == 0:
+                shift = np.average(features, axis=0, weights=w if w.any() else None)
+            features -= shift
+            total += w.sum()
+            first = first + w @ features
+            second = second + w @ (features * features)
+        mean = first / total
+        spread = np.sqrt(np.maximum(second / total - mean * mean, 0.0))
+        return np.linalg.norm(weight, axis=0) * spread
