@@ -317,6 +317,11 @@ class FittingMixin:
         hidden_units = self.hidden_units
         if hidden_units is None:
             hidden_units = default_hidden_units(len(pairs))
+        recipe_rows = 0
+        if self._uses_recipe():  # the convex fits' tables of rows x first-block outputs
+            outputs = len(pairs) + (n_features if self.passthrough else 0)
+            coefficients = (outputs + 1) * task.n_outputs
+            recipe_rows = min(len(X_train), _recipe.convex_budget(coefficients))
         check_training_memory(
             architecture=self.architecture,
             n_features=n_features,
@@ -328,6 +333,7 @@ class FittingMixin:
             n_samples=len(X_train),
             passthrough=self.passthrough,
             estimator_name=type(self).__name__,
+            recipe_rows=recipe_rows,
         )
         # Weights are drawn from torch's global generator: seed it inside fork_rng (the
         # caller's state comes back afterwards) and under a lock, so fits running in threads

@@ -99,6 +99,11 @@ def _convex_fit(features, target, task, output, sample_weight=None):
         output.bias.copy_(torch.as_tensor(new_bias))
 
 
+def convex_budget(n_coefficients):
+    """Most rows the convex fits of an output layer with ``n_coefficients`` use."""
+    return max(MIN_CONVEX_ROWS, ROWS_PER_COEFFICIENT * n_coefficients)
+
+
 def convex_rows(target, task, n_coefficients, sample_weight=None):
     """``(rows, weight)`` for the convex fits: all rows, or an unbiased sample of them.
 
@@ -111,7 +116,7 @@ def convex_rows(target, task, n_coefficients, sample_weight=None):
     those on all rows, with the same regularisation.
     """
     n_samples = len(target)
-    budget = max(MIN_CONVEX_ROWS, ROWS_PER_COEFFICIENT * n_coefficients)
+    budget = convex_budget(n_coefficients)
     if n_samples <= budget:
         return None, sample_weight
     if isinstance(task, ClassificationTask):

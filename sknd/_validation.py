@@ -309,6 +309,7 @@ def check_training_memory(
     n_samples,
     passthrough,
     estimator_name,
+    recipe_rows=0,
 ):
     """Refuse a fit whose network and batches cannot fit in this machine's memory.
 
@@ -316,10 +317,11 @@ def check_training_memory(
     would build (in Python integers: no overflow) and the float32 activations
     of one batch. Training keeps four copies of each parameter (weights,
     gradients, Adam's two moments) and one more for early stopping's best
-    state; a backward pass keeps about three values per activation. An
-    estimate above the physical memory raises a ``ValueError`` naming the
-    parameter to lower, instead of letting the operating system kill the
-    process.
+    state; a backward pass keeps about three values per activation. The
+    default recipe's convex fits hold about three float64 tables of their
+    ``recipe_rows`` rows by the first block's outputs. An estimate above the
+    physical memory raises a ``ValueError`` naming the parameter to lower,
+    instead of letting the operating system kill the process.
     """
     if architecture == "mlp":
         first_params, width = n_features * hidden_units + hidden_units, hidden_units
@@ -331,6 +333,7 @@ def check_training_memory(
             first_params += n_features * n_pairs + n_pairs
     if passthrough:
         width += n_features
+    tables = 3 * 8 * recipe_rows * width
     params = first_params
     widths = gathered + width
     for _ in range(depth - 2):
@@ -339,7 +342,7 @@ def check_training_memory(
         widths += 2 * hidden_units
     params += width * n_outputs + n_outputs
     rows = min(batch_size, max(n_samples, 1))
-    estimate = 4 * (5 * params + 3 * rows * (widths + n_features + n_outputs))
+    estimate = 4 * (5 * params + 3 * rows * (widths + n_features + n_outputs)) + tables
     limit = _physical_memory()
     if estimate > limit:
         largest = "hidden_units" if hidden_units >= n_pairs else "pairs"

@@ -43,6 +43,22 @@ def test_oversized_batch_is_refused(monkeypatch):
         NDClassifier(**FAST).fit(X, y)
 
 
+def test_the_recipe_tables_of_all_pairs_count_in_the_memory_estimate(monkeypatch):
+    import sknd._validation
+
+    # 100 bands, all 4,950 pairs, 2,000 rows: the recipe's convex fits hold ~240 MB of
+    # float64 tables (rows x pairs), the network and its batches ~10 MB.
+    monkeypatch.setattr(sknd._validation, "_physical_memory", lambda: 64 * 2**20)
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.05, 0.5, (2000, 100))
+    y = (X[:, 1] > X[:, 0]).astype(int)
+    model = NDClassifier(pairs="all", max_epochs=1)
+    with pytest.raises(ValueError, match=r"GiB.*4,950 band pairs"):
+        model.fit(X, y)
+    assert not hasattr(model, "n_features_in_")
+    model.set_params(recipe="paper", early_stopping=False).fit(X, y)  # no tables: fits
+
+
 # ------------------------------------------------------------------ set_params after fit
 def test_set_params_after_fit_does_not_change_the_fitted_model():
     from sknd import raster
