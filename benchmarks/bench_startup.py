@@ -17,6 +17,9 @@ settings interleaved, and reports the median of ``--repeats`` runs:
    parallel / serial.
    The tiny grid of the issue (300 rows, 5 epochs) and larger ones show where
    ``n_jobs=2`` starts to pay off.
+3. **Later searches of a session.** In one process, after a first ``n_jobs=2`` search
+   has started the workers (loky keeps them for the next calls, as in a notebook), the
+   tiny grid with ``n_jobs=1`` and ``n_jobs=2`` alternately: the ratio without start-up.
 
 With ``PYTHONDONTWRITEBYTECODE`` set (the header says), sknd's own modules are compiled
 from source in every process; an installed sknd has its bytecode cached.
@@ -61,6 +64,28 @@ search = GridSearchCV(model, grid, cv=3, n_jobs={n_jobs})
 fit_start = time.perf_counter()
 search.fit(X, y)
 print(json.dumps({{"imports": imported - start, "fit": time.perf_counter() - fit_start}}))
+"""
+
+WARM_WORKERS = """
+import json, statistics, time
+import numpy as np
+from sklearn.model_selection import GridSearchCV
+from sknd import NDClassifier
+rng = np.random.default_rng(0)
+X = rng.uniform(0.05, 0.5, size=(300, 10))
+y = (X[:, 1] > X[:, 5]).astype(int)
+grid = {{"lr": [0.01, 0.03], "depth": [2, 3]}}
+def search(n_jobs):
+    model = NDClassifier(max_epochs=5, early_stopping=False, random_state=0)
+    start = time.perf_counter()
+    GridSearchCV(model, grid, cv=3, n_jobs=n_jobs).fit(X, y)
+    return time.perf_counter() - start
+first = search(2)
+times = {{1: [], 2: []}}
+for _ in range({repeats}):
+    for n_jobs in times:
+        times[n_jobs].append(search(n_jobs))
+print(json.dumps({{"first": first, **{{str(n): statistics.median(t) for n, t in times.items()}}}}))
 """
 
 #: (rows, epochs) of the grid searches: the issue's tiny grid first, then larger ones.
@@ -110,6 +135,17 @@ def grid_searches(repeats, grids):
         )
 
 
+def later_searches(repeats):
+    result = run(WARM_WORKERS.format(repeats=repeats))[1]
+    serial, parallel = result["1"], result["2"]
+    print("\n3. tiny grid, later searches in one process (workers already started), fit s, median")
+    print(
+        f"  first n_jobs=2 search (starts the workers) {result['first']:.2f}; then "
+        f"n_jobs=1 {serial:.3f}  n_jobs=2 {parallel:.3f}  parallel / serial "
+        f"{parallel / serial:.2f}   (load {os.getloadavg()[0]:.1f})"
+    )
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats, the tiny grid only")
@@ -127,6 +163,7 @@ def main():
     )
     imports(repeats)
     grid_searches(repeats, GRIDS[:1] if args.quick else GRIDS)
+    later_searches(repeats)
     print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
