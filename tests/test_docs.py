@@ -71,4 +71,3 @@ def test_python_blocks_run(page, tmp_path, monkeypatch):
     finally:
         if plt is not None:
             plt.close("all")
-
