@@ -111,6 +111,15 @@ def _matching_outputs(codes_val, codes):
     return np.reshape(codes_val, (len(codes_val),) + np.shape(codes)[1:])
 
 
+def _tensors(X, codes, weight, task, device):
+    """A :class:`~sknd._training.TensorDataset` of float32 bands, targets and weights."""
+    return TensorDataset(
+        torch.tensor(X, dtype=torch.float32, device=device),
+        task.target_tensor(codes).to(device),
+        weight_tensor(weight, device),
+    )
+
+
 # ids of the estimator objects being fitted now (see restore_on_failure).
 _objects_in_fit = set()
 _fitting_lock = threading.Lock()
@@ -356,6 +365,16 @@ class FittingMixin:
             )
         return pairs, module
 
+    def _network(self, continuing, X_train, c_train, w_train, task, seed, device):
+        """``(pairs, module)`` to train: a copy of the fitted network, or a new one.
+
+        Continuing trains a copy, so that a failed or interrupted warm start or
+        ``partial_fit`` leaves the fitted model intact.
+        """
+        if continuing:
+            return self.pairs_, copy.deepcopy(self._module).cpu()
+        return self._new_network(X_train, c_train, w_train, task, seed, device)
+
     def _net(self, module, task, device, seed, max_epochs, callbacks, valid_data=None):
         """The skorch net that trains ``module`` (an initialised instance) on ``device``."""
         rows = rows_per_pass(module)
@@ -393,25 +412,12 @@ class FittingMixin:
         check_part(w_train, "training")
         check_part(w_valid, "validation")
         recipe = self._uses_recipe()
-        if continuing:
-            # A copy: a failed or interrupted warm start leaves the fitted model intact.
-            pairs, module = self.pairs_, copy.deepcopy(self._module).cpu()
-        else:
-            pairs, module = self._new_network(X_train, c_train, w_train, task, seed, device)
-
-        train_data = TensorDataset(
-            torch.tensor(X_train, dtype=torch.float32, device=device),
-            task.target_tensor(c_train).to(device),
-            weight_tensor(w_train, device),
-        )
+        pairs, module = self._network(continuing, X_train, c_train, w_train, task, seed, device)
+        train_data = _tensors(X_train, c_train, w_train, task, device)
         callbacks = []
         valid_data = None
         if X_valid is not None:
-            valid_data = TensorDataset(
-                torch.tensor(X_valid, dtype=torch.float32, device=device),
-                task.target_tensor(c_valid).to(device),
-                weight_tensor(w_valid, device),
-            )
+            valid_data = _tensors(X_valid, c_valid, w_valid, task, device)
             callbacks.append(("valid_score", ValidationScore(task.score)))
         rows = rows_per_pass(module)
         with torch_threads(1):
@@ -435,10 +441,9 @@ class FittingMixin:
                 if X_valid is not None:
                     X_all = np.concatenate([X_train, X_valid])
                     c_all = np.concatenate([c_train, c_valid])
-                    if w_train is not None:
-                        w_all = np.concatenate([w_train, np.ones(len(X_valid))])
-                        if w_valid is not None:
-                            w_all[len(X_train) :] = w_valid
+                    if w_train is not None:  # an explicit X_val is not weighted
+                        ones = np.ones(len(X_valid))
+                        w_all = np.concatenate([w_train, ones if w_valid is None else w_valid])
                 target = self._convex_target(task, c_all)
                 _recipe.refit(net.module_, X_all, target, task, rows, w_all)
 
@@ -473,16 +478,8 @@ class FittingMixin:
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         seed = (seed + n_calls) % np.iinfo(np.int32).max
         device = _resolve_device(self.device)
-        if continuing:
-            # A copy: a failed or interrupted call leaves the fitted model intact.
-            pairs, module = self.pairs_, copy.deepcopy(self._module).cpu()
-        else:
-            pairs, module = self._new_network(X, codes, weight, task, seed, device)
-        train_data = TensorDataset(
-            torch.tensor(X, dtype=torch.float32, device=device),
-            task.target_tensor(codes).to(device),
-            weight_tensor(weight, device),
-        )
+        pairs, module = self._network(continuing, X, codes, weight, task, seed, device)
+        train_data = _tensors(X, codes, weight, task, device)
         with torch_threads(1):
             if self._uses_recipe() and not continuing:
                 target = self._convex_target(task, codes)
