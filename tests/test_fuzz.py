@@ -199,6 +199,21 @@ def test_label_kinds(labels, container, as_y_val):
         assert {_label_kind(c) for c in model.classes_.tolist()} == kinds, model.classes_
 
 
+def _run_experiments_cli(argv, capsys):
+    """``(exit code, stderr)`` of ``python -m sknd.experiments`` run in-process; the code is
+    0 or 2 and stderr holds no traceback (the CLI's contract)."""
+    from sknd.experiments._cli import main
+
+    try:
+        code = main(argv)
+    except SystemExit as exc:
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code in (0, 2), err
+    assert "Traceback" not in err
+    return code, err
+
+
 @pytest.fixture(scope="module")
 def csv_path(tmp_path_factory):
     X, y = _data()
@@ -222,18 +237,9 @@ def csv_path(tmp_path_factory):
     value=st.sampled_from(["0", "1", "-1", "", "nan", "inf", "1e400", "bogus", "2,x", "1.5"]),
 )  # fmt: skip
 def test_cli_usage_errors(csv_path, capsys, option, value):
-    from sknd.experiments._cli import main
-
     argv = ["--dataset", str(csv_path), "--quick", "--quiet", "--no-figures", "--folds", "2"]
     argv += ["--models", "logreg_bands", "--noise-levels", "0", "--noise-repeats", "1"]
-    argv += ["--output", str(csv_path.parent / "out"), option, value]
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    err = capsys.readouterr().err
-    assert code in (0, 2), err
-    assert "Traceback" not in err
+    _run_experiments_cli(argv + ["--output", str(csv_path.parent / "out"), option, value], capsys)
 
 
 CELLS = st.one_of(
@@ -271,20 +277,13 @@ def csv_texts(draw):
 )
 @given(text=csv_texts())
 def test_cli_csv_shapes(tmp_path_factory, capsys, text):
-    from sknd.experiments._cli import main
-
     folder = tmp_path_factory.mktemp("csv")
     (folder / "data.csv").write_text(text)
     argv = ["--dataset", str(folder / "data.csv"), "--quiet", "--no-figures", "--folds", "2"]
     argv += ["--models", "logreg_bands", "--noise-levels", "0", "--noise-repeats", "1"]
-    argv += ["--depths", "2", "--output", str(folder / "out")]
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    err = capsys.readouterr().err
-    assert code in (0, 2), err
-    assert "Traceback" not in err
+    code, err = _run_experiments_cli(
+        argv + ["--depths", "2", "--output", str(folder / "out")], capsys
+    )
     if code == 2:
         assert err.strip().splitlines()[-1].startswith("python -m sknd.experiments: error: ")
     else:
