@@ -20,6 +20,7 @@ hypothesis = pytest.importorskip("hypothesis")
 rasterio = pytest.importorskip("rasterio")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from raster_files import write_geotiff  # noqa: E402
 from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E402
 
 from sknd import NDClassifier, NDTransformer  # noqa: E402
@@ -33,23 +34,6 @@ def _training(n=120):
     rng = np.random.default_rng(0)
     X = pd.DataFrame(rng.uniform(0.01, 0.6, size=(n, 4)), columns=BANDS)
     return X, np.where(X["nir"] > X["red"], "veg", "soil")
-
-
-def _write_scene(path, data, *, names=BANDS, nodata=-9999.0):
-    profile = {
-        "driver": "GTiff",
-        "width": data.shape[2],
-        "height": data.shape[1],
-        "count": data.shape[0],
-        "dtype": data.dtype.name,
-        "crs": "EPSG:32633",
-        "transform": rasterio.Affine(10.0, 0.0, 500_000.0, 0.0, -10.0, 5_000_000.0),
-        "nodata": nodata,
-    }
-    with rasterio.open(path, "w", **profile) as dst:
-        dst.write(data)
-        if names:
-            dst.descriptions = tuple(names)
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +74,7 @@ def files(tmp_path_factory):
     for name, data in scenes.items():
         paths[name] = folder / f"{name}.tif"
         names = {"unnamed": None, "reversed": BANDS[::-1], "three_bands": BANDS[:3]}
-        _write_scene(paths[name], data, names=names.get(name, BANDS))
+        write_geotiff(paths[name], data, descriptions=names.get(name, BANDS))
     paths["npy"] = folder / "scene.npy"
     np.save(paths["npy"], base)
     paths["dir"] = folder

@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from raster_files import write_geotiff
 from sklearn.decomposition import PCA
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -855,28 +856,6 @@ def test_fillvalue_attribute_is_nodata(named_clf):
 AFFINE_MATMUL = pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDeprecationWarning")
 
 
-def _write_geotiff(path, data, *, crs="EPSG:32633", nodata=-9999.0, descriptions=None):
-    rasterio = pytest.importorskip("rasterio")
-    from affine import Affine
-
-    profile = {
-        "driver": "GTiff",
-        "width": data.shape[2],
-        "height": data.shape[1],
-        "count": data.shape[0],
-        "dtype": data.dtype.name,
-        "transform": Affine(10.0, 0.0, 500_000.0, 0.0, -10.0, 5_000_000.0),
-        "nodata": nodata,
-    }
-    if crs is not None:
-        profile["crs"] = crs
-    with rasterio.open(path, "w", **profile) as dst:
-        dst.write(data)
-        if descriptions is not None:
-            dst.descriptions = tuple(descriptions)
-    return path
-
-
 def _scene_data(n_bands=4, shape=(9, 11)):
     data = np.moveaxis(_image(shape, n_bands), -1, 0).astype(np.float32)
     data[:, 0, :3] = -9999.0  # a strip of nodata
@@ -888,7 +867,7 @@ def _scene_data(n_bands=4, shape=(9, 11)):
 @pytest.mark.parametrize("chunks", [None, {"x": 4, "y": 5}])
 def test_geotiff_round_trip_keeps_crs_transform_and_nodata(tmp_path, named_clf, pca, chunks):
     rioxarray = pytest.importorskip("rioxarray")
-    path = _write_geotiff(
+    path = write_geotiff(
         tmp_path / "scene.tif", _scene_data()[::-1], descriptions=BANDS[::-1]
     )  # bands stored in reverse order, named by their descriptions
     scene = rioxarray.open_rasterio(path, chunks=chunks)
@@ -931,7 +910,7 @@ def test_geotiff_round_trip_keeps_crs_transform_and_nodata(tmp_path, named_clf, 
 @AFFINE_MATMUL
 def test_geotiff_without_crs_gives_a_map_without_crs(tmp_path, named_clf):
     rioxarray = pytest.importorskip("rioxarray")
-    path = _write_geotiff(tmp_path / "nocrs.tif", _scene_data(), crs=None, descriptions=BANDS)
+    path = write_geotiff(tmp_path / "nocrs.tif", _scene_data(), crs=None, descriptions=BANDS)
     scene = rioxarray.open_rasterio(path)
     assert scene.rio.crs is None
     labels = raster.predict(named_clf, scene, fill_value=-1)

@@ -7,6 +7,8 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
+import raster_files
+from raster_files import write_geotiff
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from sknd import NDTransformer
@@ -17,7 +19,7 @@ rasterio = pytest.importorskip("rasterio")
 Affine = pytest.importorskip("affine").Affine
 
 BANDS = ["blue", "green", "red", "nir"]
-TRANSFORM = Affine(10.0, 0.0, 500_000.0, 0.0, -10.0, 5_000_000.0)
+TRANSFORM = Affine(*raster_files.TRANSFORM)
 
 
 def _training(n=300, seed=0):
@@ -43,21 +45,7 @@ def _scene(path, *, shape=(40, 30), order=BANDS, crs="EPSG:32633", described=Tru
     data = np.stack([values[name] for name in order])
     data[:, 0, :5] = -9999.0
     data[2, 3, 3] = np.nan
-    profile = {
-        "driver": "GTiff",
-        "width": shape[1],
-        "height": shape[0],
-        "count": len(order),
-        "dtype": "float32",
-        "transform": TRANSFORM,
-        "nodata": -9999.0,
-    }
-    if crs:
-        profile["crs"] = crs
-    with rasterio.open(path, "w", **profile) as dst:
-        dst.write(data)
-        if described:
-            dst.descriptions = tuple(order)
+    write_geotiff(path, data, crs=crs, descriptions=order if described else None)
     table = pd.DataFrame({name: values[name].ravel() for name in BANDS})
     return path, table
 
