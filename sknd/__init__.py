@@ -2,8 +2,36 @@
 
 __version__ = "0.1.0.dev0"
 
-from ._classifier import NDClassifier  # noqa: E402
-from ._regressor import NDRegressor  # noqa: E402
-from ._transformer import NDTransformer  # noqa: E402
+import importlib  # noqa: E402
 
-__all__ = ["NDClassifier", "NDRegressor", "NDTransformer", "__version__"]
+from ._model_file import SavedModel, load_model  # noqa: E402
+
+__all__ = [
+    "NDClassifier",
+    "NDRegressor",
+    "NDTransformer",
+    "SavedModel",
+    "__version__",
+    "load_model",
+]
+
+# The estimators import torch and scikit-learn: loaded on first use, so that `import sknd`
+# and loading a model file (sknd.load_model) stay quick and need neither.
+_ESTIMATORS = {
+    "NDClassifier": "._classifier",
+    "NDRegressor": "._regressor",
+    "NDTransformer": "._transformer",
+}
+
+
+def __getattr__(name):
+    module = _ESTIMATORS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'sknd' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_ESTIMATORS))

@@ -269,6 +269,24 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
             records, self.n_features_in_, getattr(self._task, finish), **self._pixel_checks()
         )
 
+    def _model_content(self):
+        """What a model file keeps for prediction (internal hook of :mod:`sknd._model_file`).
+
+        The network as plain data (:func:`sknd._evaluator.network_layers`) and
+        what decodes its outputs: ``classes`` of a classifier, the ``target``
+        statistics of a regressor.
+        """
+        from ._evaluator import network_layers
+        from ._tasks import ClassificationTask
+
+        content = {"network": network_layers(describe(self._module))}
+        task = self._task
+        if isinstance(task, ClassificationTask):
+            content["classes"] = task.classes
+        else:
+            content["target"] = {"mean": task.mean, "scale": task.decode_scale, "ndim": task.ndim}
+        return content
+
     def _export_network(self):
         """``(network, task)`` for :mod:`sknd.onnx` (internal hook): a CPU copy in eval mode.
 
@@ -336,6 +354,42 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         return output
 
     # ------------------------------------------------------------------ persistence
+    def save_model(self, path):
+        """Save the fitted model as an sknd model file, for prediction elsewhere.
+
+        The file holds what prediction needs (the network's weights, the
+        bands, the classes or target scale, the parameters) as JSON and numpy
+        arrays: :func:`sknd.load_model` reads it without running code from
+        it, without torch or scikit-learn, and its model predicts exactly as
+        :mod:`sknd.raster` does with this estimator. It keeps no training
+        state (optimizer, history): use a pickle to continue training with
+        ``partial_fit``. The format is described in the documentation's
+        "Model files" page.
+
+        Parameters
+        ----------
+        path : str or path-like
+            File to write (by convention ``*.sknd``). It is replaced only once
+            the whole file is written.
+
+        Returns
+        -------
+        None
+
+        See Also
+        --------
+        sknd.load_model : Load the file.
+        """
+        check_is_fitted(self)
+        if describe(self._module) is None:
+            raise ValueError(
+                f"This {type(self).__name__} has a network with layers a model file cannot "
+                "describe (a custom torch module): save it with a pickle (joblib.dump)."
+            )
+        from ._model_file import save_model
+
+        save_model(self, path)
+
     def __getstate__(self):
         # A copy: object.__getstate__ returns the instance's own __dict__, which the
         # changes below must not touch (the live model stays on its GPU).

@@ -107,14 +107,19 @@ class FastNetwork:
 
         Raises ``NotImplementedError`` for a layer kind without a numpy step.
         """
+        return cls.for_layers(network_layers(records), n_features, finish, **checks)
+
+    @classmethod
+    def for_layers(cls, layers, n_features, finish, **checks):
+        """The network of :func:`network_layers` (or of a model file), then ``finish``."""
         steps = []
-        for record in records:
-            if record.kind == "linear" and steps and isinstance(steps[-1], _StandardizeStep):
+        for layer in layers:
+            if layer["kind"] == "linear" and steps and isinstance(steps[-1], _StandardizeStep):
                 # One dense layer, so that an ND layer followed by a narrow output layer
                 # still runs as one compiled kernel (_NDDenseStep).
-                steps[-1] = _LinearStep(*steps[-1].fold_into(*_linear_weights(record.module)))
+                steps[-1] = _LinearStep(*steps[-1].fold_into(layer["weight"], layer["bias"]))
             else:
-                steps.append(_step(record, n_features))
+                steps.append(_step(layer, n_features))
         return cls(_fuse(steps), finish, np.dtype(np.float32), **checks)
 
     @classmethod
@@ -406,47 +411,92 @@ class _ReLUStep:
         return np.maximum(X, 0, out=X)
 
 
+# ------------------------------------------------------------- network layers
+# A fitted network as plain data: one dict per layer of sknd.networks.describe, its
+# weights float64 numpy arrays (exact copies of the float32 parameters), its settings
+# Python scalars. The evaluator is built from these dicts, and sknd._model_file stores
+# them, so that a network read from a file evaluates exactly as the estimator's.
+
+
 def _to_numpy(tensor):
     return tensor.detach().cpu().double().numpy()
 
 
-def _nd_step(layer, n_features):
-    wa, wc = softplus(_to_numpy(layer.a)), softplus(_to_numpy(layer.c))
-    pairs = layer.pairs.cpu().numpy()
-    return _NDStep(pairs, wa, wc, n_features, layer.epsilon, layer.variant)
+def _nd_layer(layer):
+    return {
+        "kind": "nd",
+        "pairs": layer.pairs.cpu().numpy().astype(np.int64),
+        "a": _to_numpy(layer.a),
+        "c": _to_numpy(layer.c),
+        "epsilon": float(layer.epsilon),
+        "variant": str(layer.variant),
+    }
 
 
-def _linear_weights(linear):
+def _linear_layer(linear):
     weight = _to_numpy(linear.weight)
     bias = np.zeros(len(weight)) if linear.bias is None else _to_numpy(linear.bias)
-    return weight, bias
+    return {"weight": weight, "bias": bias}
 
 
-def _passthrough_step(record, n_features):
-    first = [_step(inner, n_features) for inner in record.inner]
-    mean, scale = (
-        _to_numpy(buffer).ravel() for buffer in (record.module.mean, record.module.scale)
-    )
-    return _PassthroughStep(first, mean, scale)
+def _statistics(module):
+    return {"mean": _to_numpy(module.mean).ravel(), "scale": _to_numpy(module.scale).ravel()}
 
 
-#: The numpy step of each layer kind of sknd.networks.describe.
-_STEPS = {
-    "nd": lambda record, n_features: _nd_step(record.module, n_features),
-    "attnd": lambda record, n_features: _AttentionStep(
-        _nd_step(record.module.nd, n_features), *_linear_weights(record.module.gate)
-    ),
-    "passthrough": _passthrough_step,
-    "standardize": lambda record, n_features: _StandardizeStep(
-        *(_to_numpy(buffer).ravel() for buffer in (record.module.mean, record.module.scale))
-    ),
-    "linear": lambda record, n_features: _LinearStep(*_linear_weights(record.module)),
-    "relu": lambda record, n_features: _ReLUStep(),
+#: The plain-data layer of each layer kind of sknd.networks.describe.
+_LAYERS = {
+    "nd": lambda record: _nd_layer(record.module),
+    "attnd": lambda record: {
+        "kind": "attnd",
+        "nd": _nd_layer(record.module.nd),
+        **_linear_layer(record.module.gate),
+    },
+    "passthrough": lambda record: {
+        "kind": "passthrough",
+        "inner": network_layers(record.inner),
+        **_statistics(record.module),
+    },
+    "standardize": lambda record: {"kind": "standardize", **_statistics(record.module)},
+    "linear": lambda record: {"kind": "linear", **_linear_layer(record.module)},
+    "relu": lambda record: {"kind": "relu"},
 }
 
 
-def _step(record, n_features):
-    build = _STEPS.get(record.kind)
-    if build is None:
-        raise NotImplementedError(f"sknd._evaluator has no numpy step for {record.kind!r} layers.")
-    return build(record, n_features)
+def network_layers(records):
+    """The layers of :func:`sknd.networks.describe` as plain data (see above).
+
+    Raises ``NotImplementedError`` for a layer kind without a numpy step.
+    """
+    layers = []
+    for record in records:
+        convert = _LAYERS.get(record.kind)
+        if convert is None:
+            raise NotImplementedError(
+                f"sknd._evaluator has no numpy step for {record.kind!r} layers."
+            )
+        layers.append(convert(record))
+    return layers
+
+
+def _nd_step(layer, n_features):
+    wa, wc = softplus(layer["a"]), softplus(layer["c"])
+    return _NDStep(layer["pairs"], wa, wc, n_features, layer["epsilon"], layer["variant"])
+
+
+#: The numpy step of each layer kind (as :func:`network_layers` writes the layers).
+_STEPS = {
+    "nd": _nd_step,
+    "attnd": lambda layer, n_features: _AttentionStep(
+        _nd_step(layer["nd"], n_features), layer["weight"], layer["bias"]
+    ),
+    "passthrough": lambda layer, n_features: _PassthroughStep(
+        [_step(inner, n_features) for inner in layer["inner"]], layer["mean"], layer["scale"]
+    ),
+    "standardize": lambda layer, n_features: _StandardizeStep(layer["mean"], layer["scale"]),
+    "linear": lambda layer, n_features: _LinearStep(layer["weight"], layer["bias"]),
+    "relu": lambda layer, n_features: _ReLUStep(),
+}
+
+
+def _step(layer, n_features):
+    return _STEPS[layer["kind"]](layer, n_features)

@@ -8,6 +8,7 @@ chunk by chunk, in threads if asked, with no-data rows set to the fill value.
 """
 
 import contextlib
+import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -114,10 +115,14 @@ class _NamedColumns:
 
 def pixel_function(estimator, method):
     """A picklable callable mapping a pixel table (n, n_bands) to the method's output."""
-    from ._base import BaseND
+    from ._model_file import SavedModel
 
-    # Fitted sknd estimators hand out a fast evaluator of their network (sknd._evaluator).
-    fast = estimator._fast_evaluator(method) if isinstance(estimator, BaseND) else None
+    # Fitted sknd estimators and loaded model files hand out a fast evaluator of their
+    # network (sknd._evaluator). sknd._base is looked up, not imported: it imports torch
+    # and scikit-learn, which no estimator of its classes can exist without.
+    base = sys.modules.get("sknd._base")
+    sknd_types = (SavedModel,) if base is None else (SavedModel, base.BaseND)
+    fast = estimator._fast_evaluator(method) if isinstance(estimator, sknd_types) else None
     if fast is not None:
         return fast
     bound = getattr(estimator, method)

@@ -10,15 +10,12 @@ from numbers import Number
 import numpy as np
 import pandas as pd
 import torch
-from scipy.special import expit
 from sklearn.metrics import r2_score
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 
-__all__ = []
+from ._decoding import class_labels, class_probabilities, regression_targets
 
-# Up to this many classes, decoding compares columns instead of calling argmax
-# along rows (measured per sample at 2-4 classes: 2-3x faster; from 5 slower).
-_COLUMNWISE_MAX_CLASSES = 4
+__all__ = []
 
 # Standardized validation targets (training standard deviations from the training mean)
 # beyond this make the float32 validation loss overflow, or nearly: early stopping would
@@ -160,40 +157,12 @@ class ClassificationTask:
         return ((correct * weight).sum() / weight.sum()).item()
 
     def proba(self, output):
-        """Class probabilities (float64) from raw outputs, without overflow for any logit.
-
-        Computed class by class on a ``(n_classes, n_samples)`` array: a softmax
-        along rows of a few values each runs several times slower. The result is
-        its transpose, an ``(n_samples, n_classes)`` Fortran-ordered array.
-        """
-        if self.binary:
-            proba = np.empty((2, len(output)))
-            positive = expit(output[:, 0].astype(np.float64), out=proba[1])
-            np.subtract(1.0, positive, out=proba[0])
-            return proba.T
-        logits = output.T.astype(np.float64, order="C")
-        logits -= logits.max(axis=0)
-        proba = np.exp(logits, out=logits)
-        proba /= proba.sum(axis=0)
-        return proba.T
+        """Class probabilities (float64) from raw outputs (see :mod:`sknd._decoding`)."""
+        return class_probabilities(output)
 
     def decode(self, output):
         """Predicted labels from raw outputs."""
-        if self.binary:
-            return self.classes[(output[:, 0] > 0).astype(np.intp)]
-        if output.shape[1] > _COLUMNWISE_MAX_CLASSES:
-            return self.classes[output.argmax(1)]
-        # Column by column: argmax over rows of a few values runs 2-3x slower.
-        # Strictly greater: ties keep the first column, as argmax does.
-        index = np.greater(output[:, 1], output[:, 0]).astype(np.intp)
-        best = np.maximum(output[:, 0], output[:, 1])
-        for k in range(2, output.shape[1]):
-            column = output[:, k]
-            np.copyto(index, k, where=column > best)
-            np.maximum(best, column, out=best)
-        if np.isnan(best).any():  # NaN propagated: argmax returns the first NaN's position
-            return self.classes[output.argmax(1)]
-        return self.classes[index]
+        return class_labels(output, self.classes)
 
 
 class RegressionTask:
@@ -273,8 +242,7 @@ class RegressionTask:
 
     def decode(self, output):
         """Predictions on the original target scale."""
-        prediction = output.astype(np.float64) * self.decode_scale + self.mean
-        return prediction.ravel() if self.ndim == 1 else prediction
+        return regression_targets(output, self.mean, self.decode_scale, self.ndim)
 
 
 def infer_task(y, sample_weight=None, classes=None):

@@ -26,8 +26,6 @@ import contextlib
 import functools
 import threading
 
-import torch
-
 __all__ = ["one_thread", "single_threaded_blas", "torch_threads"]
 
 _threads_lock = threading.Lock()
@@ -46,6 +44,8 @@ def torch_threads(n_threads):
     if n_threads is None:
         yield
         return
+    import torch  # here: the BLAS limits below serve torch-free raster inference too
+
     with _threads_lock:
         if _threads_users == 0:
             _threads_saved = torch.get_num_threads()

@@ -282,6 +282,20 @@ class NDTransformer(TransformerMixin, BaseND):
             **self._pixel_checks(),
         )
 
+    def _model_content(self):
+        """The selected indices, what ``transform`` computes (see ``BaseND._model_content``)."""
+        selected = self.selected_indices_
+        return {
+            "indices": {
+                "kind": "nd",
+                "pairs": np.asarray(self.pairs_[selected], dtype=np.int64),
+                "a": np.asarray(self.coef_a_[selected], dtype=np.float64),
+                "c": np.asarray(self.coef_c_[selected], dtype=np.float64),
+                "epsilon": float(self.epsilon_),
+                "variant": str(self.variant_),
+            }
+        }
+
     def get_feature_names_out(self, input_features=None):
         """Names of the learned indices, ``nd_<band i>_<band j>``.
 

@@ -10,10 +10,10 @@ scikit-learn's estimator checks still recognise them.
 """
 
 import os
+import sys
 import warnings
 
 import numpy as np
-import pandas as pd
 
 __all__ = []
 
@@ -80,6 +80,12 @@ def reject_images(X, name, estimator_name):
         )
 
 
+def _is_dataframe(X):
+    # Looked up without importing pandas (a second of start-up): no DataFrame exists without it.
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(X, pd.DataFrame)
+
+
 def plain_values(X, name, estimator_name):
     """``X`` ready for ``validate_data``: masks, dates and complex numbers refused, strides fixed.
 
@@ -100,7 +106,7 @@ def plain_values(X, name, estimator_name):
                 "or use sknd.raster, which treats masked pixels as no-data."
             )
         X = X.data
-    dtypes = list(X.dtypes) if isinstance(X, pd.DataFrame) else [getattr(X, "dtype", None)]
+    dtypes = list(X.dtypes) if _is_dataframe(X) else [getattr(X, "dtype", None)]
     for dtype in dtypes:
         kind = getattr(dtype, "kind", None)
         if kind in ("m", "M", "c"):
@@ -131,7 +137,9 @@ def non_numeric_error(X, name, error):
         pass
     else:
         return None
-    if isinstance(X, pd.DataFrame):
+    if _is_dataframe(X):
+        import pandas as pd
+
         columns = [
             str(column)
             for column, dtype in X.dtypes.items()

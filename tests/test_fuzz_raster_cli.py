@@ -54,6 +54,12 @@ def files(tmp_path_factory):
     for name, model in models.items():
         paths[name] = folder / f"{name}.joblib"
         joblib.dump(model, paths[name])
+    # Model files (estimator.save_model): read without --trust-pickle.
+    models["nd_classifier"].save_model(folder / "nd_classifier.sknd")
+    paths["nd_file"] = folder / "nd_classifier.sknd"
+    content = paths["nd_file"].read_bytes()
+    paths["truncated_file"] = folder / "truncated.sknd"
+    paths["truncated_file"].write_bytes(content[: len(content) // 2])
     paths["garbage"] = folder / "garbage.joblib"
     paths["garbage"].write_text("not a pickle")
     paths["missing"] = folder / "missing.joblib"
@@ -83,8 +89,10 @@ def files(tmp_path_factory):
 
 # Models and scenes that can succeed are drawn three times as often, so that most runs
 # exercise the options; the others are refused whatever the options say.
-VALID_MODELS = ["logreg", "nd_classifier", "nd_transformer", "int_classes", "regressor"]
-MODELS = st.sampled_from(VALID_MODELS * 3 + ["unfitted", "not_a_model", "garbage", "missing"])
+VALID_MODELS = ["logreg", "nd_classifier", "nd_transformer", "int_classes", "regressor", "nd_file"]
+MODELS = st.sampled_from(
+    VALID_MODELS * 3 + ["unfitted", "not_a_model", "garbage", "missing", "truncated_file"]
+)
 VALID_SCENES = ["named", "reversed", "int16", "nan"]
 SCENES = st.sampled_from(
     VALID_SCENES * 3 + ["unnamed", "negative", "huge", "three_bands", "npy", "missing"]
@@ -157,6 +165,8 @@ def test_raster_cli_exits_0_or_2_with_one_line(files, capsys, model, scene, opti
     argv = [str(files[model]), str(files.get(scene, files["dir"] / "missing.tif")), str(out)]
     # "--option=value": argparse would take a value such as "-1e40" for an option.
     argv += ["=".join(option) for option in options] + ["--no-progress"]
+    if files[model].suffix == ".joblib":  # pickles written by this test
+        argv.append("--trust-pickle")
     if out.exists() and out.is_file():
         out.unlink()
     code, err = _run(argv, capsys)
@@ -173,7 +183,16 @@ def test_raster_cli_exits_0_or_2_with_one_line(files, capsys, model, scene, opti
 def test_usage_error_as_a_process(files):
     argv = [str(files["logreg"]), str(files["named"]), str(files["dir"] / "p.tif")]
     result = subprocess.run(
-        [sys.executable, "-m", "sknd.raster", *argv, "--block-rows", "0", "--no-progress"],
+        [
+            sys.executable,
+            "-m",
+            "sknd.raster",
+            *argv,
+            "--block-rows",
+            "0",
+            "--no-progress",
+            "--trust-pickle",
+        ],  # fmt: skip
         capture_output=True,
         text=True,
         timeout=120,

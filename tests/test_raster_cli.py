@@ -13,13 +13,18 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from sknd import NDTransformer
 from sknd.bands import BandMatchWarning
-from sknd.raster._cli import main
+from sknd.raster._cli import main as command
 
 rasterio = pytest.importorskip("rasterio")
 Affine = pytest.importorskip("affine").Affine
 
 BANDS = ["blue", "green", "red", "nir"]
 TRANSFORM = Affine(*raster_files.TRANSFORM)
+
+
+def main(argv):
+    """The command, trusting the joblib pickles these tests write (model files: below)."""
+    return command([*argv, "--trust-pickle"])
 
 
 def _training(n=300, seed=0):

@@ -34,8 +34,10 @@ Pixels with a NaN (or the ``nodata`` value) in any band the model uses are
 no-data: they are never shown to the estimator and come out as ``fill_value``
 (NaN by default).
 
-``python -m sknd.raster MODEL.joblib SCENE.tif OUT.tif`` applies a saved model
-to a GeoTIFF window by window (see ``python -m sknd.raster --help``).
+``python -m sknd.raster MODEL.sknd SCENE.tif OUT.tif`` applies a model file
+(``estimator.save_model``, see :func:`sknd.load_model`) to a GeoTIFF window by
+window (see ``python -m sknd.raster --help``). The functions here take a
+loaded model file (:class:`sknd.SavedModel`) like an estimator.
 
 Fitted sknd estimators are evaluated by a numpy re-implementation of their
 network (:mod:`sknd._evaluator`), which is several times faster than the torch
@@ -49,9 +51,9 @@ import sys
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from .._docstrings import Substitution
+from .._model_file import SavedModel
 from .._pixels import apply_pixels, prepare
 from ._checks import check_image_dtype, check_scalar, image_values
 from ._matching import band_columns
@@ -373,7 +375,10 @@ def _apply(
     chunk_pixels,
     n_jobs,
 ):
-    check_is_fitted(estimator)
+    if not isinstance(estimator, SavedModel):  # scikit-learn imported for other models only
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(estimator)
     if not hasattr(estimator, method):
         raise AttributeError(f"{type(estimator).__name__} has no method {method!r}.")
     if not isinstance(chunk_pixels, Integral) or isinstance(chunk_pixels, bool) or chunk_pixels < 1:

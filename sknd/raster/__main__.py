@@ -1,4 +1,4 @@
-"""``python -m sknd.raster MODEL.joblib SCENE.tif OUT.tif``: see :mod:`sknd.raster._cli`."""
+"""``python -m sknd.raster MODEL.sknd SCENE.tif OUT.tif``: see :mod:`sknd.raster._cli`."""
 
 from ._cli import main
 

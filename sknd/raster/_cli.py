@@ -1,4 +1,9 @@
-"""``python -m sknd.raster MODEL.joblib SCENE.tif OUT.tif``: a saved model applied to a scene.
+"""``python -m sknd.raster MODEL.sknd SCENE.tif OUT.tif``: a saved model applied to a scene.
+
+The model is an sknd model file (``estimator.save_model``, read by
+:func:`sknd.load_model` without running code, torch or scikit-learn), or any
+fitted scikit-learn estimator pickled with joblib when the user passes
+``--trust-pickle`` (unpickling runs whatever code the file holds).
 
 The scene is read and the map written strip by strip (whole rows of the
 file's tiles), so memory stays bounded whatever the scene's size: a reader
@@ -43,10 +48,13 @@ class CommandError(Exception):
 def _parser():
     parser = argparse.ArgumentParser(
         prog="python -m sknd.raster",
-        description="Apply a fitted model saved with joblib to a GeoTIFF (or any raster GDAL "
-        "reads) and write the map as a GeoTIFF with the scene's CRS and transform.",
+        description="Apply a fitted model to a GeoTIFF (or any raster GDAL reads) and write the "
+        "map as a GeoTIFF with the scene's CRS and transform. The model is an sknd model file "
+        "(estimator.save_model), or a joblib pickle with --trust-pickle.",
     )
-    parser.add_argument("model", help="fitted estimator saved with joblib.dump")
+    parser.add_argument(
+        "model", help="sknd model file (estimator.save_model), or a pickle with --trust-pickle"
+    )
     parser.add_argument("scene", help="input raster, one band per model input")
     parser.add_argument("output", help="output GeoTIFF")
     what = parser.add_mutually_exclusive_group()
@@ -79,6 +87,11 @@ def _parser():
     )
     parser.add_argument("--compress", default=None, help="GeoTIFF compression (default: input's)")
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--trust-pickle",
+        action="store_true",
+        help="load a model pickled with joblib.dump (loading a pickle runs the code it holds)",
+    )
     return parser
 
 
@@ -108,7 +121,7 @@ def _run(args):
 def _run_in_env(args, rasterio):
     what = "proba" if args.proba else "indices" if args.indices else "class"
     method = _METHODS[what]
-    model = _load_model(args.model, method)
+    model = _load_model(args.model, method, args.trust_pickle)
     try:
         src = rasterio.open(args.scene)
     except (rasterio.errors.RasterioError, OSError) as exc:
@@ -148,7 +161,33 @@ def _split(text):
     return None if text is None else [name.strip() for name in text.split(",")]
 
 
-def _load_model(path, method):
+def _load_model(path, method, trust_pickle):
+    """A model file (:func:`sknd.load_model`), or a pickle when the user trusts it."""
+    try:
+        with open(path, "rb") as file:
+            magic = file.read(4)
+    except OSError as exc:
+        raise CommandError(f"cannot read the model {path!r}: {exc}") from None
+    if magic == b"PK\x03\x04":  # a zip archive, as model files are: no code runs
+        from .._model_file import load_model
+
+        try:
+            model = load_model(path)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        if not hasattr(model, method):
+            raise CommandError(f"the {model.estimator} in {path!r} has no method {method}.")
+        return model
+    if not trust_pickle:
+        raise CommandError(
+            f"{path!r} is not an sknd model file; loading it as a pickle (joblib) would run "
+            "any code it holds. Pass --trust-pickle if you trust its source, or save the model "
+            "with estimator.save_model(path)."
+        )
+    return _load_pickle(path, method)
+
+
+def _load_pickle(path, method):
     import joblib
     from sklearn.exceptions import NotFittedError
     from sklearn.utils.validation import check_is_fitted

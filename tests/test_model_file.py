@@ -1,0 +1,460 @@
+"""Tests of sknd model files (sknd/_model_file.py): save_model, load_model, SavedModel."""
+
+import io
+import json
+import os
+import pickle
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import sknd
+from sknd import NDClassifier, NDRegressor, NDTransformer, _evaluator, raster
+from sknd._model_file import FORMAT_VERSION, SavedModel
+
+FAST = {"max_epochs": 3, "random_state": 0}
+BANDS = ["blue", "green", "red", "nir"]
+
+
+def _data(n=160, n_bands=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.02, 0.6, size=(n, n_bands))
+    ratio = (X[:, -1] - X[:, -2]) / (X[:, -1] + X[:, -2])
+    return X, np.digitize(ratio, [-0.2, 0.2])
+
+
+def _pixels(n=3000, n_bands=4, dtype=np.float64, seed=5):
+    return np.random.default_rng(seed).uniform(0.01, 0.6, size=(n, n_bands)).astype(dtype)
+
+
+def _round_trip(estimator, tmp_path, name="model.sknd"):
+    path = tmp_path / name
+    estimator.save_model(path)
+    return sknd.load_model(path)
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def implementation(request, monkeypatch):
+    """Run a test with the numba kernels and with the numpy fallback."""
+    if request.param == "compiled":
+        pytest.importorskip("numba", reason="the compiled kernels need numba")
+    else:
+        monkeypatch.setattr(_evaluator, "_compiled_kernels", lambda: None)
+    return request.param
+
+
+def _targets(X, y, kind):
+    return {
+        "multiclass": y,
+        "binary": np.array(["dry", "wet"])[(y > 0).astype(int)],
+        "objects": np.array(["soil", "veg", "water"], dtype=object)[y],
+        "integers": y * 100 - 7,
+        "regression": X[:, 0] + X[:, -1],
+        "multi-output": np.column_stack([X[:, 0], X[:, -1] - X[:, 1]]),
+        "constant": np.full(len(X), 3.5),
+    }[kind]
+
+
+CLASSIFIERS = [
+    ({}, "binary"),
+    ({}, "multiclass"),
+    ({"depth": 3}, "objects"),
+    ({"architecture": "attnd"}, "integers"),
+    ({"architecture": "mlp"}, "multiclass"),
+    ({"variant": "signed"}, "binary"),
+    ({"variant": "softplus", "depth": 3}, "multiclass"),
+    ({"passthrough": True, "architecture": "attnd", "depth": 3}, "binary"),
+    ({"passthrough": True, "architecture": "mlp"}, "multiclass"),
+]
+
+
+@pytest.mark.parametrize(("params", "target"), CLASSIFIERS)
+def test_classifier_file_predicts_as_the_estimator(tmp_path, params, target, implementation):
+    X, y = _data()
+    clf = NDClassifier(**params, **FAST).fit(X, _targets(X, y, target))
+    model = _round_trip(clf, tmp_path)
+    pixels = _pixels()
+    labels, proba = model.predict(pixels), model.predict_proba(pixels)
+    # Bit for bit the values sknd.raster computes with the estimator ...
+    np.testing.assert_array_equal(labels, raster.predict(clf, pixels))
+    np.testing.assert_array_equal(proba, raster.predict_proba(clf, pixels))
+    # ... which are the estimator's own labels, and its probabilities to float32 rounding.
+    expected = clf.predict(pixels)
+    assert labels.dtype == expected.dtype
+    np.testing.assert_array_equal(labels, expected)
+    np.testing.assert_allclose(proba, clf.predict_proba(pixels), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(model.classes_, clf.classes_)
+    assert model.classes_.dtype == clf.classes_.dtype
+
+
+@pytest.mark.parametrize("target", ["regression", "multi-output", "constant"])
+@pytest.mark.parametrize("params", [{}, {"architecture": "attnd", "depth": 3}])
+def test_regressor_file_predicts_as_the_estimator(tmp_path, params, target, implementation):
+    X, y = _data()
+    reg = NDRegressor(**params, **FAST).fit(X, _targets(X, y, target))
+    model = _round_trip(reg, tmp_path)
+    pixels = _pixels()
+    got = model.predict(pixels)
+    np.testing.assert_array_equal(got, raster.predict(reg, pixels))
+    expected = reg.predict(pixels)
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    assert not hasattr(model, "predict_proba") and not hasattr(model, "transform")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("params", [{}, {"n_indices": 3, "variant": "signed"}])
+def test_transformer_file_transforms_as_the_estimator(tmp_path, params, dtype, implementation):
+    X, y = _data()
+    transformer = NDTransformer(**params, bands=BANDS, **FAST).fit(X, y)
+    model = _round_trip(transformer, tmp_path)
+    pixels = _pixels(dtype=dtype)
+    got = model.transform(pixels)
+    np.testing.assert_array_equal(got, raster.transform(transformer, pixels, bands="positional"))
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got, transformer.transform(pixels), rtol=1e-6, atol=1e-6)
+    names = transformer.get_feature_names_out()
+    np.testing.assert_array_equal(model.get_feature_names_out(), names)
+    renamed = ["b", "g", "r", "n"]
+    np.testing.assert_array_equal(
+        model.get_feature_names_out(renamed), transformer.get_feature_names_out(renamed)
+    )
+    assert not hasattr(model, "predict")
+
+
+def test_attributes_follow_the_estimator(tmp_path):
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=["B02", "B03", "B04", "B08"])
+    clf = NDClassifier(sensor="sentinel2", random_state=np.random.RandomState(0), max_epochs=2)
+    clf.fit(frame, y)
+    model = _round_trip(clf, tmp_path)
+    assert model.estimator == "NDClassifier" and model.sknd_version == sknd.__version__
+    assert model.n_features_in_ == 4 and model.sensor == "sentinel2"
+    np.testing.assert_array_equal(model.feature_names_in_, clf.feature_names_in_)
+    np.testing.assert_array_equal(model.band_names_, clf.band_names_)
+    assert model.bands_ == clf.bands_
+    assert (model.epsilon_, model.variant_) == (clf.epsilon_, clf.variant_)
+    params = clf.get_params()
+    assert model.params["random_state"] is None  # a RandomState: not kept
+    assert model.params["max_epochs"] == params["max_epochs"] == 2
+    assert repr(model) == "SavedModel(NDClassifier, 4 bands, classes [0, 1, 2])"
+    # A DataFrame's columns are checked as the estimator checks them.
+    np.testing.assert_array_equal(model.predict(frame), clf.predict(frame))
+    with pytest.raises(ValueError, match="not the bands"):
+        model.predict(frame[["B03", "B02", "B04", "B08"]])
+    # Without a DataFrame at fit there are no feature names.
+    plain = _round_trip(NDClassifier(**FAST).fit(X, y), tmp_path, "plain.sknd")
+    assert not hasattr(plain, "feature_names_in_")
+
+
+def test_raster_matches_bands_of_a_model_file_as_of_the_estimator(tmp_path):
+    xr = pytest.importorskip("xarray")
+    X, y = _data()
+    clf = NDClassifier(bands=["B02", "B03", "B04", "B08"], sensor="sentinel2", **FAST).fit(X, y)
+    model = _round_trip(clf, tmp_path)
+    image = xr.DataArray(
+        _pixels(n=60).reshape(6, 10, 4)[..., ::-1].transpose(2, 0, 1),
+        dims=("band", "y", "x"),
+        coords={"band": ["B08", "B04", "B03", "B02"]},
+    )
+    got = raster.predict_proba(model, image)
+    xr.testing.assert_identical(got, raster.predict_proba(clf, image))
+    # Landsat 8 names through the sensor presets, with the same warning.
+    landsat = image.assign_coords(band=["B5", "B4", "B3", "B2"])
+    with pytest.warns(sknd.bands.BandMatchWarning, match="sentinel2"):
+        got = raster.predict(model, landsat, sensor="landsat8")
+    with pytest.warns(sknd.bands.BandMatchWarning):
+        expected = raster.predict(clf, landsat, sensor="landsat8")
+    xr.testing.assert_identical(got, expected)
+    # A scene without the model's bands is refused with the estimator's message.
+    missing = image.assign_coords(band=["B08", "B04", "B03", "B11"])
+    with pytest.raises(ValueError) as from_model:
+        raster.predict(model, missing)
+    with pytest.raises(ValueError) as from_estimator:
+        raster.predict(clf, missing)
+    assert str(from_model.value).replace("SavedModel", "NDClassifier") == str(from_estimator.value)
+
+
+def test_bad_input_is_refused_as_by_the_estimator(tmp_path):
+    X, y = _data()
+    clf = NDClassifier(**FAST).fit(X, y)
+    model = _round_trip(clf, tmp_path)
+    bad = X[:5].copy()
+    bad[2, 1] = -0.5
+    for estimator in (clf, model):
+        with pytest.raises(ValueError, match="Negative values"):
+            estimator.predict(bad)
+        with pytest.raises(ValueError, match="NaN"):
+            estimator.predict(np.where(bad < 0, np.nan, bad))
+        with pytest.raises(ValueError, match="3 features"):
+            estimator.predict(X[:, :3])
+        with pytest.raises(ValueError, match="0 sample"):
+            estimator.predict(X[:0])
+    with pytest.raises(ValueError, match="2D array"):
+        model.predict(X[0])
+    with pytest.raises(ValueError, match="numbers"):
+        model.predict(np.array([["a", "b", "c", "d"]]))
+    sparse = pytest.importorskip("scipy.sparse")
+    with pytest.raises(TypeError, match="toarray"):
+        model.predict(sparse.csr_matrix(X))
+    # Integers are band values too, as for the estimator.
+    counts = (X[:7] * 1000).astype(np.int32)
+    np.testing.assert_array_equal(model.predict(counts), clf.predict(counts))
+
+
+def test_pickle_carries_the_file_and_checks_it_again(tmp_path):
+    X, y = _data()
+    model = _round_trip(NDClassifier(**FAST).fit(X, y), tmp_path)
+    copy = pickle.loads(pickle.dumps(model))
+    assert isinstance(copy, SavedModel)
+    np.testing.assert_array_equal(copy.predict_proba(X), model.predict_proba(X))
+    reduced = model.__reduce__()
+    assert reduced[1] == ((tmp_path / "model.sknd").read_bytes(),)
+
+
+def test_save_writes_all_or_nothing(tmp_path, monkeypatch):
+    from sklearn.exceptions import NotFittedError
+
+    X, y = _data()
+    clf = NDClassifier(**FAST).fit(X, y)
+    path = tmp_path / "model.sknd"
+    with pytest.raises(NotFittedError):
+        NDClassifier().save_model(path)
+    clf.save_model(path)
+    before = path.read_bytes()
+
+    def fail(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np.lib.format, "write_array", fail)
+    with pytest.raises(OSError, match="disk full"):
+        NDRegressor(**FAST).fit(X, X[:, 0]).save_model(path)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["model.sknd"]  # no temporary file left
+    with pytest.raises(FileNotFoundError):
+        clf.save_model(tmp_path / "no_such_folder" / "model.sknd")
+
+
+def test_loading_imports_neither_torch_nor_scikit_learn(tmp_path):
+    X, y = _data()
+    NDClassifier(bands=BANDS, **FAST).fit(X, y).save_model(tmp_path / "model.sknd")
+    code = f"""
+import sys
+import numpy as np
+import sknd
+from sknd import raster
+model = sknd.load_model({str(tmp_path / "model.sknd")!r})
+pixels = np.full((5, 6, 4), 0.3)
+raster.predict(model, pixels, bands=["blue", "green", "red", "nir"])
+raster.predict_proba(model, pixels, bands="positional")
+model.predict(pixels[0])
+heavy = ("torch", "skorch", "sklearn", "pandas")
+print(sorted(name for name in sys.modules if name.split(".")[0] in heavy))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+
+
+# ------------------------------------------------------------------ hostile files
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """The bytes of a depth-3 AttND classifier's file, its metadata and its arrays."""
+    X, y = _data()
+    clf = NDClassifier(architecture="attnd", depth=3, passthrough=True, **FAST).fit(X, y)
+    path = tmp_path_factory.mktemp("model") / "model.sknd"
+    clf.save_model(path)
+    content = path.read_bytes()
+    with zipfile.ZipFile(io.BytesIO(content)) as archive:
+        metadata = json.loads(archive.read("model.json"))
+        members = {name: archive.read(name) for name in archive.namelist()}
+    return content, metadata, members
+
+
+def _zip(metadata, members, **replace):
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in {**members, **replace}.items():
+            if name == "model.json" and "model.json" not in replace:
+                data = json.dumps(metadata).encode()
+            if data is not None:
+                archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def _load_bytes(tmp_path, content):
+    path = tmp_path / "candidate.sknd"
+    path.write_bytes(content)
+    return sknd.load_model(path)
+
+
+def _npy(array, allow_pickle=False):
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, array, allow_pickle=allow_pickle)
+    return buffer.getvalue()
+
+
+def _huge_npy():
+    """A .npy header announcing 10**11 float64 values, followed by 6 of them."""
+    buffer = io.BytesIO()
+    header = {"descr": "<f8", "fortran_order": False, "shape": (10**11,)}
+    np.lib.format.write_array_header_1_0(buffer, header)
+    return buffer.getvalue() + np.zeros(6).tobytes()
+
+
+class _Payload:
+    """Unpickling it would create a file: proof that code ran."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_hostile_and_malformed_files_are_refused(tmp_path, saved):
+    content, metadata, members = saved
+    marker = tmp_path / "code_ran"
+    pickled = np.empty(1, dtype=object)
+    pickled[0] = _Payload(str(marker))
+    network = metadata["network"]
+    first_array = network[0]["inner"][0]["nd"]["a"]["array"]
+    cases = {
+        "not a zip": (b"\x80\x04K\x01.", "not a zip archive"),
+        "empty": (b"", "not a zip archive"),
+        "truncated": (content[: len(content) - 40], "not a zip archive"),
+        "no metadata": (_zip(metadata, members, **{"model.json": None}), "no model.json"),
+        "bad json": (_zip(metadata, members, **{"model.json": b"{"}), "not valid JSON"),
+        "json NaN": (
+            _zip(metadata, members, **{"model.json": b'{"format": NaN}'}),
+            "which JSON does not allow",
+        ),
+        "not a dict": (_zip(metadata, members, **{"model.json": b"[1]"}), '"format"'),
+        "newer version": (
+            _zip({**metadata, "format_version": FORMAT_VERSION + 1}, members),
+            f"format version {FORMAT_VERSION + 1}",
+        ),
+        "wrong format": (_zip({**metadata, "format": "onnx"}, members), '"format"'),
+        "unknown estimator": (_zip({**metadata, "estimator": "os.system"}, members), "estimator"),
+        "unknown field": (_zip({**metadata, "extra": 1}, members), "unknown fields"),
+        "missing field": (
+            _zip({k: v for k, v in metadata.items() if k != "bands"}, members),
+            "bands",
+        ),
+        "bad variant": (_zip({**metadata, "variant": "raw"}, members), "variant"),
+        "zero epsilon": (_zip({**metadata, "epsilon": 0}, members), "epsilon"),
+        "too few bands": (_zip({**metadata, "n_features_in": 3}, members), "3"),
+        "unknown layer": (
+            _zip({**metadata, "network": [{"kind": "conv"}] + network[1:]}, members),
+            "known kind",
+        ),
+        "pickled array": (
+            _zip(metadata, members, **{f"arrays/{first_array}.npy": _npy(pickled, True)}),
+            "dtype object",
+        ),
+        "float32 weights": (
+            _zip(
+                metadata,
+                members,
+                **{f"arrays/{first_array}.npy": _npy(np.zeros(4, dtype=np.float32))},
+            ),
+            "float32",
+        ),
+        "wrong shape": (
+            _zip(metadata, members, **{f"arrays/{first_array}.npy": _npy(np.zeros(5))}),
+            "shape (5,)",
+        ),
+        "NaN weight": (
+            _zip(metadata, members, **{f"arrays/{first_array}.npy": _npy(np.full(6, np.nan))}),
+            "NaN",
+        ),
+        "huge header": (
+            _zip(metadata, members, **{f"arrays/{first_array}.npy": _huge_npy()}),
+            "header announces 800000000000",
+        ),
+        "missing array": (
+            _zip(metadata, members, **{f"arrays/{first_array}.npy": None}),
+            "which the file lacks",
+        ),
+        "extra file": (_zip(metadata, members, **{"run.py": b"print(1)"}), "unexpected file"),
+        "extra array": (
+            _zip(metadata, members, **{"arrays/spare.npy": _npy(np.zeros(2))}),
+            "no field",
+        ),
+    }
+    for case, (candidate, message) in cases.items():
+        with pytest.raises(ValueError, match="sknd model file") as error:
+            _load_bytes(tmp_path, candidate)
+        assert message in str(error.value), (case, str(error.value))
+    assert not marker.exists()
+    with pytest.raises(ValueError, match="cannot read"):
+        sknd.load_model(tmp_path / "missing.sknd")
+
+
+def test_every_truncation_and_byte_flip_is_refused_or_harmless(tmp_path, saved):
+    content = saved[0]
+    X = _pixels(n=50)
+    reference = _load_bytes(tmp_path, content).predict_proba(X)
+    for end in range(0, len(content), max(1, len(content) // 300)):
+        with pytest.raises(ValueError, match="sknd model file"):
+            _load_bytes(tmp_path, content[:end])
+    rng = np.random.default_rng(0)
+    for position in rng.choice(len(content), size=300, replace=False):
+        damaged = bytearray(content)
+        damaged[position] ^= 1 << int(rng.integers(8))
+        try:
+            model = _load_bytes(tmp_path, bytes(damaged))
+        except ValueError as exc:
+            assert "sknd model file" in str(exc)
+        else:  # a bit of the zip's bookkeeping (e.g. a timestamp): the model is intact
+            np.testing.assert_array_equal(model.predict_proba(X), reference)
+
+
+def test_random_edits_of_the_metadata_are_refused_or_valid(tmp_path, saved):
+    hypothesis = pytest.importorskip("hypothesis")
+    from hypothesis import strategies as st
+
+    _, metadata, members = saved
+    values = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-3, 40),
+        st.floats(allow_nan=False),
+        st.text(max_size=5),
+        st.lists(st.integers(0, 5), max_size=3),
+        st.fixed_dictionaries({"array": st.sampled_from(sorted(members))}),
+    )
+
+    def paths(value, prefix=()):
+        yield prefix
+        if isinstance(value, dict):
+            for key, item in value.items():
+                yield from paths(item, prefix + (key,))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                yield from paths(item, prefix + (i,))
+
+    all_paths = [path for path in paths(metadata) if path]
+
+    @hypothesis.settings(derandomize=True, max_examples=150, deadline=None)
+    @hypothesis.given(path=st.sampled_from(all_paths), value=values)
+    def check(path, value):
+        edited = json.loads(json.dumps(metadata))
+        target = edited
+        for key in path[:-1]:
+            target = target[key]
+        target[path[-1]] = value
+        try:
+            model = _load_bytes(tmp_path, _zip(edited, members))
+        except ValueError as exc:
+            assert "sknd model file" in str(exc)
+        else:
+            model.predict_proba(_pixels(n=10))
+
+    check()
