@@ -651,6 +651,14 @@ class SavedModel:
     refitted or passed to ``partial_fit``. Pickling it pickles the model
     file's bytes, checked again when unpickled.
 
+    Parameters
+    ----------
+    fields : dict
+        The checked contents of a model file, as :func:`sknd.load_model`
+        reads them; build models with :func:`sknd.load_model`, not directly.
+    content : bytes
+        The model file itself (what a pickle of the model holds).
+
     Attributes
     ----------
     estimator : str

@@ -13,7 +13,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from sknd import NDTransformer
 from sknd.bands import BandMatchWarning
-from sknd.raster._cli import main as command
+from sknd.raster._cli import main as run_command
 
 rasterio = pytest.importorskip("rasterio")
 Affine = pytest.importorskip("affine").Affine
@@ -24,7 +24,7 @@ TRANSFORM = Affine(*raster_files.TRANSFORM)
 
 def main(argv):
     """The command, trusting the joblib pickles these tests write (model files: below)."""
-    return command([*argv, "--trust-pickle"])
+    return run_command([*argv, "--trust-pickle"])
 
 
 def _training(n=300, seed=0):
@@ -189,11 +189,68 @@ def test_module_runs_as_a_command(tmp_path, model_path):
     scene, _ = _scene(tmp_path / "scene.tif")
     out = tmp_path / "out.tif"
     command = [sys.executable, "-m", "sknd.raster", str(model_path), str(scene), str(out)]
+    command.append("--trust-pickle")
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert _read(out)[1]["crs"].to_string() == "EPSG:32633"
     done = subprocess.run(
-        [*command[:4], str(tmp_path / "missing.tif"), str(out)],
+        [*command[:4], str(tmp_path / "missing.tif"), str(out), "--trust-pickle"],
         **{"capture_output": True, "text": True, "timeout": 120},
     )
     assert done.returncode == 2 and "cannot read the scene" in done.stderr
+
+
+# ------------------------------------------------------------------ model files
+@pytest.fixture(scope="module")
+def nd_models(tmp_path_factory):
+    """An NDClassifier saved both as a model file and as a joblib pickle."""
+    from sknd import NDClassifier
+
+    X, y = _training()
+    clf = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
+    folder = tmp_path_factory.mktemp("nd_models")
+    clf.save_model(folder / "clf.sknd")
+    joblib.dump(clf, folder / "clf.joblib")
+    return folder / "clf.sknd", folder / "clf.joblib"
+
+
+@pytest.mark.parametrize("option", [[], ["--proba"]])
+def test_model_file_writes_the_map_of_the_pickled_estimator(tmp_path, nd_models, option):
+    scene, _ = _scene(tmp_path / "scene.tif", order=BANDS[::-1])
+    model_file, pickled = nd_models
+    assert run_command([str(model_file), str(scene), str(tmp_path / "a.tif"), *option]) == 0
+    assert main([str(pickled), str(scene), str(tmp_path / "b.tif"), *option]) == 0
+    from_file, from_pickle = _read(tmp_path / "a.tif"), _read(tmp_path / "b.tif")
+    np.testing.assert_array_equal(from_file[0], from_pickle[0])
+    assert repr(from_file[1:]) == repr(from_pickle[1:])  # repr: a NaN nodata equals itself
+    assert from_file[3]["sknd_model"] == "NDClassifier"  # the estimator's name, not SavedModel
+
+
+def test_pickles_need_trust_and_damaged_model_files_exit_2(tmp_path, nd_models, capsys):
+    scene, _ = _scene(tmp_path / "scene.tif")
+    model_file, pickled = nd_models
+    out = tmp_path / "out.tif"
+    assert run_command([str(pickled), str(scene), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "not an sknd model file" in err and "--trust-pickle" in err and not out.exists()
+    damaged = tmp_path / "damaged.sknd"
+    damaged.write_bytes(model_file.read_bytes()[:-30])
+    assert run_command([str(damaged), str(scene), str(out)]) == 2
+    assert "is not an sknd model file" in capsys.readouterr().err and not out.exists()
+    assert run_command([str(model_file), str(scene), str(out), "--indices"]) == 2
+    err = capsys.readouterr().err
+    assert "the NDClassifier in" in err and "has no method transform" in err
+
+
+def test_model_file_command_imports_neither_torch_nor_scikit_learn(tmp_path, nd_models):
+    scene, _ = _scene(tmp_path / "scene.tif")
+    code = (
+        "import sys; from sknd.raster._cli import main; "
+        f"code = main([{str(nd_models[0])!r}, {str(scene)!r}, {str(tmp_path / 'out.tif')!r}, "
+        "'--no-progress']); "
+        "heavy = ('torch', 'skorch', 'sklearn', 'pandas'); "
+        "print(code, sorted(m for m in sys.modules if m.split('.')[0] in heavy))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "0 []"

@@ -27,6 +27,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from .._model_file import SavedModel, load_model
 from .._pixels import apply_pixels, prepare
 from . import _n_jobs
 from ._matching import POSITIONAL, band_columns
@@ -169,8 +170,6 @@ def _load_model(path, method, trust_pickle):
     except OSError as exc:
         raise CommandError(f"cannot read the model {path!r}: {exc}") from None
     if magic == b"PK\x03\x04":  # a zip archive, as model files are: no code runs
-        from .._model_file import load_model
-
         try:
             model = load_model(path)
         except ValueError as exc:
@@ -311,7 +310,8 @@ def _describe(dst, model, method, spec, codes):
             dst.update_tags(classes=", ".join(f"{i}={label}" for i, label in enumerate(codes)))
         else:
             dst.update_tags(classes=", ".join(str(label) for label in classes))
-    dst.update_tags(sknd_model=type(model).__name__, sknd_method=method)
+    name = model.estimator if isinstance(model, SavedModel) else type(model).__name__
+    dst.update_tags(sknd_model=name, sknd_method=method)
 
 
 def _strips(src, rows):
