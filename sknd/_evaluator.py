@@ -11,6 +11,7 @@ tests/test_networks.py checks every architecture, variant and task against the
 torch forward pass.
 """
 
+import copy
 import functools
 import threading
 
@@ -31,7 +32,7 @@ _BLOCK_BYTES = 4 * 2**20
 
 
 class _Workspace(threading.local):
-    """Per-thread scratch arrays reused across calls.
+    """Per-thread scratch arrays reused across calls, and the kernels the call uses.
 
     Fresh multi-megabyte arrays cost a page fault per 4 kB page on every call;
     on the virtual machines this was measured on, that made the GEMMs of a
@@ -40,6 +41,8 @@ class _Workspace(threading.local):
 
     def __init__(self):
         self.buffers = {}
+        # The compiled kernels of the call in progress, or None for numpy (FastNetwork.compiled).
+        self.kernels = None
 
     def get(self, key, shape, dtype):
         size = int(np.prod(shape))
@@ -78,6 +81,10 @@ class FastNetwork:
 
     # Chunks run in parallel threads: BLAS must stay single-threaded inside them.
     single_threaded_blas = True
+    #: Whether the compiled kernels run (when numba is installed). False runs numpy only,
+    #: which spares numba's start-up (about 0.5 s and 130 MB) to a process that evaluates
+    #: a few pixels; values then differ from the kernels' in the last bits of float32.
+    compiled = True
 
     def __init__(self, steps, finish, dtype, *, non_negative, estimator_name, feature_names):
         self.steps = steps
@@ -100,6 +107,12 @@ class FastNetwork:
     def __setstate__(self, state):
         self.__dict__.update(state)
         self._workspace = _Workspace()
+
+    def numpy_only(self):
+        """A copy that runs without the compiled kernels (see :attr:`compiled`)."""
+        network = copy.copy(self)  # through __getstate__: a workspace of its own
+        network.compiled = False
+        return network
 
     @classmethod
     def for_network(cls, records, n_features, finish, **checks):
@@ -142,6 +155,7 @@ class FastNetwork:
         X = np.ascontiguousarray(X, dtype=dtype)
         self._check(X, source_dtype)
         workspace = self._workspace
+        workspace.kernels = _compiled_kernels() if self.compiled else None
         result = None
         for start in range(0, max(len(X), 1), self.block_rows):
             block = X[start : start + self.block_rows]
@@ -217,7 +231,7 @@ class _NDStep(_Step):
         self.weights = (wa, wc) + matrices
 
     def __call__(self, X, inputs, workspace):
-        kernels = _compiled_kernels()
+        kernels = workspace.kernels
         if kernels is not None:
             out = workspace.get((id(self), "t"), (self.width, len(X)), X.dtype)
             kernels.normalized_differences(X, *self.kernel_arguments(X.dtype), out)
@@ -287,7 +301,7 @@ class _NDDenseStep:
         self.width = max(nd.width, dense.width)
 
     def __call__(self, X, inputs, workspace):
-        kernels = _compiled_kernels()
+        kernels = workspace.kernels
         if kernels is None:
             return self.dense(self.nd(X, inputs, workspace), inputs, workspace)
         weight, bias = self.dense._cast(X.dtype)

@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from . import _threads
+from ._evaluator import FastNetwork
 
 __all__ = []
 
@@ -33,13 +34,16 @@ class OutputSpec:
         return () if self.n_outputs is None else (self.n_outputs,)
 
 
-def prepare(method, estimator, n_bands, dtype, fill_value):
+def prepare(method, estimator, n_bands, dtype, fill_value, *, compiled=True):
     """Pick the pixel function and learn its output layout from a two-pixel probe.
 
     The probe runs eagerly (also for lazy images): dask needs the output dtype
-    and size before any block is computed.
+    and size before any block is computed. ``compiled=False`` evaluates sknd
+    models without numba's kernels (see ``FastNetwork.compiled``).
     """
     func = pixel_function(estimator, method)
+    if not compiled and isinstance(func, FastNetwork):
+        func = func.numpy_only()
     probe_dtype = dtype if dtype.kind in "iuf" else np.float64
     probe = np.asarray(func(np.ones((2, n_bands), dtype=probe_dtype)))
     if probe.ndim not in (1, 2) or probe.shape[0] != 2:

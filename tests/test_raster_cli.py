@@ -254,3 +254,23 @@ def test_model_file_command_imports_neither_torch_nor_scikit_learn(tmp_path, nd_
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "0 []"
+
+
+def test_small_scenes_skip_numba_and_large_ones_use_it(tmp_path, nd_models, monkeypatch):
+    # Below _COMPILED_MIN_PIXELS the command spares itself numba's start-up; the maps agree
+    # to float32 rounding (the labels exactly here).
+    from sknd import _evaluator
+    from sknd.raster import _cli
+
+    pytest.importorskip("numba", reason="the compiled kernels need numba")
+    scene, _ = _scene(tmp_path / "scene.tif")
+    calls = []
+    kernels = _evaluator._compiled_kernels()
+    monkeypatch.setattr(_evaluator, "_compiled_kernels", lambda: calls.append(1) or kernels)
+    for name, threshold in [("numpy.tif", 10**9), ("numba.tif", 1)]:
+        monkeypatch.setattr(_cli, "_COMPILED_MIN_PIXELS", threshold)
+        calls.clear()
+        assert run_command([str(nd_models[0]), str(scene), str(tmp_path / name), "--proba"]) == 0
+        assert bool(calls) == (name == "numba.tif")
+    numpy_map, numba_map = _read(tmp_path / "numpy.tif")[0], _read(tmp_path / "numba.tif")[0]
+    np.testing.assert_allclose(numpy_map, numba_map, rtol=1e-5, atol=1e-6)

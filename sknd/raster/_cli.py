@@ -39,6 +39,10 @@ __all__ = []
 # in the hundreds of megabytes.
 _STRIP_PIXELS = 4_000_000
 _GDAL_CACHE_BYTES = 64 * 2**20
+# Scenes from this many pixels use numba's compiled kernels (sknd._kernels) for sknd models:
+# their start-up (about 0.5 s and 130 MB in a fresh process) costs more than they save on a
+# smaller scene, which numpy evaluates in tens of milliseconds.
+_COMPILED_MIN_PIXELS = 2**22
 _METHODS = {"class": "predict", "proba": "predict_proba", "indices": "transform"}
 
 
@@ -141,7 +145,10 @@ def _run_in_env(args, rasterio):
         nodata = args.nodata if args.nodata is not None else src.nodata
         if nodata is not None and np.isnan(nodata):
             nodata = None  # NaN is no-data anyway
-        func, spec, codes = _pixel_function(model, method, n_inputs, src.dtypes, args.fill_value)
+        compiled = src.width * src.height >= _COMPILED_MIN_PIXELS
+        func, spec, codes = _pixel_function(
+            model, method, n_inputs, src.dtypes, args.fill_value, compiled
+        )
         profile = _output_profile(src, spec, args.compress)
         try:
             dst = rasterio.open(args.output, "w", **profile)
@@ -219,8 +226,10 @@ class _ClassCodes:
         return np.searchsorted(self.classes, self.func(X)).astype(np.int16)
 
 
-def _pixel_function(model, method, n_inputs, dtypes, fill_value):
+def _pixel_function(model, method, n_inputs, dtypes, fill_value, compiled):
     """The pixel function, its output layout as written, and the class names of codes.
+
+    ``compiled=False`` evaluates an sknd model with numpy only (a small scene).
 
     Float outputs are written as float32 with NaN (or ``fill_value``) for
     no-data; integer labels as the smallest integer type holding them and the
@@ -230,11 +239,11 @@ def _pixel_function(model, method, n_inputs, dtypes, fill_value):
     dtype = np.dtype(dtypes[0])
     if method != "predict":
         fill = None if fill_value is None else _float32_fill(fill_value)
-        func, spec = prepare(method, model, n_inputs, dtype, fill)
+        func, spec = prepare(method, model, n_inputs, dtype, fill, compiled=compiled)
         spec.dtype = np.dtype(np.float32)
         return func, spec, None
     # A fill of -1 keeps integer labels integer; the probe tells the labels' kind.
-    func, spec = prepare(method, model, n_inputs, dtype, -1)
+    func, spec = prepare(method, model, n_inputs, dtype, -1, compiled=compiled)
     if spec.dtype.kind == "f":
         spec.dtype = np.dtype(np.float32)
         spec.fill = np.nan if fill_value is None else _float32_fill(fill_value)
