@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from sklearn.model_selection import GridSearchCV, ParameterGrid
 
+import sknd
 from sknd import NDClassifier, raster
 
 # dask.distributed and xarray (the distributed and raster extras) are optional.
@@ -143,3 +144,35 @@ def test_worker_processes(clf):
         search.cv_results_["mean_test_score"], serial.cv_results_["mean_test_score"]
     )
     assert search.best_params_ == serial.best_params_
+
+
+@pytest.mark.slow
+def test_model_file_scene_on_worker_processes(clf, tmp_path):
+    # The model file is what the workers get: a SavedModel pickles as the file's bytes and
+    # its evaluator as numpy arrays, so worker processes predict without importing torch
+    # or scikit-learn (nor does the graph carry anything of them).
+    import sys
+
+    import cloudpickle
+
+    clf.save_model(tmp_path / "model.sknd")
+    model = sknd.load_model(tmp_path / "model.sknd")
+    scene = _scene((60, 40))
+    lazy = raster.predict_proba(model, scene.chunk({"y": 15}))
+    labels = raster.predict(model, scene.chunk({"y": 15}), fill_value=-1)
+    graph = cloudpickle.dumps((lazy, labels))
+    assert b"torch" not in graph and b"sklearn" not in graph
+
+    def heavy_modules():
+        return sorted(m for m in sys.modules if m.split(".")[0] in ("torch", "sklearn", "skorch"))
+
+    cluster, client = _local_client(n_workers=2, processes=True)
+    with cluster, client:
+        with get_task_stream(client) as stream:
+            proba_values, label_values = dask.compute(lazy, labels)
+        workers = {task["worker"] for task in stream.data}
+        loaded = client.run(heavy_modules)
+    assert len(workers) == 2  # both worker processes took blocks
+    assert all(modules == [] for modules in loaded.values()), loaded
+    xr.testing.assert_identical(proba_values, raster.predict_proba(clf, scene))
+    xr.testing.assert_identical(label_values, raster.predict(clf, scene, fill_value=-1))

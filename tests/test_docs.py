@@ -20,6 +20,7 @@ FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTA
 NEEDS = {
     "README.md": ["xarray", "dask", "matplotlib"],
     "raster.md": ["xarray", "dask", "distributed"],
+    "model_files.md": ["xarray", "dask", "distributed"],
     "interpretation.md": ["matplotlib"],
     "experiments.md": ["matplotlib"],
     "training.md": ["dask", "dask_ml"],
