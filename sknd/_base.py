@@ -260,14 +260,24 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         method's (tests/test_networks.py, tests/test_raster.py).
         """
         finish = {"predict": "decode", "predict_proba": "proba"}.get(method)
-        if self._inference_device().type != "cpu" or not hasattr(self._task, finish or "-"):
+        if not hasattr(self._task, finish or "-"):
+            return None
+        return self._network_evaluator(getattr(self._task, finish))
+
+    def _network_evaluator(self, finish=None):
+        """The network as a :class:`sknd._evaluator.FastNetwork` then ``finish``, or None.
+
+        None on a GPU (the torch network runs there) and for a network the
+        evaluator does not know.
+        """
+        if self._inference_device().type != "cpu":
+            return None
+        records = describe(self._module)
+        if records is None:
             return None
         from ._evaluator import FastNetwork
 
-        records = describe(self._module)
-        return FastNetwork.for_network(
-            records, self.n_features_in_, getattr(self._task, finish), **self._pixel_checks()
-        )
+        return FastNetwork.for_network(records, self.n_features_in_, finish, **self._pixel_checks())
 
     def _model_content(self):
         """What a model file keeps for prediction (internal hook of :mod:`sknd._model_file`).
@@ -339,9 +349,16 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         self.indices_ = index_table(self)
 
     def _network_output(self, X):
-        """Validate ``X`` and return the raw network outputs (always finite)."""
+        """Validate ``X`` and return the raw network outputs (always finite).
+
+        On the CPU by the evaluator :mod:`sknd.raster` uses (float64, numpy and
+        numba): the methods give, bit for bit, the values of a scene's pixels
+        and of a model file. On a GPU by the torch network in float64.
+        """
         check_is_fitted(self)
-        output = self._run_module(self._validate_X(X))
+        X = self._validate_X(X)
+        evaluator = self._network_evaluator()
+        output = self._run_module(X) if evaluator is None else evaluator(X, checked=True)
         finite = np.isfinite(output)
         if not finite.all():
             # Validated inputs and finite weights cannot get here; never hand out NaN.

@@ -18,6 +18,7 @@ import threading
 import numpy as np
 
 from ._formula import NUMPY_GEMM_MAX_BANDS, smooth_abs, softplus
+from ._threads import single_threaded_blas
 from ._validation import check_band_values
 
 __all__ = []
@@ -71,19 +72,22 @@ class FastNetwork:
     layer is accumulated by the compiled kernel) and the estimator's own
     decoding of the network output (labels, probabilities, rescaled
     regression targets). Rows go through the network in blocks of a few
-    thousand, in per-thread buffers. Networks run in float32 like the torch
-    forward pass; the ND outputs alone (``transform``) run in the input's
-    float dtype like :meth:`sknd.NDTransformer.transform`.
+    thousand, in per-thread buffers. Networks run in float64 from the float32
+    weights; the ND outputs alone (``transform``) run in the input's float
+    dtype. On the CPU the estimators' own ``predict``, ``predict_proba`` and
+    ``transform`` run through this evaluator too, so that an estimator, a
+    scene (:mod:`sknd.raster`) and a model file (:mod:`sknd._model_file`)
+    give the same values bit for bit.
 
-    Built by :meth:`for_network` or :meth:`for_indices`; the input checks are
-    those of the estimator's own validation.
+    Built by :meth:`for_network`, :meth:`for_layers` or :meth:`for_indices`;
+    the input checks are those of the estimator's own validation.
     """
 
     # Chunks run in parallel threads: BLAS must stay single-threaded inside them.
     single_threaded_blas = True
     #: Whether the compiled kernels run (when numba is installed). False runs numpy only,
     #: which spares numba's start-up (about 0.5 s and 130 MB) to a process that evaluates
-    #: a few pixels; values then differ from the kernels' in the last bits of float32.
+    #: a few pixels; values then differ from the kernels' in the last bits.
     compiled = True
 
     def __init__(self, steps, finish, dtype, *, non_negative, estimator_name, feature_names):
@@ -95,7 +99,7 @@ class FastNetwork:
         self.feature_names = feature_names
         width = max([step.width for step in steps] + [1])
         self.block_rows = int(
-            np.clip(_BLOCK_BYTES // (4 * width), _MIN_BLOCK_ROWS, _MAX_BLOCK_ROWS)
+            np.clip(_BLOCK_BYTES // (8 * width), _MIN_BLOCK_ROWS, _MAX_BLOCK_ROWS)
         )
         self._workspace = _Workspace()
 
@@ -133,7 +137,7 @@ class FastNetwork:
                 steps[-1] = _LinearStep(*steps[-1].fold_into(layer["weight"], layer["bias"]))
             else:
                 steps.append(_step(layer, n_features))
-        return cls(_fuse(steps), finish, np.dtype(np.float32), **checks)
+        return cls(_fuse(steps), finish, np.dtype(np.float64), **checks)
 
     @classmethod
     def for_indices(cls, pairs, a, c, n_features, epsilon, variant, **checks):
@@ -145,28 +149,33 @@ class FastNetwork:
         step = _NDStep(np.asarray(pairs), wa, wc, n_features, float(epsilon), variant)
         return cls([step], None, None, **checks)
 
-    def __call__(self, X):
-        """Outputs for the pixel table ``X``."""
+    def __call__(self, X, *, checked=False):
+        """Outputs for the pixel table ``X`` (``checked``: validated by the estimator)."""
         X = np.asarray(X)
         source_dtype = X.dtype
         dtype = self.dtype
         if dtype is None:  # transform keeps float32/float64 as the estimator does
             dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         X = np.ascontiguousarray(X, dtype=dtype)
-        self._check(X, source_dtype)
+        if not checked:
+            self._check(X, source_dtype)
         workspace = self._workspace
         workspace.kernels = _compiled_kernels() if self.compiled else None
         result = None
-        for start in range(0, max(len(X), 1), self.block_rows):
-            block = X[start : start + self.block_rows]
-            values = block
-            for step in self.steps:
-                values = step(values, block, workspace)
-            if self.finish is not None:
-                values = self.finish(values)
-            if result is None:  # dtype and width are known after the first block
-                result = np.empty((len(X),) + values.shape[1:], dtype=values.dtype)
-            result[start : start + len(block)] = values
+        # Blocks of a few thousand rows gain nothing from BLAS threads, and on busy cores
+        # lose several-fold (depth 3, 1 Mpx, 2 shared cores: 5x). Reference-counted: cheap
+        # inside sknd.raster's chunks, which hold the limit already.
+        with single_threaded_blas():
+            for start in range(0, max(len(X), 1), self.block_rows):
+                block = X[start : start + self.block_rows]
+                values = block
+                for step in self.steps:
+                    values = step(values, block, workspace)
+                if self.finish is not None:
+                    values = self.finish(values)
+                if result is None:  # dtype and width are known after the first block
+                    result = np.empty((len(X),) + values.shape[1:], dtype=values.dtype)
+                result[start : start + len(block)] = values
         return result
 
     def _check(self, X, source_dtype):

@@ -776,7 +776,7 @@ class SavedModel:
 
     def _evaluate(self, method, X):
         X = self._check_X(X)
-        return self._fast_evaluator(method)(X)
+        return self._fast_evaluator(method)(X, checked=True)
 
     def _check_X(self, X):
         """``X`` as an array of band values, refused as the estimator refuses it."""

@@ -3,7 +3,6 @@
 from numbers import Integral
 
 import numpy as np
-import torch
 from sklearn.base import TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
@@ -19,8 +18,6 @@ from ._docstrings import (
 )
 from ._fitting import restore_on_failure
 from ._tasks import infer_task
-from ._threads import torch_threads
-from .nn import normalized_difference
 
 __all__ = ["NDTransformer"]
 
@@ -252,22 +249,12 @@ class NDTransformer(TransformerMixin, BaseND):
         """
         check_is_fitted(self)
         X = self._validate_X(X)
-        selected = self.selected_indices_
-        x = torch.tensor(X)
-        with torch.no_grad(), torch_threads(1):
-            values = normalized_difference(
-                x,
-                torch.tensor(self.coef_a_[selected], dtype=x.dtype),
-                torch.tensor(self.coef_c_[selected], dtype=x.dtype),
-                torch.tensor(self.pairs_[selected]),
-                self.epsilon_,
-                self.variant_,
-            )
-        return values.numpy()
+        # The evaluator sknd.raster uses: a scene's pixels get these very values.
+        return self._fast_evaluator("transform")(X, checked=True)
 
     def _fast_evaluator(self, method):
-        """``transform`` on pixel tables for :mod:`sknd.raster` (see ``BaseND._fast_evaluator``)."""
-        if method != "transform" or self._inference_device().type != "cpu":
+        """``transform`` on pixel tables (see ``BaseND._fast_evaluator``), on the CPU."""
+        if method != "transform":
             return None
         from ._evaluator import FastNetwork
 
