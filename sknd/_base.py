@@ -378,7 +378,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         bands, the classes or target scale, the parameters) as JSON and numpy
         arrays: :func:`sknd.load_model` reads it without running code from
         it, without torch or scikit-learn, and its model predicts exactly as
-        :mod:`sknd.raster` does with this estimator. It keeps no training
+        this estimator does on the CPU. It keeps no training
         state (optimizer, history): use a pickle to continue training with
         ``partial_fit``. The format is described in the documentation's
         "Model files" page.

@@ -8,8 +8,9 @@ weight, read with ``allow_pickle=False``. :func:`load_model` checks every field
 and every array's dtype and shape before it builds anything, and returns a
 :class:`SavedModel`, whose methods run the numpy / numba evaluator of
 :mod:`sknd._evaluator` built from the same float64 weights as the estimator's
-fast path: its outputs equal, bit for bit, those of :mod:`sknd.raster` applied
-to the estimator. The format is described in docs/model_files.md.
+own methods on the CPU: its outputs equal theirs bit for bit (and those of
+:mod:`sknd.raster` with the estimator). The format is described in
+docs/model_files.md.
 """
 
 import functools
@@ -645,7 +646,7 @@ class SavedModel:
     estimator it was saved from (``predict`` and ``predict_proba`` of an
     :class:`~sknd.NDClassifier`, ``predict`` of an :class:`~sknd.NDRegressor`,
     ``transform`` of an :class:`~sknd.NDTransformer`), which give, bit for
-    bit, the values :mod:`sknd.raster` gives with the estimator, and works
+    bit, the values of the estimator's methods on the CPU, and works
     with :mod:`sknd.raster` and ``python -m sknd.raster``. It holds no
     training state (no optimizer, history or torch network): it cannot be
     refitted or passed to ``partial_fit``. Pickling it pickles the model
@@ -696,8 +697,8 @@ class SavedModel:
     >>> model = sknd.load_model(path)
     >>> model.band_names_.tolist(), hasattr(model, "predict_proba")
     (['red', 'nir', 'swir16'], False)
-    >>> np.abs(model.predict(X) - reg.predict(X)).max() < 1e-4
-    np.True_
+    >>> bool((model.predict(X) == reg.predict(X)).all())
+    True
     """
 
     def __init__(self, fields, content):
