@@ -156,8 +156,8 @@ class FastNetwork:
         dtype = self.dtype
         if dtype is None:  # transform keeps float32/float64 as the estimator does
             dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-        X = np.ascontiguousarray(X, dtype=dtype)
         if not checked:
+            X = np.ascontiguousarray(X, dtype=dtype)
             self._check(X, source_dtype)
         workspace = self._workspace
         workspace.kernels = _compiled_kernels() if self.compiled else None
@@ -167,7 +167,8 @@ class FastNetwork:
         # inside sknd.raster's chunks, which hold the limit already.
         with single_threaded_blas():
             for start in range(0, max(len(X), 1), self.block_rows):
-                block = X[start : start + self.block_rows]
+                # Cast block by block (a whole table in float64 would leave the caches).
+                block = np.ascontiguousarray(X[start : start + self.block_rows], dtype=dtype)
                 values = block
                 for step in self.steps:
                     values = step(values, block, workspace)
