@@ -12,6 +12,8 @@
 import importlib.util
 import os
 
+import pytest
+
 os.environ.setdefault("SCIPY_ARRAY_API", "1")
 
 import torch  # noqa: E402
@@ -25,3 +27,15 @@ collect_ignore += [
     for path, needs in {"sknd/plotting.py": "matplotlib", "sknd/raster.py": "xarray"}.items()
     if importlib.util.find_spec(needs) is None
 ]
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def implementation(request, monkeypatch):
+    """Run a test with numba's kernels (sknd._kernels) and with the numpy fallback."""
+    from sknd import _evaluator
+
+    if request.param == "compiled":
+        pytest.importorskip("numba", reason="the compiled kernels need numba")
+    else:
+        monkeypatch.setattr(_evaluator, "_compiled_kernels", lambda: None)
+    return request.param

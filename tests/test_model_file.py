@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import sknd
-from sknd import NDClassifier, NDRegressor, NDTransformer, _evaluator, raster
+from sknd import NDClassifier, NDRegressor, NDTransformer, raster
 from sknd._model_file import FORMAT_VERSION, SavedModel
 
 FAST = {"max_epochs": 3, "random_state": 0}
@@ -35,16 +35,6 @@ def _round_trip(estimator, tmp_path, name="model.sknd"):
     path = tmp_path / name
     estimator.save_model(path)
     return sknd.load_model(path)
-
-
-@pytest.fixture(params=["compiled", "numpy"])
-def implementation(request, monkeypatch):
-    """Run a test with the numba kernels and with the numpy fallback."""
-    if request.param == "compiled":
-        pytest.importorskip("numba", reason="the compiled kernels need numba")
-    else:
-        monkeypatch.setattr(_evaluator, "_compiled_kernels", lambda: None)
-    return request.param
 
 
 def _targets(X, y, kind):

@@ -433,16 +433,6 @@ def _fast(estimator, method):
     return func if isinstance(func, _evaluator.FastNetwork) else None
 
 
-@pytest.fixture(params=["compiled", "numpy"])
-def implementation(request, monkeypatch):
-    """Run a test with the numba kernels and with the numpy fallback."""
-    if request.param == "compiled":
-        pytest.importorskip("numba", reason="the compiled kernels need numba")
-    else:
-        monkeypatch.setattr(_evaluator, "_compiled_kernels", lambda: None)
-    return request.param
-
-
 def _sknd_fit(estimator, target="multiclass", n_bands=5):
     X, y = _training_data(n_samples=120, n_bands=n_bands)
     targets = {
