@@ -348,10 +348,10 @@ class _Evaluation:
         self.task = task
         self.X = X
         self.rows = rows
-        self.target = torch.as_tensor(target)
+        self.target = torch.tensor(target)
         if isinstance(task, ClassificationTask):
             self.target = self.target.to(torch.int64)
-        self.weight = None if sample_weight is None else torch.as_tensor(sample_weight).double()
+        self.weight = None if sample_weight is None else torch.tensor(sample_weight).double()
 
     def __call__(self, module):
         output = torch.as_tensor(forward_rows(module, self.X, self.rows))
@@ -421,11 +421,12 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
         or len(X_train) * width > MAX_REFINE_ELEMENTS
     ):
         return start_score, start_score
-    X = torch.as_tensor(X_train, dtype=torch.float64)
-    target = torch.as_tensor(target_train)
+    # Copies: the caller's arrays may be read-only (memory-mapped by joblib).
+    X = torch.tensor(X_train, dtype=torch.float64)
+    target = torch.tensor(target_train)
     if isinstance(task, ClassificationTask):
         target = target.to(torch.int64)
-    weight = None if sample_weight is None else torch.as_tensor(sample_weight).double()
+    weight = None if sample_weight is None else torch.tensor(sample_weight).double()
     n_rows = len(X) if weight is None else weight.sum().item()
     objective = _objective(task, penalty, X, target, weight, n_rows)
 
