@@ -16,7 +16,10 @@ MIT License, not shipped by sknd). Test accuracy (%) of
 - the same with LogisticRegression(C=1), the previous default start;
 - an MLP on the standardized classic indices, ``alpha`` by 3-fold grid search (the
   illumination-invariant neural peer);
-- a random forest on the bands (not invariant);
+- a random forest and gradient boosting (HistGradientBoosting) on the bands (not
+  invariant);
+- gradient boosting on all classic indices, and on the learned indices of
+  ``NDTransformer`` (the composable answer where trees on indices beat linear heads);
 
 peers fitted on the training and validation rows (what a user fits on the same rows).
 Columns: mean and std over folds, mean paired difference to the tuned peer and the
@@ -34,7 +37,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from sklearn.ensemble import RandomForestClassifier
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
 from sklearn.model_selection import GridSearchCV
@@ -42,7 +45,7 @@ from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sknd import NDClassifier
+from sknd import NDClassifier, NDTransformer
 from sknd.datasets import load_forest_type, load_landsat8_samples, load_satimage
 from sknd.experiments import ClassicNDFeatures
 from sknd.experiments._splits import paper_splits
@@ -98,6 +101,13 @@ def models():
             cv=3,
         ),
         "RF on bands": lambda seed: RandomForestClassifier(200, random_state=seed),
+        "HGB on bands": lambda seed: HistGradientBoostingClassifier(random_state=seed),
+        "HGB on classic NDs": lambda seed: make_pipeline(
+            ClassicNDFeatures(), HistGradientBoostingClassifier(random_state=seed)
+        ),
+        "NDTransformer + HGB": lambda seed: make_pipeline(
+            NDTransformer(random_state=seed), HistGradientBoostingClassifier(random_state=seed)
+        ),
     }
 
 

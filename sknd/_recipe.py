@@ -401,7 +401,8 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
 
     Trains copies of ``module`` (the tuned start, in place of which the selected model
     is written) by full-batch L-BFGS in float64 along :data:`PRIOR_PATH`, each prior's
-    model warm-starting the next. ``valid`` is ``(X, target, sample_weight)``, targets as
+    model warm-starting the next, until a model is worse than the best so far on both
+    validation score and loss (weaker priors only fit the training rows closer). ``valid`` is ``(X, target, sample_weight)``, targets as
     for :func:`prepare`. Returns the :class:`Validation` of the start and of the
     selected model, which is the start when there was nothing to refine (too few
     validation rows, no ND layer, or a first block too large for full batches).
@@ -457,6 +458,8 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
         score = evaluate(candidate)
         if score.key() > best.key():
             best, best_state = score, copy.deepcopy(candidate.state_dict())
+        elif score.loss > best.loss:  # weaker priors past the best: the path ends
+            break
     if best_state is not None:
         module.load_state_dict(best_state)  # cast to the module's float32
     return start_score, best
