@@ -329,12 +329,9 @@ def _mean(values, weight):
     return values.mean() if weight is None else (values * weight).sum() / weight.sum()
 
 
-class Validation(namedtuple("Validation", "score loss")):
-    """A model's validation score (accuracy, R2) and loss (the training criterion)."""
-
-    def key(self):
-        """Higher is better: the score first, then the loss."""
-        return (self.score, -self.loss)
+class Validation(namedtuple("Validation", "score loss row_losses")):
+    """A model's validation score (accuracy, R2), loss (the training criterion) and the
+    loss of each validation row."""
 
     def monitored(self, task):
         """The value early stopping monitors for ``task``."""
@@ -356,13 +353,13 @@ class _Evaluation:
     def __call__(self, module):
         output = torch.as_tensor(forward_rows(module, self.X, self.rows))
         if not torch.isfinite(output).all():
-            return Validation(-np.inf, np.inf)
+            return Validation(-np.inf, np.inf, np.full(len(self.X), np.inf))
         target = self.target
         if isinstance(self.task, ClassificationTask) and self.task.binary:
             target = target.double().reshape(-1, 1)
         score = self.task.score(target, output, self.weight)
-        loss = _mean(_row_losses(self.task, output, self.target), self.weight).item()
-        return Validation(score, loss)
+        losses = _row_losses(self.task, output, self.target)
+        return Validation(score, _mean(losses, self.weight).item(), losses.numpy())
 
 
 def validation(module, task, valid, rows):
@@ -401,8 +398,10 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
 
     Trains copies of ``module`` (the tuned start, in place of which the selected model
     is written) by full-batch L-BFGS in float64 along :data:`PRIOR_PATH`, each prior's
-    model warm-starting the next, until a model is worse than the best so far on both
-    validation score and loss (weaker priors only fit the training rows closer). ``valid`` is ``(X, target, sample_weight)``, targets as
+    model warm-starting the next, until the validation loss rises (weaker priors only fit
+    the training rows closer). Keeps, among the start and the refined models that score
+    at least as well as the start, the strongest prior by the one-standard-error rule on
+    the validation loss. ``valid`` is ``(X, target, sample_weight)``, targets as
     for :func:`prepare`. Returns the :class:`Validation` of the start and of the
     selected model, which is the start when there was nothing to refine (too few
     validation rows, no ND layer, or a first block too large for full batches).
@@ -431,8 +430,8 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
     n_rows = len(X) if weight is None else weight.sum().item()
     objective = _objective(task, penalty, X, target, weight, n_rows)
 
-    best, best_state = start_score, None
     candidate = start
+    path = [(start_score, None)]  # (validation, state), strongest prior first
     for prior in PRIOR_PATH:
         state = copy.deepcopy(candidate.state_dict())
         optimizer = torch.optim.LBFGS(
@@ -451,15 +450,18 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
             return value
 
         optimizer.step(closure)
-        finite = all(torch.isfinite(p).all() for p in candidate.parameters())
-        if not finite:  # a diverged step: the path ends at the last finite model
-            candidate.load_state_dict(state)
-            break
-        score = evaluate(candidate)
-        if score.key() > best.key():
-            best, best_state = score, copy.deepcopy(candidate.state_dict())
-        elif score.loss > best.loss:  # weaker priors past the best: the path ends
-            break
-    if best_state is not None:
-        module.load_state_dict(best_state)  # cast to the module's float32
-    return start_score, best
+        if not all(torch.isfinite(p).all() for p in candidate.parameters()):
+            break  # a diverged step: the path ends at the last finite model
+        path.append((evaluate(candidate), copy.deepcopy(candidate.state_dict())))
+        if path[-1][0].loss > path[-2][0].loss:  # past the best prior: weaker ones fit the
+            break  # training rows closer still
+    # Among the models that score at least as well as the start, the strongest prior whose
+    # validation loss is within a standard error of the best: the indices move only as far
+    # as the validation rows can tell apart from noise.
+    eligible = [entry for entry in path if entry[0].score >= start_score.score]
+    losses = np.array([entry[0].row_losses for entry in eligible])
+    weight = None if w_valid is None else np.asarray(w_valid, dtype=np.float64)
+    selected, state = eligible[_one_standard_error(losses, weight)]
+    if state is not None:
+        module.load_state_dict(state)  # cast to the module's float32
+    return start_score, selected
