@@ -1,7 +1,10 @@
 """Tests of ``python -m sknd.raster`` (sknd/raster/_cli.py): GeoTIFF in, GeoTIFF out."""
 
+import json
+import shutil
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 import joblib
 import numpy as np
@@ -50,6 +53,12 @@ def _scene(path, *, shape=(40, 30), order=BANDS, crs="EPSG:32633", described=Tru
     return path, table
 
 
+def _category_names(path):
+    """GDAL category names of band 1, from the side-car GDAL reads them from."""
+    root = ElementTree.parse(f"{path}.aux.xml").getroot()
+    return [node.text or "" for node in root.iter("Category")]
+
+
 def _read(path):
     with rasterio.open(path) as src:
         return src.read(), src.profile, src.descriptions, src.tags()
@@ -61,14 +70,20 @@ def test_class_map_keeps_crs_transform_and_matches_bands_by_name(tmp_path, model
     assert main([str(model_path), str(scene), str(out), "--block-rows", "7"]) == 0
     data, profile, descriptions, tags = _read(out)
     assert profile["crs"].to_string() == "EPSG:32633" and profile["transform"] == TRANSFORM
-    assert profile["nodata"] == -1 and data.dtype == np.int16 and descriptions == ("class",)
+    # Class codes (positions in classes_) in uint8, the fill 255 outside them.
+    assert profile["nodata"] == 255 and data.dtype == np.uint8 and descriptions == ("class",)
     model = joblib.load(model_path)
     codes = np.searchsorted(model.classes_, model.predict(table)).reshape(40, 30)
     valid = np.ones((40, 30), dtype=bool)
     valid[0, :5] = valid[3, 3] = False
     np.testing.assert_array_equal(data[0][valid], codes[valid])
-    assert (data[0][~valid] == -1).all()  # nodata and NaN pixels: fill, never a class
-    assert tags["classes"] == "0=soil, 1=veg, 2=water"
+    assert (data[0][~valid] == 255).all()  # nodata and NaN pixels: fill, never a class
+    assert json.loads(tags["categories"]) == {"0": "soil", "1": "veg", "2": "water"}
+    assert tags["flag_meanings"] == "soil veg water" and json.loads(tags["flag_values"]) == [0, 1, 2]
+    with rasterio.open(out) as src:
+        colormap = src.colormap(1)
+    assert len({colormap[code] for code in range(3)}) == 3 and colormap[255][3] == 0
+    assert _category_names(out) == ["soil", "veg", "water"]
 
 
 def test_proba_and_indices(tmp_path, model_path):
