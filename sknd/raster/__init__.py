@@ -448,7 +448,7 @@ def class_map(
     >>> codes.dtype, int(codes[0, 0]), codes.attrs["flag_meanings"]
     (dtype('uint8'), 255, 'bright dark')
     >>> raster.class_labels(codes, fill_label="none").values[0, :3].tolist()
-    ['none', 'dark', 'bright']
+    ['none', 'bright', 'dark']
     """
     check_is_fitted(estimator)
     if getattr(estimator, "classes_", None) is None:

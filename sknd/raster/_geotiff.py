@@ -163,15 +163,16 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
     >>> import rasterio
     >>> import rioxarray  # noqa: F401
     >>> import xarray as xr
+    >>> from affine import Affine
     >>> from sknd import raster
-    >>> proba = xr.DataArray(np.random.default_rng(0).dirichlet([1, 1], (4, 5)).T,
-    ...     dims=("class", "x", "y"), coords={"class": ["water", "land"],
-    ...     "x": np.arange(5.0), "y": -np.arange(4.0)}).transpose("class", "y", "x")
+    >>> proba = xr.DataArray(np.random.default_rng(0).dirichlet([1, 1], (4, 5)),
+    ...     dims=("y", "x", "class"), coords={"class": ["water", "land"]})
     >>> codes = raster.class_map_from_proba(proba).rio.write_crs("EPSG:32633")
+    >>> codes = codes.rio.write_transform(Affine(10.0, 0.0, 500000.0, 0.0, -10.0, 0.0))
     >>> path = raster.write_class_map(codes, os.path.join(tempfile.mkdtemp(), "map.tif"))
     >>> with rasterio.open(path) as src:
-    ...     src.colormap(1)[0], src.tags()["flag_meanings"]
-    ((31, 119, 180, 255), 'water land')
+    ...     src.colormap(1)[0], src.tags()["flag_meanings"], src.transform.c
+    ((31, 119, 180, 255), 'water land', 500000.0)
     """
     from ._xarray import is_dataarray
 
@@ -204,7 +205,10 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
     tmp_cog = None
     try:
         options = {"tiled": True, "compress": compress} if compress else {"tiled": True}
-        data.rio.to_raster(tmp, **options)
+        with warnings.catch_warnings():
+            # rioxarray's own use of affine's deprecated "*", nothing the caller can mend.
+            warnings.filterwarnings("ignore", "Use `@` matmul", PendingDeprecationWarning)
+            data.rio.to_raster(tmp, **options)
         with rasterio.open(tmp, "r+") as dst:
             finish_class_map(dst, labels, colors)
         if cog:
