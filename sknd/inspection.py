@@ -533,9 +533,9 @@ def export_asi(
     ``long_name``, ``formula`` (over the catalogue's band symbols, see
     :func:`export_formulas` with ``format="asi"``), ``bands``,
     ``application_domain``, ``reference``, ``contributor``,
-    ``date_of_addition`` and ``platforms``. Evaluating a formula with the
-    bands as its symbols (``spyndex.axioms.SpectralIndex(entry).compute(N=...,
-    R=...)``) gives the index as :meth:`transform` computes it.
+    ``date_of_addition`` and ``platforms``. Evaluating a formula as spyndex
+    evaluates the catalogue's (``eval(formula, {}, {"N": nir, "R": red})``
+    in ``spyndex.computeIndex``) gives the index as ``transform`` computes it.
 
     Parameters
     ----------

@@ -137,9 +137,10 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
     path : str or path-like
         Output file; its category names go to ``path + ".aux.xml"``.
     colors : sequence, dict or None, default=None
-        Colour of each class: ``(R, G, B[, A])`` tuples of 0..255, one per
-        code, or a dict ``{label: colour}``. None gives distinct colours.
-        No-data pixels are transparent.
+        Colour of each class: ``(R, G, B)`` tuples of 0..255, one per code,
+        or a dict ``{label: colour}``. None gives distinct colours. GeoTIFF
+        palettes hold no alpha (an ``(R, G, B, A)`` colour loses its ``A``);
+        GDAL shows no-data pixels transparent.
     cog : bool, default=False
         Write a Cloud Optimized GeoTIFF (GDAL's COG driver, nearest-neighbour
         overviews).
