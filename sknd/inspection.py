@@ -34,7 +34,7 @@ from .indices import SPYNDEX_BANDS, get_catalogue, known_index
 
 __all__ = ["band_identifiers", "export_asi", "export_formulas", "get_bands", "index_table"]
 
-_FORMATS = ("numpy", "gee", "latex", "text", "asi")
+_FORMATS = ("numpy", "gee", "qgis", "latex", "text", "asi")
 
 # sknd common name -> Awesome Spectral Indices band symbol ("nir" -> "N").
 _ASI_SYMBOLS = {common: symbol for symbol, common in SPYNDEX_BANDS.items()}
@@ -241,9 +241,9 @@ def _number(value, precision, style):
     significant digits for display.
     """
     value = float(value)
-    if style == "gee":
-        # The Earth Engine expression grammar is only documented for plain
-        # decimal literals: never emit an exponent.
+    if style in ("gee", "qgis"):
+        # The Earth Engine and QGIS raster-calculator grammars are only documented
+        # for plain decimal literals: never emit an exponent.
         return np.format_float_positional(
             value, precision=precision, unique=True, fractional=False, trim="-"
         )
@@ -292,6 +292,14 @@ def _band_symbols(names, fmt):
                     "written in an Earth Engine expression; rename the band."
                 )
         return symbols
+    if fmt == "qgis":
+        quoted = [name for name in names if '"' in name or "@" in name]
+        if quoted:
+            raise ValueError(
+                f"Band name {quoted[0]!r} holds '\"' or '@', which a QGIS raster-calculator "
+                'reference ("layer@1") cannot hold; rename the band.'
+            )
+        return [f'"{name}@1"' for name in names]
     if fmt == "latex":
         return [
             r"\mathrm{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in name) + "}" for name in names
@@ -309,6 +317,8 @@ def _softplus_term(symbol, fmt):
         return f"np.logaddexp(0, {symbol})"
     if fmt == "latex":
         return rf"\log\left(1 + e^{{{symbol}}}\right)"
+    if fmt == "qgis":  # the raster calculator has ln() and ^, but no exp()
+        return f"ln(1 + {np.e!r}^{symbol})"
     return f"log(1 + exp({symbol}))"
 
 
@@ -317,6 +327,8 @@ def _smooth_abs_term(symbol, eps, fmt):
         return f"np.sqrt({symbol}**2 + {eps})"
     if fmt == "asi":  # the catalogue's formulas are arithmetic only: no sqrt()
         return f"({symbol}**2 + {eps})**0.5"
+    if fmt == "qgis":
+        return f"sqrt({symbol}^2 + {eps})"
     if fmt == "latex":
         return rf"\sqrt{{{symbol}^{{2}} + {eps}}}"
     return f"sqrt({symbol}**2 + {eps})"
@@ -406,7 +418,7 @@ def export_formulas(estimator, format="numpy", top=None, precision=None, sensor=
     ----------
     estimator : fitted sknd estimator
         See :func:`index_table`.
-    format : {"numpy", "gee", "latex", "text"}, default="numpy"
+    format : {"numpy", "gee", "qgis", "latex", "text", "asi"}, default="numpy"
         Output syntax:
 
         - ``"numpy"``: a Python expression over band arrays, band names made
@@ -416,6 +428,11 @@ def export_formulas(estimator, format="numpy", top=None, precision=None, sensor=
           bands with ``b('name')``, so it works for any band name on an image
           whose bands carry the model's band names
           (``image.expression(formula)``). Numbers are plain decimals.
+        - ``"qgis"``: a QGIS raster-calculator expression (also the
+          ``qgis:rastercalculator`` processing algorithm) over one single-band
+          layer per band, named after the band: ``"B8@1"`` is band 1 of the
+          layer ``B8``. Numbers are plain decimals; ``softplus`` is written
+          with ``ln`` and ``^``.
         - ``"latex"``: a ``\\frac{...}{...}`` math-mode expression.
         - ``"text"``: a readable expression with the band names as they are
           (bracketed when not identifiers).
@@ -434,10 +451,11 @@ def export_formulas(estimator, format="numpy", top=None, precision=None, sensor=
         most important first. By default every index, in the order of the
         estimator's ND outputs (for the transformer, ``transform``'s columns).
     precision : int, optional
-        Significant digits of the band weights. By default ``"numpy"`` and
-        ``"gee"`` keep every digit, so that the formulas reproduce the model to
-        floating-point accuracy, and ``"latex"`` and ``"text"``, meant for
-        reading, keep 4. ``epsilon`` is always written in full.
+        Significant digits of the band weights. By default ``"numpy"``,
+        ``"gee"``, ``"qgis"`` and ``"asi"`` keep every digit, so that the
+        formulas reproduce the model to floating-point accuracy, and
+        ``"latex"`` and ``"text"``, meant for reading, keep 4. ``epsilon``
+        is always written in full.
     sensor : str or None, default=None
         Write the bands as those of another sensor preset (see
         :func:`sknd.bands.get_sensor`), matched by common name: a model
@@ -472,6 +490,8 @@ def export_formulas(estimator, format="numpy", top=None, precision=None, sensor=
     ["(1.7*b('B5') - 0.693*b('B4')) / (1.7*b('B5') + 0.693*b('B4') + 0.000001)"]
     >>> export_formulas(model, format="asi", precision=3)
     ['(1.7*N - 0.693*R) / (1.7*N + 0.693*R + 1e-06)']
+    >>> export_formulas(model, format="qgis", precision=3)
+    ['(1.7*"B8@1" - 0.693*"B4@1") / (1.7*"B8@1" + 0.693*"B4@1" + 0.000001)']
     """
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {_FORMATS}, got {format!r}.")

@@ -1020,7 +1020,10 @@ def test_write_class_map_opens_with_colour_table_and_category_names(tmp_path, co
         assert src.crs == scene.rio.crs and src.transform == scene.rio.transform()
         colormap = src.colormap(1)
         assert [colormap[code] for code in (0, 1, 2)] == [
-            (1, 2, 3, 255), (0, 128, 0, 255), (0, 0, 255, 255)]  # GeoTIFF: no alpha
+            (1, 2, 3, 255),
+            (0, 128, 0, 255),
+            (0, 0, 255, 255),
+        ]  # GeoTIFF: no alpha
         assert colormap[255] == (0, 0, 0, 0)
         assert json.loads(src.tags()["categories"]) == {
             "0": "bare soil",
