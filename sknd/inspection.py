@@ -626,8 +626,8 @@ def export_asi(
         k = float(weight_ratio(estimator.coef_a_[position], estimator.coef_c_[position]))
         long_name = (
             f"Learned normalized difference of {band_i.common_name} and "
-            f"{band_j.common_name} (weighting k = {k:.4g}"
-            + (f"; the pair of {known})" if known else ")")
+            f"{band_j.common_name}, weighting k = {k:.4g}"
+            + (f" (band pair of {known})" if known else "")
         )
         if domain is None:
             first = known.split(", ")[0].lstrip("-")

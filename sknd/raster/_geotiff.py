@@ -18,7 +18,7 @@ it at the end: a map cut short, or refused, never passes for a result.
 
 import contextlib
 import os
-import tempfile
+import uuid
 import warnings
 import xml.etree.ElementTree as ET
 
@@ -107,11 +107,12 @@ def remove_quietly(*paths):
 
 
 def temporary_path(path):
-    """A new empty file next to ``path``, to be renamed over it when complete."""
+    """A new file name next to ``path``, for a file renamed over it when complete.
+
+    The file is not created here: GDAL creates it with the user's usual permissions.
+    """
     directory = os.path.dirname(os.path.abspath(os.fspath(path)))
-    handle, name = tempfile.mkstemp(suffix=".tif", prefix=".sknd-", dir=directory)
-    os.close(handle)
-    return name
+    return os.path.join(directory, f".sknd-{uuid.uuid4().hex}.tif")
 
 
 def write_cog(source, path, *, categorical, compress):
