@@ -293,14 +293,38 @@ def test_numpy_formulas_reproduce_the_indices(variant):
     np.testing.assert_allclose(values, reference_indices(model, X), rtol=0, atol=1e-10)
 
 
+_QGIS_TOKEN = re.compile(
+    r'\s*(?:(?P<number>\d+\.\d*|\.\d+|\d+)|(?P<ref>"[^"@]+@1")|(?P<op>[-+*/^()])|(?P<func>sqrt|ln))'
+)
+
+
+def eval_qgis(formula, names, X):
+    """The QGIS raster-calculator grammar's subset the export uses, checked token by token."""
+    python, position = [], 0
+    while position < len(formula.rstrip()):
+        match = _QGIS_TOKEN.match(formula, position)
+        assert match is not None, f"not QGIS raster-calculator syntax at {formula[position:]!r}"
+        kind, text = match.lastgroup, match.group(match.lastgroup)
+        if kind == "ref":
+            python.append(f"band[{names.index(text[1:-3])}]")
+        elif kind == "func":
+            python.append({"sqrt": "np.sqrt", "ln": "np.log"}[text])
+        else:
+            python.append("**" if text == "^" else text)
+        position = match.end()
+    return eval(" ".join(python), {"__builtins__": {}, "np": np, "band": X.T})
+
+
+@pytest.mark.parametrize("fmt", ["gee", "qgis"])
 @pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
-def test_gee_formulas_parse_and_reproduce_the_indices(variant):
+def test_gee_and_qgis_formulas_parse_and_reproduce_the_indices(variant, fmt):
     names = ["B8", "Band 4", "red-edge'1", "2nd"]
     model = stand_in(n_bands=4, bands=names, variant=variant, epsilon=2.5e-7)
     X = sample(variant, 4)
-    # The parser accepts no exponent literals: epsilon must come out as 0.00000025.
-    formulas = export_formulas(model, format="gee")
-    values = np.column_stack([eval_gee(f, names, X) for f in formulas])
+    # The parsers accept no exponent literals: epsilon must come out as 0.00000025.
+    formulas = export_formulas(model, format=fmt)
+    evaluate = eval_gee if fmt == "gee" else eval_qgis
+    values = np.column_stack([evaluate(f, names, X) for f in formulas])
     np.testing.assert_allclose(values, reference_indices(model, X), rtol=0, atol=1e-10)
 
 
@@ -420,6 +444,8 @@ def test_asi_formulas_reproduce_the_indices(variant):
 
 
 def test_asi_export_refusals_and_fields():
+    with pytest.raises(ValueError, match="QGIS raster-calculator reference"):
+        export_formulas(stand_in(n_bands=2, bands=["a@b", "c"]), format="qgis")
     with pytest.raises(ValueError, match="no log or exp"):
         export_formulas(stand_in(bands=S2[:4], sensor="sentinel2", variant="softplus"), "asi")
     with pytest.raises(ValueError, match="leave sensor out"):
@@ -435,37 +461,3 @@ def test_asi_export_refusals_and_fields():
     assert entry["reference"] == "doi:x" and entry["date_of_addition"] == "2026-01-01"
     with pytest.raises(ValueError, match="prefix"):
         export_asi(model, prefix="1x")
-
-
-_QGIS_TOKEN = re.compile(
-    r'\s*(?:(?P<number>\d+\.\d*|\.\d+|\d+)|(?P<ref>"[^"@]+@1")|(?P<op>[-+*/^()])|(?P<func>sqrt|ln))'
-)
-
-
-def eval_qgis(formula, names, X):
-    """The QGIS raster-calculator grammar's subset the export uses, checked token by token."""
-    python, position = [], 0
-    while position < len(formula.rstrip()):
-        match = _QGIS_TOKEN.match(formula, position)
-        assert match is not None, f"not QGIS raster-calculator syntax at {formula[position:]!r}"
-        kind, text = match.lastgroup, match.group(match.lastgroup)
-        if kind == "ref":
-            python.append(f"band[{names.index(text[1:-3])}]")
-        elif kind == "func":
-            python.append({"sqrt": "np.sqrt", "ln": "np.log"}[text])
-        else:
-            python.append("**" if text == "^" else text)
-        position = match.end()
-    return eval(" ".join(python), {"__builtins__": {}, "np": np, "band": X.T})
-
-
-@pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
-def test_qgis_formulas_parse_and_reproduce_the_indices(variant):
-    names = ["B8", "Band 4", "red-edge'1", "2nd"]
-    model = stand_in(n_bands=4, bands=names, variant=variant, epsilon=2.5e-7)
-    X = sample(variant, 4)
-    formulas = export_formulas(model, format="qgis")
-    values = np.column_stack([eval_qgis(f, names, X) for f in formulas])
-    np.testing.assert_allclose(values, reference_indices(model, X), rtol=0, atol=1e-10)
-    with pytest.raises(ValueError, match="QGIS raster-calculator reference"):
-        export_formulas(stand_in(n_bands=2, bands=["a@b", "c"]), format="qgis")
