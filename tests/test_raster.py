@@ -963,6 +963,9 @@ def test_class_map_codes_are_positions_in_classes(labels, chunks):
     from_proba = raster.class_map_from_proba(proba)
     assert from_proba.attrs["categories"] == codes.attrs["categories"]
     np.testing.assert_array_equal(from_proba.values, values)
+    # No-data written as a number, not NaN, is still no-data (never class 0).
+    zero_filled = raster.class_map_from_proba(raster.predict_proba(model, scene, fill_value=0.0))
+    np.testing.assert_array_equal(zero_filled.values, values)
     assert raster.predict_proba(model, image, dtype=np.float64).dtype == np.float64
 
 

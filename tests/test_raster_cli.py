@@ -218,6 +218,8 @@ def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, me
         extra = ["--cog"]
     assert main([model, str(scene), str(tmp_path / "out.tif"), *extra]) == 2
     assert message.replace("\\", "") in capsys.readouterr().err.replace("\\", "")
+    if case in ("fill is a class code", "unwritable label"):  # refused before writing
+        assert not (tmp_path / "out.tif").exists() and not list(tmp_path.glob(".sknd-*"))
 
 
 def test_values_the_model_refuses_exit_2_and_leave_no_map(tmp_path, capsys):

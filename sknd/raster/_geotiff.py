@@ -153,6 +153,12 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
     path : str
         The file written.
 
+    Notes
+    -----
+    rioxarray computes a lazy map whole before writing it: one byte per
+    pixel for uint8 codes (a 25 Mpx map: 25 MB). A map far larger than
+    memory is better written by ``python -m sknd.raster``, strip by strip.
+
     Raises
     ------
     ValueError

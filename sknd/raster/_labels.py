@@ -19,8 +19,9 @@ def class_map_from_proba(proba, *, class_dim="class", fill_value=None):
 
     The code of a pixel is the position of its most probable class along
     ``class_dim`` (the same codes as :func:`class_map` for a probability map
-    of :func:`predict_proba`); pixels whose probabilities are NaN (no-data)
-    get ``fill_value``. Unlike ``proba.argmax(class_dim)``, the result
+    of :func:`predict_proba`); no-data pixels (a NaN probability, or all
+    equal to the map's ``_FillValue`` when it is a number) get
+    ``fill_value``. Unlike ``proba.argmax(class_dim)``, the result
     carries the code table and a fill value of its own type, so that
     ``rio.to_raster`` writes it as it is.
 
@@ -70,6 +71,10 @@ def class_map_from_proba(proba, *, class_dim="class", fill_value=None):
         classes = np.arange(proba.sizes[class_dim])
     table = CodeTable(classes, fill_value)
     valid = proba.notnull().all(class_dim)
+    nodata = proba.attrs.get("_FillValue")
+    if nodata is not None and np.ndim(nodata) == 0 and not np.isnan(nodata):
+        # predict_proba(fill_value=0.0): no class of a real pixel has all probabilities 0.
+        valid = valid & (proba != nodata).any(class_dim)
     codes = proba.fillna(-np.inf).argmax(class_dim)
     # where() promotes to float; a block at a time, back to the codes' type.
     result = codes.where(valid, table.fill).astype(table.dtype)
