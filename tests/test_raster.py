@@ -974,8 +974,11 @@ def test_class_map_numpy_and_fill_values(string_clf):
     image[2, 3, 0] = np.nan
     codes = raster.class_map(string_clf, image, fill_value=-1)
     assert codes.dtype == np.int16 and codes[2, 3] == -1
-    many = DummyClassifier().fit(np.zeros((300, 1)), np.arange(300))
-    assert raster.class_map(many, np.ones((2, 2, 1))).dtype == np.uint16
+    # 255 classes: codes 0..254, the fill 255 still fits uint8; one more needs uint16.
+    for n_classes, dtype in [(255, np.uint8), (256, np.uint16)]:
+        many = DummyClassifier().fit(np.zeros((n_classes, 1)), np.arange(n_classes))
+        codes = raster.class_map(many, np.ones((2, 2, 1)))
+        assert codes.dtype == dtype and (codes == 0).all()
     # A fill value that is a class code would pass no-data pixels for that class.
     with pytest.raises(ValueError, match="fill_value=1 is the code of the class 'vegetation'"):
         raster.class_map(string_clf, image, fill_value=1)

@@ -401,7 +401,7 @@ def class_map(
     label in ``estimator.classes_`` (``0 .. n_classes - 1``), for string and
     integer labels alike, and the same number as ``argmax`` of the class
     probabilities. The codes are in the smallest unsigned type holding them
-    and the fill value (``uint8`` below 255 classes), so that a lazy map of
+    and the fill value (``uint8`` up to 255 classes), so that a lazy map of
     string labels never holds Python objects. :func:`class_labels` turns the
     codes back into labels; :func:`write_class_map` writes the map as a
     GeoTIFF (or COG) with a colour table and category names.
@@ -412,8 +412,8 @@ def class_map(
     {nodata_parameter}
     fill_value : int or None, default=None
         Code of no-data pixels, outside the class codes. None takes the
-        largest value of the type: 255 (``uint8``) below 255 classes, 65535
-        (``uint16``) below 65535. A value such as -1 gives a signed type.
+        largest value of the type: 255 (``uint8``) up to 255 classes, 65535
+        (``uint16``) up to 65535. A value such as -1 gives a signed type.
     {chunk_parameters}
 
     Returns

@@ -5,8 +5,8 @@ pixel's class as its *code*: the position of its label in ``classes_``
 (``0 .. n_classes - 1``), for string and integer labels alike. ``argmax`` of
 the class probabilities gives the same codes. No-data pixels hold the fill
 value, which lies outside the codes: by default the largest value of the
-smallest unsigned type holding every code (255 in ``uint8`` below 255
-classes, 65535 in ``uint16`` below 65535). The table from codes to labels
+smallest unsigned type holding every code (255 in ``uint8`` up to 255
+classes, 65535 in ``uint16`` up to 65535). The table from codes to labels
 travels with the map in CF attributes (``flag_values``, ``flag_meanings``)
 and, losslessly, as JSON text in ``categories`` (a GeoTIFF tag once written).
 """
@@ -44,7 +44,8 @@ class CodeTable:
         self.labels = [category_label(label) for label in classes.tolist()]
         n = len(classes)
         if fill_value is None:
-            self.dtype = np.dtype(np.uint8 if n < 255 else np.uint16 if n < 65535 else np.uint32)
+            # The largest value of the smallest type holding 0..n: never a code.
+            self.dtype = _smallest_type(0, n)
             self.fill = int(np.iinfo(self.dtype).max)
         else:
             if isinstance(fill_value, bool) or not _is_integer(fill_value):
@@ -58,12 +59,10 @@ class CodeTable:
                     f"fill_value={self.fill} is the code of the class {self.labels[self.fill]!r} "
                     f"(codes are 0..{n - 1}, the positions in classes_): no-data pixels would "
                     "read as that class. Pass a value outside the codes, e.g. "
-                    f"{255 if n < 255 else 65535} or -1."
+                    f"{255 if n <= 255 else 65535} or -1."
                 )
-            self.dtype = np.result_type(
-                np.min_scalar_type(n - 1), np.min_scalar_type(self.fill), np.uint8
-            )
-            if self.dtype.kind not in "iu":
+            self.dtype = _smallest_type(min(self.fill, 0), max(self.fill, n - 1))
+            if self.dtype is None:
                 raise ValueError(
                     f"fill_value={self.fill} does not fit a 64-bit integer class map; "
                     "pass a value such as -1."
@@ -136,6 +135,21 @@ def table_tags(labels):
         "flag_meanings": " ".join(re.sub(r"\s", "_", str(label)) or "_" for label in labels),
         "categories": json.dumps({str(code): label for code, label in enumerate(labels)}),
     }
+
+
+def _smallest_type(low, high):
+    """The smallest integer type holding ``low .. high``: unsigned (colour tables) if it can be.
+
+    Signed maps start at int16, as GeoTIFF's smallest signed type before GDAL 3.7.
+    """
+    candidates = (
+        (np.uint8, np.uint16, np.uint32, np.uint64) if low >= 0 else (np.int16, np.int32, np.int64)
+    )
+    for candidate in candidates:
+        info = np.iinfo(candidate)
+        if info.min <= low and high <= info.max:
+            return np.dtype(candidate)
+    return None
 
 
 def _is_integer(value):

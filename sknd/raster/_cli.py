@@ -75,7 +75,7 @@ def _parser():
         "--fill-value",
         type=float,
         default=None,
-        help="output value of no-data pixels (default: NaN; for class codes 255 below 255 "
+        help="output value of no-data pixels (default: NaN; for class codes 255 up to 255 "
         "classes, outside the codes)",
     )
     names = parser.add_mutually_exclusive_group()
@@ -215,7 +215,7 @@ def _pixel_function(model, method, n_inputs, dtypes, fill_value):
     Float outputs are written as float32 with NaN (or ``fill_value``) for
     no-data; a classifier's labels as their codes (positions in
     ``classes_``, see :mod:`sknd.raster._categorical`) with a fill outside
-    them (255 in uint8 below 255 classes); other integer predictions as the
+    them (255 in uint8 up to 255 classes); other integer predictions as the
     smallest integer type holding them and the fill (-1 by default).
     """
     dtype = np.dtype(dtypes[0])
