@@ -80,9 +80,8 @@ print(
 # 3. A GeoTIFF with colour table and category names, and the same as a COG.
 classes = clf.classes_.tolist()
 colours = {"Urban": "#b0b0b0", "Vegetation": "#2e8b3a", "Water": "#2a6fdb"}
-rgb = {label: tuple(int(colours[label][i : i + 2], 16) for i in (1, 3, 5)) for label in classes}
-geotiff = raster.write_class_map(codes, output_dir / "landcover.tif", colors=rgb)
-cog = raster.write_class_map(codes, output_dir / "landcover_cog.tif", colors=rgb, cog=True)
+geotiff = raster.write_class_map(codes, output_dir / "landcover.tif", colors=colours)
+cog = raster.write_class_map(codes, output_dir / "landcover_cog.tif", colors=colours, cog=True)
 with rasterio.open(cog) as src:
     assert src.crs == scene.rio.crs and src.transform == scene.rio.transform()
     print(f"wrote {geotiff} and {cog} ({src.tags(ns='IMAGE_STRUCTURE')['LAYOUT']} layout)")

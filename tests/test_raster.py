@@ -1019,7 +1019,7 @@ def test_write_class_map_opens_with_colour_table_and_category_names(tmp_path, co
         codes,
         tmp_path / "map.tif",
         cog=cog,
-        colors={"bare soil": (1, 2, 3), "water": (0, 0, 255), "forest": (0, 128, 0, 200)},
+        colors={"bare soil": (1, 2, 3), "water": "#0000ff", "forest": (0, 128, 0, 200)},
     )
     with rasterio.open(out) as src:
         assert src.dtypes == ("uint8",) and src.nodata == 255
@@ -1053,4 +1053,6 @@ def test_write_class_map_opens_with_colour_table_and_category_names(tmp_path, co
     # Refused before anything is written.
     with pytest.raises(ValueError, match="no colour for the classes"):
         raster.write_class_map(codes, tmp_path / "bad.tif", colors={"water": (0, 0, 255)})
+    with pytest.raises(ValueError, match="multiply them by 255"):  # matplotlib's floats
+        raster.write_class_map(codes, tmp_path / "bad.tif", colors=[(0.1, 0.2, 0.3)] * 3)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("bad", ".sknd"))) == []

@@ -147,6 +147,8 @@ def _run_in_env(args, rasterio):
         profile = _output_profile(src, spec, args.compress)
         # With --cog the map is written as a plain GeoTIFF first, which GDAL's COG driver copies.
         target = args.output
+        # A side-car left by an earlier map would rename this one's classes.
+        remove_quietly(sidecar(args.output))
         try:
             if args.cog:
                 if os.path.isdir(args.output):
@@ -161,8 +163,6 @@ def _run_in_env(args, rasterio):
             with dst:
                 _describe(dst, model, method, spec, table)
                 _process(src, dst, func, spec, args, nodata=nodata, columns=columns)
-            # A side-car left by an earlier map would rename this one's classes.
-            remove_quietly(sidecar(args.output))
             if args.cog:
                 _write_cog(target, args.output, table, profile, rasterio)
             if table is not None:

@@ -18,6 +18,7 @@ it at the end: a map cut short, or refused, never passes for a result.
 
 import contextlib
 import os
+import re
 import uuid
 import warnings
 import xml.etree.ElementTree as ET
@@ -62,13 +63,25 @@ def check_colors(colors, labels):
     colors = list(colors)
     if len(colors) != len(labels):
         raise ValueError(f"colors has {len(colors)} colours for {len(labels)} classes.")
-    checked = []
-    for color in colors:
-        values = tuple(int(value) for value in color)
-        if len(values) not in (3, 4) or not all(0 <= value <= 255 for value in values):
-            raise ValueError(f"A colour is an (R, G, B[, A]) tuple of 0..255, got {color!r}.")
-        checked.append(values + (255,) * (4 - len(values)))
-    return checked
+    return [_rgba(color) for color in colors]
+
+
+def _rgba(color):
+    """An ``(R, G, B, A)`` tuple of 0..255 from such a tuple (A optional) or ``"#rrggbb"``."""
+    if isinstance(color, str):
+        if re.fullmatch(r"#[0-9a-fA-F]{6}", color) is None:
+            raise ValueError(f"A colour given as text is '#rrggbb', got {color!r}.")
+        return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) + (255,)
+    try:
+        values = tuple(float(value) for value in color)
+    except (TypeError, ValueError):
+        values = ()
+    if len(values) not in (3, 4) or not all(v.is_integer() and 0 <= v <= 255 for v in values):
+        raise ValueError(
+            f"A colour is an (R, G, B) tuple of integers 0..255 or '#rrggbb', got {color!r} "
+            "(matplotlib's 0..1 floats: multiply them by 255)."
+        )
+    return tuple(int(v) for v in values) + (255,) * (4 - len(values))
 
 
 def palette_dtype(dtype):
@@ -138,10 +151,11 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
     path : str or path-like
         Output file; its category names go to ``path + ".aux.xml"``.
     colors : sequence, dict or None, default=None
-        Colour of each class: ``(R, G, B)`` tuples of 0..255, one per code,
-        or a dict ``{label: colour}``. None gives distinct colours. GeoTIFF
-        palettes hold no alpha (an ``(R, G, B, A)`` colour loses its ``A``);
-        GDAL shows no-data pixels transparent.
+        Colour of each class: ``(R, G, B)`` tuples of integers 0..255 or
+        ``"#rrggbb"`` text, one per code, or a dict ``{label: colour}``.
+        None gives distinct colours. GeoTIFF palettes hold no alpha (an
+        ``(R, G, B, A)`` colour loses its ``A``); GDAL shows no-data pixels
+        transparent.
     cog : bool, default=False
         Write a Cloud Optimized GeoTIFF (GDAL's COG driver, nearest-neighbour
         overviews).
