@@ -30,6 +30,13 @@ Sentinel-2 scene), with a :class:`~sknd.bands.BandMatchWarning` listing the
 mapping. An image without names is taken by position, with a warning, or
 without one when ``bands="positional"``.
 
+:func:`class_map` classifies into integer class codes (the positions in
+``classes_``, uint8 up to 255 classes) that carry their labels in CF
+attributes and GIS tools open as they are; :func:`class_map_from_proba` gives
+the same codes from probabilities, :func:`class_labels` turns codes back into
+labels and :func:`write_class_map` writes a GeoTIFF or COG with a colour
+table and category names.
+
 Pixels with a NaN (or the ``nodata`` value) in any band the model uses are
 no-data: they are never shown to the estimator and come out as ``fill_value``
 (NaN by default).
