@@ -123,7 +123,7 @@ OPTIONS = st.lists(
         ),
         st.tuples(st.just("--n-jobs"), st.sampled_from(["0", "-1", "1", "3", "x"])),
         st.tuples(st.just("--compress"), st.sampled_from(["lzw", "deflate", "bogus", ""])),
-        st.sampled_from([("--proba",), ("--indices",), ("--positional",)]),
+        st.sampled_from([("--proba",), ("--indices",), ("--positional",), ("--cog",)]),
     ),
     max_size=4,
 )

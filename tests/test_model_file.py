@@ -71,7 +71,7 @@ def test_classifier_file_predicts_as_the_estimator(tmp_path, params, target, imp
     labels, proba = model.predict(pixels), model.predict_proba(pixels)
     # Bit for bit the values of the estimator's methods and of sknd.raster with it.
     np.testing.assert_array_equal(labels, raster.predict(clf, pixels))
-    np.testing.assert_array_equal(proba, raster.predict_proba(clf, pixels))
+    np.testing.assert_array_equal(proba, raster.predict_proba(clf, pixels, dtype=np.float64))
     expected = clf.predict(pixels)
     assert labels.dtype == expected.dtype
     np.testing.assert_array_equal(labels, expected)
