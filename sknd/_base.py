@@ -4,6 +4,7 @@ Training lives in :mod:`sknd._fitting` (:class:`~sknd._fitting.FittingMixin`).
 """
 
 import copy
+import io
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -51,6 +52,18 @@ EPSILON_RANGE = (1e-15, 1e15)
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
 
+def _on_cpu(state):
+    """A copy of ``state`` with every tensor on the CPU.
+
+    The network, and the fitted skorch net that holds it (its optimizer, and callbacks
+    that refer to either), copied together: ``net_.module_`` stays the network.
+    """
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, map_location="cpu", weights_only=False)
+
+
 class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
     """Parameters, validation, inference and persistence shared by all sknd estimators.
 
@@ -94,6 +107,8 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         "passthrough": ["boolean"],
         "recipe": [StrOptions(set(RECIPES))],
         "warm_start": ["boolean"],
+        # Checked at fit (sknd._training.user_callbacks), with what to change.
+        "callbacks": [list, None],
     }
 
     # As scikit-learn's BaseMultilayerPerceptron: no defaults here, each public estimator
@@ -123,6 +138,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         passthrough,
         recipe,
         warm_start,
+        callbacks,
     ):
         self.depth = depth
         self.architecture = architecture
@@ -145,6 +161,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         self.passthrough = passthrough
         self.recipe = recipe
         self.warm_start = warm_start
+        self.callbacks = callbacks
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -230,6 +247,59 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
     def _y_validation_kwargs(self):
         """Extra ``validate_data`` arguments for ``y`` (overridden for regression)."""
         return {}
+
+    @property
+    def module_(self):
+        """The fitted network, a ``torch.nn.Module`` in eval mode (see ``to_torch``).
+
+        The live network that ``predict`` runs: changing its weights changes the
+        predictions but not the attributes read from it at fit (``coef_a_``,
+        ``indices_`` ...). ``to_torch()`` returns a copy to change.
+        """
+        check_is_fitted(self)
+        return self._module
+
+    def to_torch(self):
+        """A standalone copy of the fitted network, as a ``torch.nn.Module`` on the CPU.
+
+        For fine-tuning or embedding the network in a larger torch model: a deep
+        copy (changing it leaves the estimator as it is) with the ND layer
+        (:class:`sknd.nn.NormalizedDifference`: pairs and weights), the default
+        recipe's standardization as a fixed layer, and the dense layers. It maps
+        float32 band rows ``(N, n_features_in_)`` to the raw outputs the
+        estimator trained: logits for ``NDClassifier`` (one, of ``classes_[1]``,
+        for two classes; one per class otherwise, for softmax), and for
+        ``NDRegressor`` the targets standardized by their training mean and
+        standard deviation; ``NDTransformer``'s network predicts its ``y`` in
+        the same way. For the ND layer alone, see
+        :meth:`sknd.nn.NormalizedDifference.from_estimator`.
+
+        Returns
+        -------
+        module : torch.nn.Module
+            In training mode, its parameters requiring gradients.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torch
+        >>> from sknd import NDClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
+        >>> y = (X[:, 3] > X[:, 2]).astype(int)
+        >>> clf = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
+        >>> network = clf.to_torch()
+        >>> logits = network(torch.as_tensor(X, dtype=torch.float32))
+        >>> bool(np.array_equal(logits.detach().numpy()[:, 0] > 0, clf.predict(X) == 1))
+        True
+        """
+        check_is_fitted(self)
+        return copy.deepcopy(self._module).cpu().train()
 
     def _nd_layer(self):
         """The trained ND layer, or None for the MLP baseline."""
@@ -350,7 +420,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         module = state.get("_module")
         if module is not None and any(p.device.type != "cpu" for p in module.parameters()):
             # Pickles must load on CPU-only machines; inference moves the net back to the GPU.
-            state["_module"] = copy.deepcopy(module).cpu()
+            state = _on_cpu(state)
         state["_sknd_version"] = __version__
         return state
 

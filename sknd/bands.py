@@ -344,7 +344,7 @@ def band_pair_indices(pairs, bands):
     Raises
     ------
     ValueError
-        If a name matches no band.
+        If a name matches no band, or a pair names one band twice.
 
     Examples
     --------
@@ -361,10 +361,17 @@ def band_pair_indices(pairs, bands):
         return pairs
     if not any(isinstance(value, str) for pair in items for value in pair):
         return pairs
-    return [
+    indices = [
         tuple(value if not isinstance(value, str) else _band_index(value, bands) for value in pair)
         for pair in items
     ]
+    for pair, (i, j) in zip(items, indices):
+        if i == j and isinstance(i, int) and 0 <= i < len(bands):
+            raise ValueError(
+                f"The pair {pair!r} names band {bands[i].name!r} twice: a normalized "
+                "difference needs two different bands."
+            )
+    return indices
 
 
 # ------------------------------------------------------------- matching bands

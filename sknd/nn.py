@@ -67,6 +67,7 @@ from ._nd_torch import (
     slice_forward,
     unband,
 )
+from .bands import band_pair_indices, resolve_bands
 
 __all__ = [
     "MATMUL_MAX_INPUTS",
@@ -317,16 +318,44 @@ def normalized_difference(
     return _forward(x, a, c, dim, plan_of, method)
 
 
+def _band_layout(n_features, pairs, bands, sensor, name):
+    """``(n_features, pairs, band names or None)`` of a layer; names resolved by sknd.bands."""
+    if bands is None:
+        if sensor is not None:
+            raise ValueError(
+                f"{name}(sensor={sensor!r}) needs bands=[...]: the names of the input's "
+                "channels, in their order."
+            )
+        if n_features is None:
+            raise TypeError(f"{name} needs n_features (the number of bands) or bands=[...].")
+        try:
+            named = not isinstance(pairs, str) and any(
+                isinstance(value, str) for pair in pairs for value in pair
+            )
+        except TypeError:  # not pairs: resolve_pairs says so
+            named = False
+        if named:
+            raise ValueError(
+                f"{name} got pairs by name, {pairs!r}, but no band names: pass "
+                "bands=[...], the names of the input's channels in their order, e.g. "
+                "bands=['blue', 'green', 'red', 'nir']."
+            )
+        return n_features, pairs, None
+    resolved = resolve_bands(bands, n_features=n_features, sensor=sensor)
+    return len(resolved), band_pair_indices(pairs, resolved), tuple(b.name for b in resolved)
+
+
 class NormalizedDifference(nn.Module):
     """Normalized Difference layer with learnable band weights.
 
     Parameters
     ----------
-    n_features : int
-        Number of input bands.
+    n_features : int, default=None
+        Number of input bands; by default the length of ``bands``.
     pairs : "all" or array-like of shape (n_pairs, 2), default="all"
-        Band pairs to compute. ``"all"`` uses every pair ``i < j`` in
-        :func:`itertools.combinations` order.
+        Band pairs to compute: ``(i, j)`` band positions or, with ``bands``,
+        band names, e.g. ``[("nir", "red")]``. ``"all"`` uses every pair
+        ``i < j`` in :func:`itertools.combinations` order.
     epsilon : float, default=1e-6
         Stabilising constant, must be positive.
     variant : {"reflectance", "signed", "softplus"}, default="reflectance"
@@ -338,9 +367,10 @@ class NormalizedDifference(nn.Module):
         Axis of the input holding the bands. The default reads ``(N, C)``
         tables, ``(N, C, H, W)`` image patches and ``(N, C, T)`` series (the
         layout of ``nn.Conv2d``), computing every pair at every pixel with the
-        output's ``n_pairs`` channels in place of the bands; ``-1`` reads
-        channels-last layouts such as ``(N, H, W, C)``. The result equals the
-        layer applied pixel by pixel.
+        output's ``n_pairs`` channels in place of the bands; ``-3`` reads
+        unbatched ``(C, H, W)`` images and ``(N, C, H, W)`` batches alike;
+        ``-1`` reads channels-last layouts such as ``(N, H, W, C)``. The
+        result equals the layer applied pixel by pixel.
     check_input : bool, default=True
         Check each input in eager mode with one reduction (its minimum): NaN
         raises a ``ValueError``, and so does a negative value for
@@ -349,6 +379,16 @@ class NormalizedDifference(nn.Module):
         The check reads the value back to the host (a synchronisation on a
         GPU); ``False`` skips it. Skipped under ``torch.compile`` and
         ``torch.export``, which trace no data-dependent branches.
+    bands : sequence of str, default=None
+        Names of the input's bands, in order, so that ``pairs`` can name
+        them: the estimators' vocabulary of :mod:`sknd.bands` (exact names,
+        common names such as ``"red"`` or ``"nir"``, and a ``sensor``'s
+        spellings). An unknown name or a pair naming one band twice raises a
+        ``ValueError``.
+    sensor : str, default=None
+        Sensor preset of ``bands`` (see :func:`sknd.bands.get_sensor`), e.g.
+        ``"sentinel2"``: ``bands=["B2", "B3", "B4", "B8"]`` then also answer
+        to ``"blue"`` ... ``"nir"``.
 
     Attributes
     ----------
@@ -357,6 +397,12 @@ class NormalizedDifference(nn.Module):
         classic normalized difference.
     pairs : torch.Tensor of shape (n_pairs, 2)
         The band pairs (a buffer, saved with the state dict).
+    bands : tuple of str or None
+        The band names given, or None.
+
+    See Also
+    --------
+    NormalizedDifference.from_estimator : The layer an sknd estimator learned.
 
     Examples
     --------
@@ -374,19 +420,35 @@ class NormalizedDifference(nn.Module):
     >>> deep = nn.Sequential(layer, NormalizedDifference(6, variant="signed"))
     >>> deep(torch.rand(8, 4)).shape
     torch.Size([8, 15])
+
+    Bands and pairs by name, and one unbatched ``(C, H, W)`` image:
+
+    >>> ndvi = NormalizedDifference(
+    ...     bands=["blue", "green", "red", "nir"], pairs=[("nir", "red")], dim=-3
+    ... )
+    >>> ndvi.pairs.tolist()
+    [[3, 2]]
+    >>> ndvi(torch.rand(4, 16, 16)).shape
+    torch.Size([1, 16, 16])
     """
 
     def __init__(
         self,
-        n_features,
+        n_features=None,
         pairs="all",
         epsilon=1e-6,
         variant="reflectance",
         method="auto",
         dim=1,
         check_input=True,
+        *,
+        bands=None,
+        sensor=None,
     ):
         super().__init__()
+        n_features, pairs, bands = _band_layout(
+            n_features, pairs, bands, sensor, type(self).__name__
+        )
         check_variant(variant)
         if not epsilon > 0:
             raise ValueError(f"epsilon must be positive, got {epsilon!r}.")
@@ -400,10 +462,76 @@ class NormalizedDifference(nn.Module):
         self.method = method
         self.dim = dim
         self.check_input = bool(check_input)
+        self.bands = bands
         self.register_buffer("pairs", pairs)
         self.a = nn.Parameter(torch.zeros(len(pairs)))
         self.c = nn.Parameter(torch.zeros(len(pairs)))
         self._plans = {}
+
+    @classmethod
+    def from_estimator(cls, estimator, *, dim=1, method="auto", check_input=True):
+        """The ND layer a fitted sknd estimator learned: its pairs, weights and bands.
+
+        A torch model (a CNN on image patches, say) then starts from the
+        indices the estimator found on a pixel table instead of from the
+        classic ones. Only the layer is taken: not the dense layers, the
+        default recipe's standardization of its outputs, nor an AttND gate.
+
+        Parameters
+        ----------
+        estimator : NDClassifier, NDRegressor or NDTransformer
+            Fitted, with an ND layer (not ``architecture="mlp"``).
+        dim, method, check_input
+            As for the constructor.
+
+        Returns
+        -------
+        layer : NormalizedDifference
+            A new layer with the estimator's ``pairs_``, ``coef_a_`` and
+            ``coef_c_`` (its outputs in the order of ``indices_``),
+            ``epsilon_``, ``variant_`` and band names.
+
+        Raises
+        ------
+        ValueError
+            If the estimator is not fitted or has no ND layer.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknd import NDClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
+        >>> y = (X[:, 3] > X[:, 2]).astype(int)
+        >>> clf = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
+        >>> layer = NormalizedDifference.from_estimator(clf)
+        >>> layer(torch.rand(2, 4, 8, 8)).shape
+        torch.Size([2, 6, 8, 8])
+        """
+        name = type(estimator).__name__
+        if not hasattr(estimator, "pairs_"):
+            raise ValueError(
+                f"This {name} instance is not fitted yet: call fit before "
+                "NormalizedDifference.from_estimator."
+            )
+        if len(estimator.pairs_) == 0:
+            raise ValueError(
+                f"This {name} has no ND layer (architecture={estimator.architecture!r}): "
+                "fit it with architecture='nd' or 'attnd'."
+            )
+        layer = cls(
+            pairs=estimator.pairs_,
+            epsilon=estimator.epsilon_,
+            variant=estimator.variant_,
+            method=method,
+            dim=dim,
+            check_input=check_input,
+            bands=[str(band) for band in estimator.band_names_],
+        )
+        with torch.no_grad():
+            layer.a.copy_(torch.as_tensor(estimator.coef_a_))
+            layer.c.copy_(torch.as_tensor(estimator.coef_c_))
+        return layer
 
     @property
     def n_pairs(self):
@@ -467,6 +595,13 @@ class NormalizedDifference(nn.Module):
                 f"shape {tuple(x.shape)}: dim must be in [{-x.dim()}, {x.dim() - 1}]."
             )
         if x.shape[self.dim] != self.n_features:
+            if x.dim() == 3 and x.shape[0] == self.n_features and self.dim == 1:
+                raise ValueError(
+                    f"{name} expects {self.n_features} bands along dim=1, got shape "
+                    f"{tuple(x.shape)}: an unbatched (C, H, W) image? Build the layer with "
+                    "dim=-3, which reads (C, H, W) and (N, C, H, W) alike, or add a batch "
+                    "axis, x.unsqueeze(0)."
+                )
             raise ValueError(
                 f"{name} expects {self.n_features} bands along dim={self.dim}, got shape "
                 f"{tuple(x.shape)} ({x.shape[self.dim]} there). Pass the bands it was "
@@ -481,6 +616,18 @@ class NormalizedDifference(nn.Module):
                 f"{name} got NaN in its input: fill or mask missing band values first."
             )
         if low < 0 and self.variant == "reflectance":
+            mean, std = float(x.detach().mean()), float(x.detach().std())
+            if abs(mean) < 0.5 and 0.5 < std < 2:
+                raise ValueError(
+                    f"{name}(variant='reflectance') needs non-negative band values, got a "
+                    f"minimum of {low:.4g}, and the input looks standardized (mean "
+                    f"{mean:.2g}, standard deviation {std:.2g}). Put the layer before the "
+                    "normalization, on the band values themselves (e.g. "
+                    "nn.Sequential(NormalizedDifference(...), nn.BatchNorm2d(n_pairs))): a "
+                    "normalized difference of standardized bands is no longer an index of "
+                    "the spectrum (it depends on the normalization's means, and is unbounded "
+                    "near zero sums). variant='signed' computes it anyway."
+                )
             raise ValueError(
                 f"{name}(variant='reflectance') needs non-negative band values, got a "
                 f"minimum of {low:.4g}; its outputs are only bounded in [-1, 1] for "
@@ -500,10 +647,12 @@ class NormalizedDifference(nn.Module):
         # Layers pickled before the channel axis and the input check existed.
         state.setdefault("dim", 1)
         state.setdefault("check_input", True)
+        state.setdefault("bands", None)
         super().__setstate__(state)
 
     def extra_repr(self):
+        bands = "" if self.bands is None else f", bands={list(self.bands)}"
         return (
             f"n_features={self.n_features}, n_pairs={self.n_pairs}, "
-            f"epsilon={self.epsilon:g}, variant={self.variant!r}, dim={self.dim}"
+            f"epsilon={self.epsilon:g}, variant={self.variant!r}, dim={self.dim}{bands}"
         )

@@ -161,6 +161,9 @@ def test_band_pair_indices():
     ]
     with pytest.raises(ValueError, match="Unknown band 'green'"):
         band_pair_indices([("green", "nir")], free)  # only grouped green bands
+    # Two spellings of one band: named in the error, not left as a pair (i, i).
+    with pytest.raises(ValueError, match=r"\('nir', 'B08'\) names band 'B08' twice"):
+        band_pair_indices([("B04", "B02"), ("nir", "B08")], bands)
 
 
 # ------------------------------------------------- presets and vocabularies (issue 13)

@@ -437,6 +437,89 @@ def test_bad_input_is_a_clear_error(x, error, match):
         NormalizedDifference(4)(x)
 
 
+def test_unbatched_images_with_dim_minus_3_and_a_hint_without_it():
+    x = torch.rand(2, 4, 5, 6)
+    layer = NormalizedDifference(4, dim=-3)
+    torch.testing.assert_close(layer(x[0]), layer(x)[0])
+    torch.testing.assert_close(layer(x), NormalizedDifference(4)(x))
+    with pytest.raises(ValueError, match=r"unbatched \(C, H, W\) image\? .*dim=-3"):
+        NormalizedDifference(4)(x[0])
+
+
+def test_standardized_input_points_to_the_layer_before_normalization():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(64, 4, 8, 8, generator=gen)
+    standardized = (x - x.mean((0, 2, 3), keepdim=True)) / x.std((0, 2, 3), keepdim=True)
+    with pytest.raises(ValueError, match=r"looks standardized.*before the\s+normalization"):
+        NormalizedDifference(4)(standardized)
+    # Other negative input keeps the signed-variant advice.
+    with pytest.raises(ValueError, match="variant='signed' or 'softplus'"):
+        NormalizedDifference(4)(x - 0.1)
+
+
+def test_bands_and_pairs_by_name():
+    x = torch.rand(3, 4)
+    named = NormalizedDifference(bands=["blue", "green", "red", "nir"], pairs=[("nir", "red")])
+    assert named.n_features == 4 and named.bands == ("blue", "green", "red", "nir")
+    torch.testing.assert_close(named(x), NormalizedDifference(4, pairs=[(3, 2)])(x))
+    assert "bands=['blue', 'green', 'red', 'nir']" in repr(named)
+    # A sensor's spellings and common names, mixed with positions.
+    s2 = NormalizedDifference(
+        bands=["B2", "B3", "B4", "B8"], sensor="sentinel2", pairs=[("nir", "B04"), (1, "B08")]
+    )
+    assert s2.pairs.tolist() == [[3, 2], [1, 3]]
+    assert NormalizedDifference(bands=["b", "r", "n"]).n_pairs == 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(bands=["blue", "red"], pairs=[("nir", "red")]), ValueError, "Unknown band 'nir'"),
+        (dict(bands=["red", "nir"], pairs=[("nir", "nir")]), ValueError, "names band 'nir' twice"),
+        (
+            dict(bands=["B4", "B8"], sensor="sentinel2", pairs=[("nir", "B08")]),
+            ValueError,
+            "names band 'B8' twice",
+        ),
+        (dict(bands=["B4", "B99"], sensor="sentinel2"), ValueError, "Unknown band name"),
+        (dict(n_features=3, bands=["red", "nir"]), ValueError, "Got 2 bands for 3"),
+        (dict(n_features=3, pairs=[("nir", "red")]), ValueError, "no band names: pass bands"),
+        (dict(n_features=3, sensor="sentinel2"), ValueError, "needs bands="),
+        (dict(), TypeError, "needs n_features"),
+    ],
+)
+def test_bad_band_names_are_clear_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        NormalizedDifference(**kwargs)
+
+
+def test_layer_from_a_fitted_estimator():
+    from sknd import NDClassifier, NDTransformer
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.05, 0.5, size=(300, 4))
+    y = (X[:, 3] > 1.5 * X[:, 2]).astype(int)
+    nd = NDTransformer(n_indices=2, bands=["B2", "B3", "B4", "B8"], max_epochs=10, random_state=0)
+    nd.fit(X, y)
+    layer = NormalizedDifference.from_estimator(nd, dim=-1)
+    assert layer.bands == ("B2", "B3", "B4", "B8") and layer.dim == -1
+    np.testing.assert_array_equal(layer.pairs.numpy(), nd.pairs_)
+    np.testing.assert_allclose(layer.a.detach().numpy(), nd.coef_a_, rtol=1e-6)
+    # Its outputs are the learned indices: transform's columns among them.
+    out = layer(torch.as_tensor(X, dtype=torch.float32)).detach().double().numpy()
+    np.testing.assert_allclose(out[:, nd.selected_indices_], nd.transform(X), atol=1e-6)
+    # ... on image patches too, as the first layer of a CNN.
+    image = torch.as_tensor(X[:16].T.reshape(1, 4, 4, 4), dtype=torch.float32)
+    patch = NormalizedDifference.from_estimator(nd)(image)
+    np.testing.assert_allclose(patch[0, :, 1, 2].detach(), out[6], atol=1e-6)
+
+    with pytest.raises(ValueError, match="not fitted yet"):
+        NormalizedDifference.from_estimator(NDClassifier())
+    with pytest.raises(ValueError, match="no ND layer"):
+        mlp = NDClassifier(architecture="mlp", max_epochs=1, random_state=0).fit(X, y)
+        NormalizedDifference.from_estimator(mlp)
+
+
 def test_wrong_dim_is_a_clear_error():
     with pytest.raises(ValueError, match=r"dim must be in \[-2, 1\]"):
         NormalizedDifference(4, dim=2)(torch.rand(3, 4))
@@ -493,7 +576,7 @@ def test_autocast_leaves_the_layer_in_float32():
 def test_old_pickles_get_the_defaults_of_new_settings():
     layer = NormalizedDifference(3)
     state = layer.__getstate__()
-    del state["dim"], state["check_input"]
+    del state["dim"], state["check_input"], state["bands"]
     restored = NormalizedDifference.__new__(NormalizedDifference)
     restored.__setstate__(state)
     assert restored(torch.rand(2, 3, 4)).shape == (2, 3, 4)
