@@ -12,7 +12,7 @@ from raster_files import write_geotiff
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from sknd import NDTransformer
-from sknd.bands import BandMatchWarning
+from sknd.bands import BandPositionWarning
 from sknd.raster._cli import main
 
 rasterio = pytest.importorskip("rasterio")
@@ -106,12 +106,19 @@ def test_regression_and_fill_value(tmp_path):
     assert (data[0, 0, :5] == -5).all() and profile["nodata"] == -5
 
 
-def test_unnamed_scene_warns_or_takes_positions(tmp_path, model_path):
+def test_unnamed_scene_is_refused_unless_positional(tmp_path, model_path, capsys):
     scene, _ = _scene(tmp_path / "scene.tif", described=False)
     out = tmp_path / "out.tif"
-    with pytest.warns(BandMatchWarning, match="no names"):
-        assert main([str(model_path), str(scene), str(out)]) == 0
+    assert main([str(model_path), str(scene), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no names" in err and "--bands positional" in err and "bands=" not in err
+    assert not out.exists()
     assert main([str(model_path), str(scene), str(out), "--positional"]) == 0
+    assert main([str(model_path), str(scene), str(out), "--bands", "positional"]) == 0
+    # Positions that the scene's own band descriptions contradict: a warning of its own class.
+    described, _ = _scene(tmp_path / "described.tif", order=BANDS[::-1])
+    with pytest.warns(BandPositionWarning, match="positions"):
+        assert main([str(model_path), str(described), str(out), "--bands", "positional"]) == 0
     names = ",".join(BANDS)
     assert main([str(model_path), str(scene), str(out), "--bands", names]) == 0
 

@@ -17,6 +17,7 @@ model's (the message says which).
 import argparse
 import contextlib
 import os
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
@@ -67,11 +68,12 @@ def _parser():
     )
     names = parser.add_mutually_exclusive_group()
     names.add_argument(
-        "--bands", default=None, help="comma-separated names of the scene's bands, in order"
+        "--bands",
+        default=None,
+        help="comma-separated names of the scene's bands, in order, or 'positional' to take "
+        "them in order as the model's bands (a scene without band descriptions needs one)",
     )
-    names.add_argument(
-        "--positional", action="store_true", help="take the scene's bands in order, by position"
-    )
+    names.add_argument("--positional", action="store_true", help="the same as --bands positional")
     parser.add_argument("--sensor", default=None, help="sensor preset of the scene's band names")
     parser.add_argument("--block-rows", type=int, default=None, help="rows per strip")
     parser.add_argument(
@@ -116,12 +118,16 @@ def _run_in_env(args, rasterio):
     with src:
         descriptions = list(src.descriptions)
         names = descriptions if all(descriptions) else None
-        bands = POSITIONAL if args.positional else _split(args.bands)
+        bands = _split(args.bands)
+        if args.positional or bands == [POSITIONAL]:
+            bands = POSITIONAL
         try:
             columns = band_columns(model, names, src.count, bands=bands, sensor=args.sensor)
         except (ValueError, TypeError) as exc:
             # Said of the Python arguments: name the options instead.
-            message = str(exc).replace("bands=[...]", "--bands").replace("bands=", "--bands")
+            message = str(exc).replace(f"bands={POSITIONAL!r}", f"--bands {POSITIONAL}")
+            message = message.replace("bands=[...]", "--bands B1,B2,...")
+            message = re.sub(r"\bbands= ?", "--bands ", message).replace("(a GeoTIFF: ", "(or ")
             raise CommandError(message.replace("sensor=", "--sensor ")) from None
         n_inputs = src.count if columns is None else len(columns)
         nodata = args.nodata if args.nodata is not None else src.nodata

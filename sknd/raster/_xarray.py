@@ -34,21 +34,37 @@ def is_dataarray(image):
 def image_band_names(image, band_dim):
     """The band names a DataArray carries, or None.
 
-    A band coordinate of strings wins; else the ``long_name`` attribute when it
-    holds one name per band (rioxarray reads a GeoTIFF's band descriptions
-    there); integer band numbers (rioxarray's 1..n) are not names.
+    A band coordinate of strings wins; else the ``long_name`` attribute
+    (rioxarray reads a GeoTIFF's band descriptions there, one per band of the
+    file). Integer band numbers (rioxarray's 1..n) are not names, but they
+    say which of the file's descriptions each band has: ``.sel`` and
+    ``.isel`` reorder or subset the bands and their numbers, not
+    ``long_name``. Descriptions that cannot be assigned to the bands (no
+    band coordinate and another count, band numbers outside 1..n, labels of
+    another kind) are not used.
     """
     n_bands = image.sizes[band_dim]
+    labels = None
     if band_dim in image.coords:
         labels = image.coords[band_dim].values.tolist()
         if all(isinstance(label, (str, bytes)) for label in labels):
             return [band_name(label) for label in labels]
     long_name = image.attrs.get("long_name")
-    if isinstance(long_name, (tuple, list)) and len(long_name) == n_bands:
-        names = [band_name(name).strip() for name in long_name]
-        if all(names):
-            return names
+    if not isinstance(long_name, (tuple, list)):
+        return None
+    names = [band_name(name).strip() for name in long_name]
+    if labels is not None:
+        # The file's band numbers, 1..n, in the order (and subset) of .sel/.isel.
+        if not all(_is_integer(k) and 1 <= k <= len(names) for k in labels):
+            return None
+        names = [names[int(k) - 1] for k in labels]
+    if len(names) == n_bands and all(names):
+        return names
     return None
+
+
+def _is_integer(label):
+    return isinstance(label, (int, np.integer)) and not isinstance(label, (bool, np.bool_))
 
 
 def _image_nodata(image, nodata):
