@@ -209,6 +209,19 @@ def test_fill_value_keeps_label_dtype(clf, string_clf):
     assert (proba[0, 0] == 0).all()
 
 
+def test_fill_value_equal_to_a_class_is_refused(clf, string_clf):
+    image = _with_nodata(_image())
+    with pytest.raises(ValueError, match=r"fill_value 2 is one of the classes \[0, 1, 2\]"):
+        raster.predict(clf, image, fill_value=2)
+    with pytest.raises(ValueError, match="one of the classes"):
+        raster.predict(clf, image, fill_value=1.0)  # the same label as a float
+    with pytest.raises(ValueError, match="one of the classes"):
+        raster.predict(string_clf, image, fill_value="soil")
+    # The probabilities and other labels' kinds do not collide.
+    raster.predict_proba(clf, image, fill_value=1.0)
+    assert raster.predict(string_clf, image, fill_value=0)[0, 0] == 0
+
+
 def test_nodata_value_on_integer_image():
     X, y = _training_data()
     X = np.round(X * 10_000)
@@ -897,6 +910,31 @@ def test_fillvalue_attribute_is_nodata(named_clf):
         assert labels[0, 0] == -1 and (labels[1:] >= 0).all()
         proba = raster.predict_proba(named_clf, candidate).values
         assert np.isnan(proba[:, 0, 0]).all() and np.isfinite(proba[:, 1:]).all()
+
+
+def test_fillvalue_per_band_and_in_the_encoding_is_nodata(named_clf):
+    # Both were ignored: no-data pixels were predicted as classes.
+    image = _dataarray().astype(np.float32).assign_coords(band=[1, 2, 3, 4])
+    image.attrs["long_name"] = tuple(BANDS)
+    image[0, 0, 0] = -9999.0  # band 1's nodata
+    image[2, 1, 1] = 0.0  # band 3's nodata
+    image[1, 2, 2] = 0.0  # a valid 0 in band 2, whose nodata is -1
+    per_band = image.copy()
+    per_band.attrs["_FillValue"] = np.array([-9999.0, -1.0, 0.0, np.nan])
+    labels = raster.predict(named_clf, per_band, fill_value=-1).values
+    assert labels[0, 0] == -1 and labels[1, 1] == -1 and labels[2, 2] >= 0
+    assert (labels >= 0).sum() == labels.size - 2
+    # The per-band values follow .sel like the band descriptions: band 3 first.
+    reordered = raster.predict(named_clf, per_band.sel(band=[3, 1, 2, 4]), fill_value=-1)
+    np.testing.assert_array_equal(reordered.values, labels)
+    named = per_band.assign_coords(band=BANDS)
+    named.attrs["_FillValue"] = np.array([-9999.0, -1.0, 0.0])
+    with pytest.raises(ValueError, match="_FillValue holds 3 values for its 4 bands"):
+        raster.predict(named_clf, named)
+    encoded = image.copy()
+    encoded.encoding["_FillValue"] = np.float32(-9999.0)  # as xarray keeps it once decoded
+    labels = raster.predict(named_clf, encoded, fill_value=-1).values
+    assert labels[0, 0] == -1 and (labels >= 0).sum() == labels.size - 1
 
 
 # rioxarray releases for Python 3.11 multiply affine 3 transforms with `*`, which warns.

@@ -187,6 +187,26 @@ def test_values_the_model_refuses_exit_2_and_leave_no_map(tmp_path, capsys):
     assert main([str(path), str(scene), str(out), "--n-jobs", "-1", "--no-progress"]) == 0
 
 
+def test_class_fill_is_no_class_label(tmp_path, capsys):
+    # Labels -1 / +1 met the default fill -1: every pixel of class -1 read back as no-data.
+    X, _ = _training()
+    y = np.where(X["nir"] > X["red"], 1, -1)
+    path = tmp_path / "signs.joblib"
+    joblib.dump(LogisticRegression().fit(X, y), path)
+    scene, table = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "out.tif"
+    assert main([str(path), str(scene), str(out), "--no-progress"]) == 0
+    data, profile, _, _ = _read(out)
+    assert profile["nodata"] == -2
+    valid = np.ones((40, 30), dtype=bool)
+    valid[0, :5] = valid[3, 3] = False
+    model = joblib.load(path)
+    np.testing.assert_array_equal(data[0][valid], model.predict(table).reshape(40, 30)[valid])
+    assert (data[0][~valid] == -2).all()
+    assert main([str(path), str(scene), str(out), "--fill-value", "1"]) == 2
+    assert "--fill-value 1.0 is one of the classes [-1, 1]" in capsys.readouterr().err
+
+
 def test_module_runs_as_a_command(tmp_path, model_path):
     scene, _ = _scene(tmp_path / "scene.tif")
     out = tmp_path / "out.tif"

@@ -53,7 +53,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._docstrings import Substitution
 from .._pixels import apply_pixels, prepare
-from ._checks import check_image_dtype, check_scalar, image_values
+from ._checks import check_fill_not_a_class, check_image_dtype, check_scalar, image_values
 from ._matching import band_columns
 from ._xarray import apply_dataarray, is_dataarray
 
@@ -168,6 +168,8 @@ def predict(
         the labels' kind (e.g. ``-1`` for integer classes, ``"nodata"`` for
         string classes) to keep the dtype of ``classes_``; the output dtype is
         the one numpy's type promotion gives for labels and ``fill_value``.
+        A value equal to one of ``classes_`` raises a ``ValueError``: no-data
+        would read as that class.
     {chunk_parameters}
 
     Returns
@@ -390,6 +392,8 @@ def _apply(
         "bands": bands,
         "sensor": sensor,
     }
+    if method == "predict":
+        check_fill_not_a_class(options["fill_value"], estimator)
     if is_dataarray(image) or _is_dask_array(image):
         check_image_dtype(image.dtype)
     if is_dataarray(image):

@@ -25,6 +25,7 @@ import numpy as np
 
 from .._pixels import apply_pixels, prepare
 from . import _n_jobs
+from ._checks import band_nodata, check_fill_not_a_class, class_fill
 from ._matching import POSITIONAL, band_columns
 
 __all__ = []
@@ -64,7 +65,8 @@ def _parser():
         "--fill-value",
         type=float,
         default=None,
-        help="output value of no-data pixels (default: NaN, or -1 for class codes)",
+        help="output value of no-data pixels, no class label (default: NaN, or for class "
+        "codes -1, or below the smallest class when -1 is one)",
     )
     names = parser.add_mutually_exclusive_group()
     names.add_argument(
@@ -130,8 +132,13 @@ def _run_in_env(args, rasterio):
             message = re.sub(r"\bbands= ?", "--bands ", message).replace("(a GeoTIFF: ", "(or ")
             raise CommandError(message.replace("sensor=", "--sensor ")) from None
         n_inputs = src.count if columns is None else len(columns)
-        nodata = args.nodata if args.nodata is not None else src.nodata
-        if nodata is not None and np.isnan(nodata):
+        # The file's no-data values are per band: only the bands read (columns) count.
+        nodata = args.nodata
+        if nodata is None:
+            nodata = band_nodata(
+                list(src.nodatavals) if columns is None else [src.nodatavals[c] for c in columns]
+            )
+        elif np.isnan(nodata):
             nodata = None  # NaN is no-data anyway
         func, spec, codes = _pixel_function(model, method, n_inputs, src.dtypes, args.fill_value)
         profile = _output_profile(src, spec, args.compress)
@@ -203,14 +210,20 @@ def _pixel_function(model, method, n_inputs, dtypes, fill_value):
         return func, spec, None
     # A fill of -1 keeps integer labels integer; the probe tells the labels' kind.
     func, spec = prepare(method, model, n_inputs, dtype, -1)
+    try:
+        check_fill_not_a_class(fill_value, model, "--fill-value")
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
     if spec.dtype.kind == "f":
         spec.dtype = np.dtype(np.float32)
         spec.fill = np.nan if fill_value is None else _float32_fill(fill_value)
         return func, spec, None
-    fill = -1 if fill_value is None else fill_value
+    classes = getattr(model, "classes_", None)
+    # Not a class: -1 unless it is one (labels -1 / +1), then below the smallest.
+    default = -1 if classes is None or spec.dtype.kind not in "iub" else class_fill(classes)
+    fill = default if fill_value is None else fill_value
     if not float(fill).is_integer():
         raise CommandError(f"--fill-value {fill} is not an integer, as the class labels are.")
-    classes = getattr(model, "classes_", None)
     codes = None
     if spec.dtype.kind not in "iub":
         if classes is None:
