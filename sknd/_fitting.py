@@ -263,7 +263,7 @@ class FittingMixin:
         if continuing:
             self._check_network_params(how)
             X, y = self._validate_X_y(X, y, reset=False)
-            task = self._task
+            task = self._task.continued(y)
             codes = task.encode(y)
             if np.ndim(codes) == 2 and codes.shape[1] != task.n_outputs:
                 raise ValueError(
