@@ -10,7 +10,7 @@ fitting method all or nothing.
 import copy
 import functools
 import threading
-from numbers import Integral
+from numbers import Integral, Number
 
 import numpy as np
 import pandas as pd
@@ -81,6 +81,13 @@ def _same_param(before, now):
     """Whether a parameter value is unchanged (array-likes compared by value)."""
     if before is now:
         return True
+    # Equal values of another type (np.float64(1e-6), np.int64(5), np.True_: param grids,
+    # numpy round trips) are the same value; a bool is no number here (True is not 1).
+    flags = (bool, np.bool_)
+    if isinstance(before, flags) or isinstance(now, flags):
+        return isinstance(before, flags) and isinstance(now, flags) and bool(before) == bool(now)
+    if isinstance(before, Number) and isinstance(now, Number):
+        return bool(before == now)
     if isinstance(before, str) or isinstance(now, str) or np.ndim(before) == np.ndim(now) == 0:
         return type(before) is type(now) and before == now
     try:

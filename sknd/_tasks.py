@@ -96,6 +96,11 @@ class ClassificationTask:
             self.classes, self.encoded = np.unique(y, return_inverse=True)
         else:  # every class of the data set (partial_fit), y holds some of them
             check_label_kinds(classes, "classes")
+            if np.ndim(classes) != 1 or len(np.unique(classes)) < 2:
+                raise ValueError(
+                    f"classes={classes!r} must list every class of the data set, at least 2 "
+                    "(e.g. classes=np.unique(y_all) over all the parts partial_fit will see)."
+                )
             check_classification_targets(classes)
             self.classes = np.unique(classes)
             self.encoded = self.encode(np.asarray(y))

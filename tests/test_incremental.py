@@ -214,6 +214,33 @@ def test_warm_start_refuses_a_changed_network_and_keeps_the_model(change):
         clf.set_params(**change).partial_fit(X, y)
 
 
+@pytest.mark.parametrize(
+    "name, value, other, changed",
+    [
+        ("epsilon", 1e-6, np.float64(1e-6), np.float64(2e-6)),
+        ("hidden_units", 5, np.int64(5), np.int64(6)),
+        ("passthrough", True, np.True_, np.False_),
+    ],
+)
+def test_warm_start_takes_an_equal_value_of_another_type(name, value, other, changed):
+    # Param grids and get_params/set_params round trips through numpy give np.float64(1e-6)
+    # for 1e-6: the same network, which warm_start and partial_fit used to refuse.
+    X, y = _data()
+    clf = NDClassifier(warm_start=True, max_epochs=2, random_state=0, **{name: value}).fit(X, y)
+    clf.set_params(**{name: other}).fit(X, y)
+    clf.partial_fit(X, y)
+    with pytest.raises(ValueError, match=f"{name} changed"):
+        clf.set_params(**{name: changed}).fit(X, y)
+
+
+def test_partial_fit_refuses_fewer_than_two_classes_by_name():
+    X, y = _data()
+    for estimator in (NDClassifier(), NDTransformer()):
+        for classes in ([], [1], np.array([])):
+            with pytest.raises(ValueError, match=r"classes=.* at least 2"):
+                estimator.partial_fit(X, y, classes=classes)  # was an IndexError
+
+
 def test_fit_without_warm_start_starts_afresh_after_partial_fit():
     X, y = _data()
     clf = NDClassifier(random_state=0, max_epochs=3)
