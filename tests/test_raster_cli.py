@@ -135,6 +135,12 @@ def test_unnamed_scene_is_refused_unless_positional(tmp_path, model_path, capsys
         ("huge class fill", "--fill-value 1e+300 is too large for a class map"),
         ("huge float fill", "--fill-value 1e+40 is beyond the float32 range"),
         ("band count", "Got 2 band names in --bands for an image of 4 bands"),
+        # An unknown preset was accepted when the names matched as given.
+        ("unknown sensor", "Unknown sensor 'bogus'"),
+        # Complex bands lost their imaginary part without a word.
+        ("complex scene", "the scene's bands must hold real band values"),
+        # GDAL's refusal to compress float32 as JPEG ended in a traceback.
+        ("jpeg compression", "BitsPerSample 32 not allowed for JPEG (--compress jpeg on float32"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, message):
@@ -160,8 +166,19 @@ def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, me
         extra = ["--proba", "--fill-value", "1e40"]
     elif case == "band count":
         extra = ["--bands", "blue,green"]
-    assert main([model, str(scene), str(tmp_path / "out.tif"), *extra]) == 2
-    assert message.replace("\\", "") in capsys.readouterr().err.replace("\\", "")
+    elif case == "unknown sensor":
+        extra = ["--sensor", "bogus"]
+    elif case == "complex scene":
+        rng = np.random.default_rng(0)
+        values = rng.uniform(0.01, 0.5, (4, 6, 5)) + 1j * rng.uniform(0, 1, (4, 6, 5))
+        write_geotiff(scene, values.astype(np.complex64), nodata=None, descriptions=BANDS)
+    elif case == "jpeg compression":
+        extra = ["--proba", "--compress", "jpeg"]
+    out = tmp_path / "out.tif"
+    assert main([model, str(scene), str(out), "--no-progress", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message.replace("\\", "") in err.replace("\\", "")
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
 
 
 def test_values_the_model_refuses_exit_2_and_leave_no_map(tmp_path, capsys):
@@ -205,6 +222,39 @@ def test_class_fill_is_no_class_label(tmp_path, capsys):
     assert (data[0][~valid] == -2).all()
     assert main([str(path), str(scene), str(out), "--fill-value", "1"]) == 2
     assert "--fill-value 1.0 is one of the classes [-1, 1]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP", "KeyboardInterrupt"])
+def test_a_stopped_command_removes_its_map_and_says_so(
+    tmp_path, model_path, capsys, monkeypatch, stop
+):
+    # SIGTERM (a timeout, a job scheduler, docker stop) and SIGHUP ended the process at once,
+    # leaving a partial GeoTIFF that opened as a valid map; Ctrl-C printed a traceback.
+    import os
+    import signal
+    import time
+
+    from sknd.raster import _cli
+
+    scene, _ = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "out.tif"
+    process = _cli._process
+
+    def stopped_midway(src, dst, *args, **kwargs):
+        process(src, dst, *args, **kwargs)  # the map is written, not yet closed
+        if stop == "KeyboardInterrupt":
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), getattr(signal, stop))
+        time.sleep(5)  # the handler interrupts this
+
+    monkeypatch.setattr(_cli, "_process", stopped_midway)
+    before = signal.getsignal(signal.SIGTERM)
+    code = main([str(model_path), str(scene), str(out), "--no-progress"])
+    number = signal.SIGINT if stop == "KeyboardInterrupt" else getattr(signal, stop)
+    assert code == 128 + number and not out.exists()
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no map written" in err
+    assert signal.getsignal(signal.SIGTERM) is before  # the handlers are put back
 
 
 def test_module_runs_as_a_command(tmp_path, model_path):

@@ -16,7 +16,7 @@ import warnings
 
 import numpy as np
 
-from ..bands import Band, BandMatchWarning, BandPositionWarning, match_bands
+from ..bands import Band, BandMatchWarning, BandPositionWarning, get_sensor, match_bands
 
 __all__ = []
 
@@ -65,6 +65,8 @@ def band_columns(estimator, image_names, n_bands, *, bands, sensor):
     ``bands`` (checked by :func:`check_bands`) overrides them.
     """
     bands = check_bands(bands, n_bands)
+    if sensor is not None:
+        get_sensor(sensor)  # an unknown preset is an error, also where names match as given
     if isinstance(bands, list):
         image_names = bands
     model = model_band_names(estimator)
