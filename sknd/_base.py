@@ -17,7 +17,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import __version__
 from ._fitting import FittingMixin
-from ._formula import VARIANTS
+from ._formula import EPSILON_RANGE, VARIANTS
 from ._recipe import RECIPES
 from ._tasks import check_label_kinds
 from ._threads import torch_threads
@@ -42,11 +42,6 @@ from .networks import (
 
 __all__ = []
 
-
-#: Range of ``epsilon``. Below about 5e-20 its square underflows float32 and all-zero
-#: rows get infinite gradients (below 1e-45 it is 0 and they get 0 / 0); far above
-#: any band value it flattens every index to 0.
-EPSILON_RANGE = (1e-15, 1e15)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
