@@ -270,6 +270,7 @@ class FittingMixin:
         if continuing:
             self._check_network_params(how)
             X, y = self._validate_X_y(X, y, reset=False)
+            self._record_band_range(X, continuing=True)
             task = self._task.continued(y)
             codes = task.encode(y)
             if np.ndim(codes) == 2 and codes.shape[1] != task.n_outputs:
@@ -286,6 +287,7 @@ class FittingMixin:
         self._network_params_ = {name: getattr(self, name) for name in self._NETWORK_PARAMS}
         self._band_names_given = self.bands is not None
         X, y = self._validate_X_y(X, y, reset=True)
+        self._record_band_range(X, continuing=False)
         # Band names (DataFrame columns or bands=) are frozen at fit time; they
         # label indices_, export_formulas and get_feature_names_out.
         self.bands_ = resolve_bands(
