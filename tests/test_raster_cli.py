@@ -135,6 +135,8 @@ def test_unnamed_scene_is_refused_unless_positional(tmp_path, model_path, capsys
         ("huge class fill", "--fill-value 1e+300 is too large for a class map"),
         ("huge float fill", "--fill-value 1e+40 is beyond the float32 range"),
         ("band count", "Got 2 band names in --bands for an image of 4 bands"),
+        # String classes are written as codes 0..n-1: a fill of 0 read as the first class.
+        ("fill is a class code", "--fill-value 0 is the code of the class 'soil'"),
         # An unknown preset was accepted when the names matched as given.
         ("unknown sensor", "Unknown sensor 'bogus'"),
         # Complex bands lost their imaginary part without a word.
@@ -166,6 +168,8 @@ def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, me
         extra = ["--proba", "--fill-value", "1e40"]
     elif case == "band count":
         extra = ["--bands", "blue,green"]
+    elif case == "fill is a class code":
+        extra = ["--fill-value", "0"]
     elif case == "unknown sensor":
         extra = ["--sensor", "bogus"]
     elif case == "complex scene":

@@ -298,6 +298,12 @@ def _pixel_function(model, method, n_inputs, dtypes, fill_value):
                 "model has no classes_ to number them."
             )
         codes = np.asarray(classes)
+        if 0 <= fill < len(codes):
+            label = codes.tolist()[int(fill)]
+            raise CommandError(
+                f"--fill-value {fill:g} is the code of the class {label!r} in the map (codes 0 "
+                f"to {len(codes) - 1}): pass a value that is no code, such as -1."
+            )
         func = _ClassCodes(func, codes)
         values = [int(fill), 0, len(codes) - 1]
     else:
