@@ -27,8 +27,10 @@ file's band descriptions (the ``long_name`` attribute rioxarray reads) or the
 DataFrame's columns. Names of another sensor are translated through the sensor
 presets of :mod:`sknd.bands` (a model fitted on Landsat 8 bands predicts a
 Sentinel-2 scene), with a :class:`~sknd.bands.BandMatchWarning` listing the
-mapping. An image without names is taken by position, with a warning, or
-without one when ``bands="positional"``.
+mapping. An image without names given to a model with names is refused unless
+``bands="positional"`` takes its bands in the model's order (with a
+:class:`~sknd.bands.BandPositionWarning` when the image's own names say
+otherwise). A file's band descriptions follow ``.sel`` and ``.isel``.
 
 Pixels with a NaN (or the ``nodata`` value) in any band the model uses are
 no-data: they are never shown to the estimator and come out as ``fill_value``
@@ -87,21 +89,24 @@ _IMAGE_PARAMETERS = """\
         or an sknd estimator's ``bands=``), the bands it uses are picked and
         ordered by name, through the sensor presets when the names are of
         another sensor. ``"positional"`` takes the bands in order without
-        looking at names. An image without names is taken by position with
-        a :class:`~sknd.bands.BandMatchWarning`.
+        matching names (a :class:`~sknd.bands.BandPositionWarning` says when
+        the image's names match in another order). An image without names
+        given to a model with names raises a ``ValueError``: name its bands,
+        or pass ``"positional"``.
     sensor : str or None, default=None
         Sensor preset of the image's band names (see
         :func:`sknd.bands.get_sensor`), e.g. ``"sentinel2"`` for a scene
         whose bands are called ``B02``, ``B08``; guessed from the names when
-        None.
+        None. An unknown preset raises a ``ValueError``.
 """
 
 _NODATA_PARAMETER = """\
     nodata : scalar or None, default=None
         Value marking missing data in the input, in addition to NaN. A pixel
         is no-data when any band the estimator uses is NaN or equals
-        ``nodata``. None takes a DataArray's ``_FillValue`` attribute (the
-        file's nodata as rioxarray reads it) when it has one.
+        ``nodata``. None takes a DataArray's ``_FillValue`` (the file's
+        nodata as rioxarray reads it, in the attributes or the encoding; one
+        value, or one per band) when it has one.
 """
 
 _CHUNK_PARAMETERS = """\
