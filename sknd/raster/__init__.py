@@ -196,12 +196,12 @@ def predict(
     >>> from sknd import raster
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(0, 1, size=(100, 3))
-    >>> clf = LogisticRegression().fit(X, X[:, 0] > X[:, 1])
+    >>> clf = LogisticRegression().fit(X, np.where(X[:, 0] > X[:, 1], 1, 2))
     >>> image = rng.uniform(0, 1, size=(4, 5, 3))
     >>> image[0, 0, 2] = np.nan                     # a no-data pixel
-    >>> labels = raster.predict(clf, image, fill_value=False)
-    >>> labels.shape, labels.dtype
-    ((4, 5), dtype('bool'))
+    >>> labels = raster.predict(clf, image, fill_value=0)   # 0: no class
+    >>> labels.shape, labels.dtype, labels[0, 0]
+    ((4, 5), dtype('int64'), np.int64(0))
     >>> raster.predict(clf, image).dtype            # NaN needs floats
     dtype('float64')
     """
