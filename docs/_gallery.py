@@ -11,14 +11,14 @@ def reset_argv(gallery_conf, script_vars):
     """Command-line arguments each example runs with in the gallery.
 
     ``reproduce_paper.py`` runs its documented ``--quick`` mode on the smaller dataset:
-    its full protocol takes far longer than a docs build. ``sentinel2_indices.py`` writes its
-    PNG files to a temporary directory (the gallery shows the figures anyway). The other
-    examples take no arguments.
+    its full protocol takes far longer than a docs build. ``sentinel2_indices.py`` and
+    ``landsat8_to_sentinel2.py`` write their files (PNG, GeoTIFF, COG, JSON) to a temporary
+    directory (the gallery shows the figures anyway). The other examples take no arguments.
     """
     name = Path(script_vars["src_file"]).name
     if name == "reproduce_paper.py":
         return ["--quick", "--datasets", "forest_type", "--n-jobs", "1",
                 "--output", str(_RESULTS / "reproduce_paper")]
-    if name == "sentinel2_indices.py":  # its PNG files: out of the source tree
-        return [str(_RESULTS / "sentinel2_indices")]
+    if name in ("sentinel2_indices.py", "landsat8_to_sentinel2.py"):  # out of the source tree
+        return [str(_RESULTS / Path(name).stem)]
     return []

@@ -1,16 +1,21 @@
 """From samples to a georeferenced map: Landsat 8 samples, a Sentinel-2 scene
 ==========================================================================
 
-Fit on Landsat 8 samples, apply the model to a real Sentinel-2 scene, write the map.
+Fit on Landsat 8 samples, apply the model to a real Sentinel-2 scene, write the map as
+a categorical GeoTIFF and a Cloud Optimized GeoTIFF, and export the learned indices.
 
 1. Fit :class:`sknd.NDClassifier` on spyndex's real Landsat 8 surface-reflectance
    samples of three land covers (urban, vegetation, water), using the bands
    ``SR_B2``-``SR_B5`` (blue, green, red, NIR) under ``sensor="landsat8"``.
 2. Apply it to spyndex's real Sentinel-2 10 m scene, whose bands are called
-   ``B02``, ``B03``, ``B04``, ``B08``: :func:`sknd.raster.predict` finds each
-   Landsat band's Sentinel-2 counterpart through the common band names and says
-   so with a :class:`sknd.bands.BandMatchWarning` listing the mapping.
-3. Write the class map as a GeoTIFF and a PNG with a legend.
+   ``B02``, ``B03``, ``B04``, ``B08``: :func:`sknd.raster.class_map` finds each
+   Landsat band's Sentinel-2 counterpart through the common band names (and says
+   so with a :class:`sknd.bands.BandMatchWarning` listing the mapping) and gives
+   the class map as uint8 codes with their labels attached.
+3. Write it with :func:`sknd.raster.write_class_map`: a GeoTIFF with a colour table
+   and category names that QGIS shows as they are, and the same as a COG.
+4. Export the learned indices as Awesome Spectral Indices entries (a JSON file that
+   spyndex reads) and as Earth Engine formulas over Sentinel-2 band names.
 
 The scene has no georeferencing in its source. The example attaches the
 loader's *illustrative* CRS and transform (UTM zone 33N, 10 m pixels:
@@ -19,8 +24,9 @@ is not the scene's true location.
 
 Run with ``python examples/landsat8_to_sentinel2.py [OUTPUT_DIR]`` (needs the
 ``geo`` and ``plot`` extras: rioxarray, rasterio and matplotlib). Writes
-``landcover.tif`` and ``landcover.png`` to OUTPUT_DIR (default: the current
-directory).
+``landcover.tif`` (with ``landcover.tif.aux.xml``, its category names),
+``landcover_cog.tif``, ``landcover_indices.json`` and ``landcover.png`` to OUTPUT_DIR
+(default: the current directory).
 """
 
 import sys
@@ -28,12 +34,14 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import rasterio
 import rioxarray  # noqa: F401  (registers the .rio accessor)
 from affine import Affine
 
 from sknd import NDClassifier, raster
 from sknd.bands import BandMatchWarning
 from sknd.datasets import load_landsat8_samples, load_sentinel2_scene
+from sknd.inspection import export_asi
 
 output_dir = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
 output_dir.mkdir(parents=True, exist_ok=True)
@@ -62,26 +70,33 @@ print("  (CRS and transform are illustrative: the source scene has none)")
 
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", BandMatchWarning)
-    labels = raster.predict(clf, scene, fill_value="nodata")
+    codes = raster.class_map(clf, scene)
 for warning in caught:
     print(f"band mapping: {warning.message}")
+print(
+    f"class map: {codes.dtype}, fill {codes.attrs['_FillValue']}, codes {codes.attrs['categories']}"
+)
 
-# 3. A GeoTIFF holds numbers: write class codes with the names as metadata.
+# 3. A GeoTIFF with colour table and category names, and the same as a COG.
 classes = clf.classes_.tolist()
-codes = labels.copy(data=np.searchsorted(clf.classes_, labels.values).astype(np.uint8))
-codes.attrs = {
-    "long_name": "land cover",
-    "classes": ", ".join(f"{i}={c}" for i, c in enumerate(classes)),
-}
-codes = codes.rio.write_nodata(255)
-geotiff = output_dir / "landcover.tif"
-codes.rio.to_raster(geotiff)
-reread = rioxarray.open_rasterio(geotiff)
-assert reread.rio.crs == scene.rio.crs and reread.rio.transform() == scene.rio.transform()
-print(f"wrote {geotiff} (CRS {reread.rio.crs}, transform equal to the scene's)")
+colours = {"Urban": "#b0b0b0", "Vegetation": "#2e8b3a", "Water": "#2a6fdb"}
+geotiff = raster.write_class_map(codes, output_dir / "landcover.tif", colors=colours)
+cog = raster.write_class_map(codes, output_dir / "landcover_cog.tif", colors=colours, cog=True)
+with rasterio.open(cog) as src:
+    assert src.crs == scene.rio.crs and src.transform == scene.rio.transform()
+    print(f"wrote {geotiff} and {cog} ({src.tags(ns='IMAGE_STRUCTURE')['LAYOUT']} layout)")
+    print("  colour table:", {code: src.colormap(1)[code][:3] for code in range(len(classes))})
 
-fractions = {c: float(np.mean(labels.values == c)) for c in classes}
+labels = raster.class_labels(codes).values
+fractions = {c: float(np.mean(labels == c)) for c in classes}
 print("land cover:", ", ".join(f"{c} {100 * f:.1f}%" for c, f in fractions.items()))
+
+# 4. The learned indices as Awesome Spectral Indices entries and Sentinel-2 formulas.
+catalogue = export_asi(clf, output_dir / "landcover_indices.json", top=2, reference="example")
+for name, entry in catalogue["SpectralIndices"].items():
+    print(f"{name}: {entry['long_name']}\n  {entry['formula']}")
+for formula in clf.export_formulas(format="gee", top=2, precision=4, sensor="sentinel2"):
+    print(f"Earth Engine, Sentinel-2 bands: {formula}")
 
 import matplotlib  # noqa: E402
 
@@ -90,12 +105,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-colours = {"Urban": "#b0b0b0", "Vegetation": "#2e8b3a", "Water": "#2a6fdb"}
 fig, (ax_rgb, ax_map) = plt.subplots(1, 2, figsize=(10, 5), constrained_layout=True)
 rgb = scene.sel(band=["B04", "B03", "B02"]).transpose("y", "x", "band").values
 ax_rgb.imshow(np.clip(rgb / np.percentile(rgb, 98), 0, 1))
 ax_rgb.set_title("Sentinel-2 scene (B04, B03, B02)")
-ax_map.imshow(codes.values, cmap=ListedColormap([colours[c] for c in classes]), vmin=0, vmax=2)
+shown = np.ma.masked_equal(codes.values, codes.attrs["_FillValue"])
+ax_map.imshow(shown, cmap=ListedColormap([colours[c] for c in classes]), vmin=0, vmax=2)
 ax_map.set_title("Land cover from a Landsat 8 model")
 ax_map.legend(
     handles=[Patch(color=colours[c], label=c) for c in classes],

@@ -304,23 +304,30 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
             band_range=self._band_range_to_check(),
         )
 
-    def export_formulas(self, format="numpy", top=None, precision=None):
+    def export_formulas(self, format="numpy", top=None, precision=None, sensor=None):
         """Write each learned index as a formula over the band names.
 
         Parameters
         ----------
-        format : {"numpy", "gee", "latex", "text"}, default="numpy"
+        format : {"numpy", "gee", "qgis", "latex", "text", "asi"}, default="numpy"
             ``"numpy"``: a Python expression over band arrays (names made
             identifiers by :func:`sknd.inspection.band_identifiers`);
             ``"gee"``: an Earth Engine ``ee.Image.expression`` string reading
-            bands with ``b('name')``; ``"latex"``; ``"text"``.
+            bands with ``b('name')``; ``"qgis"``: a QGIS raster-calculator
+            expression over layers named after the bands (``"B8@1"``);
+            ``"latex"``; ``"text"``; ``"asi"``: an Awesome Spectral Indices
+            formula over the catalogue's band symbols (``N``, ``R``, ...).
         top : int, default=None
             Only the ``top`` most important indices, most important first. By
             default all, in the order of the rows of ``indices_``.
         precision : int, default=None
-            Significant digits of the weights; by default exact for ``"numpy"``
-            and ``"gee"`` (the formulas reproduce the model), 4 for ``"latex"``
-            and ``"text"``.
+            Significant digits of the weights; by default exact for ``"numpy"``,
+            ``"gee"``, ``"qgis"`` and ``"asi"`` (the formulas reproduce the
+            model), 4 for ``"latex"`` and ``"text"``.
+        sensor : str, default=None
+            Write the bands as another sensor preset's, matched by common name
+            (``"sentinel2"``: a model fitted on Landsat 8 bands exports
+            Sentinel-2 formulas); None keeps the model's band names.
 
         Returns
         -------
@@ -333,7 +340,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         sknd.inspection.export_formulas : The same as a function, with details.
         """
         check_is_fitted(self)
-        return export_formulas(self, format=format, top=top, precision=precision)
+        return export_formulas(self, format=format, top=top, precision=precision, sensor=sensor)
 
     def _set_indices(self):
         """Build ``indices_``; called last in ``fit``, once the outputs are known."""

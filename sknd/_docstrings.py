@@ -179,13 +179,16 @@ _OTHER_PARAMETERS_DOC = """\
         deviation on the training data, kept as buffers: parameter counts
         and illumination invariance do not change); an output layer started
         from the logistic (ridge, for regression) fit on the standardized
-        classic indices; early stopping that scores the starting model as
-        epoch 0 (``best_epoch_ = 0`` when it was never beaten); and a final
-        convex refit of the output layer on the learned indices of the
-        training and validation rows. Under the paper's recipe a depth-2 ND
-        network ended below a logistic regression on the classic indices it
-        starts from; see the user guide's training page. Deeper networks and
-        the MLP train the same under both.
+        classic indices, its penalty chosen from the data
+        (``start_regularization_``); band weights and output layer then
+        refined jointly by L-BFGS under a prior toward the classic indices
+        whose strength the validation part chooses; early stopping that
+        scores the selected model as epoch 0 (``best_epoch_ = 0`` when Adam
+        never beat it); and a final convex refit of the output layer on the
+        learned indices of the training and validation rows.
+        ``learning_gain_`` says what learning the indices gained on the
+        validation part. Deeper networks and the MLP train the same under
+        both; see the user guide's training page.
     warm_start : bool, default=False
         When ``True``, ``fit`` continues training the fitted network (weights,
         band pairs, the recipe's conditioning and target scaling) instead of
@@ -263,6 +266,21 @@ ATTRIBUTES_DOC = """\
     best_epoch_ : int or None
         1-based epoch whose weights were restored by early stopping; 0 when
         the starting model (``recipe="sknd"``) was never beaten.
+    learning_gain_ : float or None
+        Under ``recipe="sknd"`` at depth 2: the validation score (accuracy,
+        or R^2) of the trained model minus that of the tuned fixed-index
+        start, before the final refit; 0.0 when learning the indices gained
+        nothing on the validation part. None without a validation part
+        (``early_stopping=False`` and no ``X_val``; ``partial_fit``), for
+        deeper networks, the MLP and ``recipe="paper"``.
+    start_regularization_ : float or None
+        Penalty of the recipe's convex start and refit: ``C`` of the
+        logistic regression (classification) or ``alpha`` of the ridge
+        regression on standardized targets (regression). Chosen from the
+        data (the validation log-loss over ``C``; generalized
+        cross-validation over ``alpha``), each by the one-standard-error
+        rule; 1.0 when there are fewer than 10 rows to choose on. None
+        where the recipe does not apply (as for ``learning_gain_``).
     n_iter_ : int
         Number of epochs in ``history_``.
     band_names_ : ndarray of shape (n_features_in_,)

@@ -127,6 +127,20 @@ def _tensors(X, codes, weight, task, device):
     )
 
 
+def _report_recipe(task, penalty, tuned, start, selected, gain):
+    """``verbose``: what the default recipe chose, and what learning the indices gained."""
+    name = "C" if isinstance(task, ClassificationTask) else "alpha"
+    how = "chosen on the data" if tuned else "fixed: too few rows to choose it on"
+    print(f"recipe: convex start on the classic indices, {name}={penalty:.3g} ({how})")
+    if start is None:
+        print("recipe: no validation part: the indices were not refined; learning_gain_=None")
+        return
+    print(
+        f"recipe: validation score {start.score:.4f} at the start, {selected.score:.4f} "
+        f"with refined indices; learning_gain_={gain:+.4f} after training"
+    )
+
+
 # ids of the estimator objects being fitted now (see restore_on_failure).
 _objects_in_fit = set()
 _fitting_lock = threading.Lock()
@@ -430,21 +444,37 @@ class FittingMixin:
             callbacks.append(("valid_score", ValidationScore(task.score)))
         rows = rows_per_pass(module)
         with torch_threads(1):
-            start_score = None
+            penalty = start = selected = valid = None
             if recipe:
-                if not continuing:  # a warm start keeps the fitted conditioning and head
-                    target = self._convex_target(task, c_train)
-                    _recipe.prepare(module, X_train, target, task, rows, w_train)
                 if X_valid is not None:
-                    target = valid_data.y.cpu()
-                    start_score = _recipe.start_score(module, X_valid, target, task, rows, w_valid)
+                    valid = (X_valid, self._convex_target(task, c_valid), w_valid)
+                if continuing:  # a warm start keeps the fitted conditioning and head
+                    penalty = self.start_regularization_
+                    if valid is not None:
+                        start = selected = _recipe.validation(module, task, valid, rows)
+                else:
+                    target = self._convex_target(task, c_train)
+                    penalty, tuned = _recipe.prepare(
+                        module, X_train, target, task, rows, w_train, valid
+                    )
+                    if valid is not None:
+                        start, selected = _recipe.refine(
+                            module, X_train, target, task, rows, penalty, w_train, valid
+                        )
             if X_valid is not None and self.early_stopping:
                 stopper = EarlyStopping(
-                    task.monitor, task.lower_is_better, self.patience, start_score=start_score
+                    task.monitor,
+                    task.lower_is_better,
+                    self.patience,
+                    start_score=None if selected is None else selected.monitored(task),
                 )
                 callbacks.append(("early_stopping", stopper))
             net = self._net(module, task, device, seed, self.max_epochs, callbacks, valid_data)
             net.fit(train_data, None)
+            gain = None
+            if selected is not None:
+                final = _recipe.validation(net.module_, task, valid, rows)
+                gain = final.score - start.score
             if recipe:
                 X_all, c_all, w_all = X_train, c_train, w_train
                 if X_valid is not None:
@@ -454,9 +484,13 @@ class FittingMixin:
                         ones = np.ones(len(X_valid))
                         w_all = np.concatenate([w_train, ones if w_valid is None else w_valid])
                 target = self._convex_target(task, c_all)
-                _recipe.refit(net.module_, X_all, target, task, rows, w_all)
+                _recipe.refit(net.module_, X_all, target, task, rows, penalty, w_all)
 
         self._set_fitted_state(net, task, pairs, X_train, w_train)
+        self.learning_gain_ = gain
+        self.start_regularization_ = penalty if recipe else None
+        if self.verbose and recipe and not continuing:
+            _report_recipe(task, penalty, tuned, start, selected, gain)
         # partial_fit after fit starts a new optimizer (as after a warm start).
         self._optimizer_state = None
         self._finish_fit()
@@ -492,7 +526,11 @@ class FittingMixin:
         with torch_threads(1):
             if self._uses_recipe() and not continuing:
                 target = self._convex_target(task, codes)
-                _recipe.prepare(module, X, target, task, rows_per_pass(module), weight)
+                self.start_regularization_, _ = _recipe.prepare(
+                    module, X, target, task, rows_per_pass(module), weight
+                )
+            elif not continuing:
+                self.start_regularization_ = None
             net = self._net(module, task, device, seed, 1, [])
             net.initialize()
             state = getattr(self, "_optimizer_state", None) if continuing else None
@@ -503,6 +541,7 @@ class FittingMixin:
             net.partial_fit(train_data, None)
         previous = self.history_ if continuing else None
         self._set_fitted_state(net, task, pairs, X, weight, previous)
+        self.learning_gain_ = None  # no validation part to measure it on
         self._optimizer_state = _cpu_copy(net.optimizer_.state_dict())
         self._finish_fit()
 

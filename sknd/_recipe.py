@@ -1,53 +1,87 @@
-"""sknd's default training recipe (``recipe="sknd"``): conditioned indices and a convex head.
+"""sknd's default training recipe (``recipe="sknd"``): a tuned convex start, then learned indices.
 
 Under the paper's recipe a depth-2 ND network, which starts *at* the classic indices and
 can represent "logistic regression on all classic indices", stops on a plateau below that
 model (forest type: 87.2 against 88.9). The steps below, for depth-2 ND and AttND
-networks, close the gap; each was measured on the shipped data and synthetic tasks
-(benchmarks/bench_recipe.py, benchmarks/results_issue11/README.md, docs/training.md):
+networks, close the gap and then learn the band weights where the data pay for them
+(benchmarks/bench_recipe.py, benchmarks/bench_learning.py, docs/training.md):
 
 1. **Conditioning.** A :class:`~sknd.networks.Standardize` layer after the first block,
    with the mean and standard deviation of its outputs on the training data at
    initialisation (the classic indices). ND outputs of real reflectance span narrow
-   ranges; Adam and the output layer then see well-scaled features. The statistics are
-   buffers: trainable parameter counts and illumination invariance do not change.
-2. **Convex warm start.** The output layer starts from the convex fit on the
-   standardized classic indices: logistic regression (``C=1``) for classes, ridge
-   regression (``alpha=1``) on the standardized targets for regression.
-3. **Epoch 0.** Early stopping scores the starting model before the first update, so
-   training can never end below it (``best_epoch_ = 0``: the start was best).
-4. **Convex refit.** After early stopping, the output layer is refitted by the same convex
-   fit on the learned (standardized) indices of the training *and* validation rows, with
-   the band weights frozen, starting from the trained layer: the network trains on
-   70/90 of the rows, a convex fit uses them all.
+   ranges; the output layer and the optimizers then see well-scaled features. The
+   statistics are buffers: trainable parameter counts and illumination invariance do not
+   change.
+2. **Tuned convex start.** The output layer starts from the convex fit on the
+   standardized classic indices, its penalty chosen from the data (:func:`prepare`):
+   ridge regression on the standardized targets by generalized cross-validation over an
+   alpha path (as :class:`~sklearn.linear_model.RidgeCV`), logistic regression by a
+   warm-started path of ``C`` scored by the validation log-loss. A fixed penalty (``C=1``
+   or ``alpha=1``) lost 9 points of R2 on a 250-band regression and collapsed with
+   ``pairs="all"``.
+3. **Learned indices.** From that start, the band weights and the output layer are
+   trained jointly by full-batch L-BFGS on the start's own objective (the same loss and
+   penalty) plus a Gaussian prior pulling each band weight's logarithm toward the classic
+   index, along a path of prior strengths (:func:`refine`). The validation part picks the
+   start or one of the refined models, by score, then loss: the start's optimum of the
+   head is where Adam's noisy minibatch steps rarely improved the validation score, while
+   a second-order method on the whole objective moves the indices as far as the data
+   support.
+4. **Epoch 0.** Early stopping scores the selected model before the first Adam update,
+   so training can never end below it (``best_epoch_ = 0``: the selected model was best).
+5. **Convex refit.** After early stopping, the output layer is refitted by the same
+   convex fit (the tuned penalty) on the learned (standardized) indices of the training
+   *and* validation rows, with the band weights frozen, starting from the trained layer:
+   the network trains on 70/90 of the rows, a convex fit uses them all.
 
-On large training sets steps 1, 2 and 4 use an unbiased sample of the rows (see
+On large training sets steps 1, 2, 3 and 5 use an unbiased sample of the rows (see
 :func:`convex_rows`): their cost then stops growing with the data while training's does.
 
 Standardization alone (without 2) lost 2.5-3.4 points on two data sets, and at depths 3
-and 4 (where 2 and 4 do not apply) a point on forest type: deeper networks train as in the
-paper. Separate learning rates, plateau schedules and capped convex fits did not help (see
-the report).
+and 4 (where 2, 3 and 5 do not apply) a point on forest type: deeper networks train as in
+the paper. Separate learning rates, plateau schedules and capped convex fits did not help
+(see the report).
 """
 
+import copy
 import warnings
+from collections import namedtuple
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
 
 from ._tasks import ClassificationTask
-from .networks import describe, forward_rows
+from .networks import describe, first_nd_layer, forward_rows
 
 __all__ = []
 
 #: Values of the estimators' ``recipe`` parameter.
 RECIPES = ("sknd", "paper")
 
-# Regularisation of the convex fits, as measured: C=10 lost a point on one task.
-_C = 1.0
-_ALPHA = 1.0
+#: The fixed penalty of the convex fits when the data are too small to choose one
+#: (fewer than :data:`MIN_SELECTION_ROWS` rows to select on).
+DEFAULT_C = 1.0
+DEFAULT_ALPHA = 1.0
+#: ``C`` path of the logistic start (absolute, as LogisticRegressionCV's), strongest first.
+C_PATH = np.logspace(-4, 4, 9)
+#: ``alpha`` path of the ridge start per unit of (weighted) training rows: the penalty of a
+#: ridge fit counts against the sum of squared errors, which grows with the rows.
+ALPHA_PATH_PER_ROW = np.logspace(-6, 1, 15)
+# Both paths are chosen by the one-standard-error rule (_one_standard_error).
+#: Prior strengths of the band weights' logarithms (per training set, like the ridge
+#: penalty of the output layer), strongest first: each refined model warm-starts the next.
+PRIOR_PATH = np.logspace(2, -2, 5)
+#: Fewer rows than this to select a penalty on (validation rows for ``C``, training rows
+#: for ``alpha``, validation rows for the prior): the fixed start, and no refinement.
+MIN_SELECTION_ROWS = 10
+#: L-BFGS iterations per refined model.
+REFINE_MAX_ITER = 100
+#: The refinement runs on full batches of at most this many (rows x first-block outputs)
+#: values; larger fits keep the tuned start and leave the indices to Adam.
+MAX_REFINE_ELEMENTS = 1 << 23
 # lbfgs iterations: the fits must converge (capped at 100 they lost 0.8-1.1 points).
 _MAX_ITER = 2000
 
@@ -69,34 +103,109 @@ def _parts(module):
     return first, standardize, output
 
 
-def _convex_fit(features, target, task, output, sample_weight=None):
-    """Fit ``output`` (an ``nn.Linear``) as a convex model of ``features``, in place.
+def _logistic(output, C):
+    """A warm-started logistic regression with ``C``, starting from ``output``'s weights."""
+    model = LogisticRegression(C=C, max_iter=_MAX_ITER, warm_start=True)
+    model.coef_ = output.weight.detach().cpu().double().numpy()
+    model.intercept_ = output.bias.detach().cpu().double().numpy()
+    return model
 
-    Starts from the layer's current weights. Leaves the layer unchanged when the fit is
-    not possible (a class missing from the rows) or not finite.
-    """
-    weight = output.weight.detach().cpu().double().numpy()
-    bias = output.bias.detach().cpu().double().numpy()
-    if isinstance(task, ClassificationTask):
-        model = LogisticRegression(C=_C, max_iter=_MAX_ITER, warm_start=True)
-        model.coef_, model.intercept_ = weight, bias
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            try:
-                model.fit(features, target, sample_weight=sample_weight)
-            except ValueError:  # a single class among the rows
-                return
-        if len(model.classes_) != len(task.classes):
-            return
-    else:
-        model = Ridge(alpha=_ALPHA).fit(features, target, sample_weight=sample_weight)
-    new_weight = np.asarray(model.coef_, dtype=np.float64).reshape(weight.shape)
-    new_bias = np.asarray(model.intercept_, dtype=np.float64).reshape(bias.shape)
-    if not (np.isfinite(new_weight).all() and np.isfinite(new_bias).all()):
+
+def _fit_logistic(model, features, target, n_classes, sample_weight):
+    """Fit ``model`` in place; False when the rows do not hold every class."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        try:
+            model.fit(features, target, sample_weight=sample_weight)
+        except ValueError:  # a single class among the rows
+            return False
+    return len(model.classes_) == n_classes
+
+
+def _set_layer(output, model):
+    """Copy a linear model's coefficients into ``output`` (an ``nn.Linear``) if finite."""
+    weight = np.asarray(model.coef_, dtype=np.float64).reshape(output.weight.shape)
+    bias = np.asarray(model.intercept_, dtype=np.float64).reshape(output.bias.shape)
+    if not (np.isfinite(weight).all() and np.isfinite(bias).all()):
         return
     with torch.no_grad():
-        output.weight.copy_(torch.as_tensor(new_weight))
-        output.bias.copy_(torch.as_tensor(new_bias))
+        output.weight.copy_(torch.as_tensor(weight))
+        output.bias.copy_(torch.as_tensor(bias))
+
+
+def _convex_fit(features, target, task, output, penalty, sample_weight=None):
+    """Fit ``output`` (an ``nn.Linear``) as the convex model of ``features``, in place.
+
+    ``penalty`` is the logistic regression's ``C`` or the ridge's ``alpha``. Starts from
+    the layer's current weights. Leaves the layer unchanged when the fit is not possible
+    (a class missing from the rows) or not finite.
+    """
+    if isinstance(task, ClassificationTask):
+        model = _logistic(output, penalty)
+        if not _fit_logistic(model, features, target, len(task.classes), sample_weight):
+            return
+    else:
+        model = Ridge(alpha=penalty).fit(features, target, sample_weight=sample_weight)
+    _set_layer(output, model)
+
+
+def _row_log_losses(model, features, target):
+    proba = np.clip(model.predict_proba(features), 1e-15, 1.0)
+    return -np.log(proba[np.arange(len(target)), target])
+
+
+def _one_standard_error(losses, weight):
+    """Index of the first (most regularized) candidate within one standard error of the best.
+
+    ``losses`` holds one row of per-row validation losses per candidate, strongest
+    penalty first. The "one-standard-error rule" (Hastie, Tibshirani and Friedman, The
+    Elements of Statistical Learning, 7.10) keeps the simplest model the validation data
+    cannot tell from the best: smaller weights, which move less under noise in the bands.
+    """
+    means = np.average(losses, axis=1, weights=weight)
+    best = int(np.nanargmin(means))
+    n = len(losses[best]) if weight is None else np.sum(weight) ** 2 / np.sum(weight**2)
+    spread = np.sqrt(np.average((losses[best] - means[best]) ** 2, weights=weight))
+    return int(np.flatnonzero(means <= means[best] + spread / np.sqrt(n))[0])
+
+
+def _tuned_logistic(output, features, target, n_classes, sample_weight, valid):
+    """``C`` of the warm-started path chosen on the validation log-loss; fits ``output``."""
+    valid_features, valid_target, valid_weight = valid
+    model = _logistic(output, C_PATH[0])
+    fits, losses = [], []
+    for C in C_PATH:
+        model.set_params(C=C)
+        if not _fit_logistic(model, features, target, n_classes, sample_weight):
+            return None
+        losses.append(_row_log_losses(model, valid_features, valid_target))
+        fits.append((C, model.coef_.copy(), model.intercept_.copy()))
+    losses = np.asarray(losses)
+    finite = np.isfinite(losses).all(axis=1)
+    if not finite.any():
+        return None
+    losses[~finite] = np.inf
+    C, model.coef_, model.intercept_ = fits[_one_standard_error(losses, valid_weight)]
+    _set_layer(output, model)
+    return float(C)
+
+
+def _tuned_ridge(output, features, target, sample_weight):
+    """``alpha`` chosen by generalized cross-validation (RidgeCV's efficient leave-one-out
+    errors, by the one-standard-error rule); fits ``output``."""
+    total = len(features) if sample_weight is None else float(np.sum(sample_weight))
+    alphas = ALPHA_PATH_PER_ROW[::-1] * total  # strongest first
+    model = RidgeCV(alphas=alphas, store_cv_results=True)
+    model.fit(features, target, sample_weight=sample_weight)
+    # (rows, [targets,] alphas) squared leave-one-out errors: one row per alpha, summed
+    # over the targets.
+    errors = model.cv_results_.reshape(len(features), -1, len(alphas)).sum(axis=1).T
+    if sample_weight is not None:  # RidgeCV's errors are those of sqrt(weight) * y
+        weight = np.asarray(sample_weight, dtype=np.float64)
+        errors = np.divide(errors, weight, out=np.zeros_like(errors), where=weight > 0)
+    alpha = alphas[_one_standard_error(errors, sample_weight)]
+    _set_layer(output, Ridge(alpha=alpha).fit(features, target, sample_weight=sample_weight))
+    return float(alpha)
 
 
 def convex_budget(n_coefficients):
@@ -147,13 +256,24 @@ def _sample(X, target, task, output, sample_weight):
     return X[rows], target[rows], weight
 
 
-def prepare(module, X_train, target_train, task, rows, sample_weight=None):
-    """Steps 1 and 2: standardize the first block's outputs, warm-start the output layer.
+def _features(module, X, rows):
+    """The standardized first-block outputs of ``X`` (float64), the convex fits' features."""
+    first, standardize, _ = _parts(module)
+    return forward_rows(torch.nn.Sequential(first, standardize), X, rows)
+
+
+def prepare(module, X_train, target_train, task, rows, sample_weight=None, valid=None):
+    """Steps 1 and 2: standardize the first block's outputs, fit the tuned convex start.
 
     ``target_train`` is what the convex fit learns: class codes, or the standardized
     regression targets. ``sample_weight`` weights the statistics and the fit (weight
     ``k`` counts as ``k`` copies of the sample, as in scikit-learn's linear models).
-    Both use :func:`convex_rows` of the training rows.
+    Both use :func:`convex_rows` of the training rows. ``valid`` is ``(X, target,
+    sample_weight)`` of the validation part, or None.
+
+    Returns ``(penalty, tuned)``: the logistic regression's ``C`` or the ridge's
+    ``alpha``, and whether it was chosen from the data (False: too few rows to select
+    on, :data:`DEFAULT_C` / :data:`DEFAULT_ALPHA`).
     """
     first, standardize, output = _parts(module)
     X_train, target_train, sample_weight = _sample(
@@ -163,21 +283,185 @@ def prepare(module, X_train, target_train, task, rows, sample_weight=None):
     standardize.fit(indices, sample_weight)
     # The standardized indices from the same first-block pass, in float64 as forward_rows'.
     features = forward_rows(standardize, indices.numpy(), rows)
-    _convex_fit(features, target_train, task, output, sample_weight)
+    if not isinstance(task, ClassificationTask):
+        if len(features) >= MIN_SELECTION_ROWS:
+            return _tuned_ridge(output, features, target_train, sample_weight), True
+        _convex_fit(features, target_train, task, output, DEFAULT_ALPHA, sample_weight)
+        return DEFAULT_ALPHA, False
+    if valid is not None and len(valid[0]) >= MIN_SELECTION_ROWS:
+        X_valid, target_valid, w_valid = valid
+        valid_features = _features(module, X_valid, rows)
+        C = _tuned_logistic(
+            output,
+            features,
+            target_train,
+            len(task.classes),
+            sample_weight,
+            (valid_features, target_valid, w_valid),
+        )
+        if C is not None:
+            return C, True
+    _convex_fit(features, target_train, task, output, DEFAULT_C, sample_weight)
+    return DEFAULT_C, False
 
 
-def refit(module, X, target, task, rows, sample_weight=None):
-    """Step 4: refit the output layer on the learned indices of ``X`` (all rows, or
-    :func:`convex_rows` of them)."""
-    first, standardize, output = _parts(module)
+def refit(module, X, target, task, rows, penalty, sample_weight=None):
+    """Step 5: refit the output layer on the learned indices of ``X`` (all rows, or
+    :func:`convex_rows` of them) with the start's ``penalty``."""
+    _, _, output = _parts(module)
     X, target, sample_weight = _sample(X, target, task, output, sample_weight)
-    features = forward_rows(torch.nn.Sequential(first, standardize), X, rows)
-    _convex_fit(features, target, task, output, sample_weight)
+    _convex_fit(_features(module, X, rows), target, task, output, penalty, sample_weight)
 
 
-def start_score(module, X_valid, target_valid, task, rows, sample_weight=None):
-    """Step 3: the (weighted) validation score of the starting model."""
-    output = torch.as_tensor(forward_rows(module, X_valid, rows))
-    if sample_weight is not None:
-        sample_weight = torch.as_tensor(sample_weight)
-    return float(task.score(target_valid, output, sample_weight))
+def _row_losses(task, output, target):
+    """Per-row losses (float64) of raw outputs: the estimators' criteria (MSE: mean over
+    the outputs)."""
+    if not isinstance(task, ClassificationTask):
+        return ((output - target) ** 2).mean(1)
+    if task.binary:
+        return F.binary_cross_entropy_with_logits(
+            output[:, 0], target.to(output.dtype), reduction="none"
+        )
+    return F.cross_entropy(output, target, reduction="none")
+
+
+def _mean(values, weight):
+    return values.mean() if weight is None else (values * weight).sum() / weight.sum()
+
+
+class Validation(namedtuple("Validation", "score loss row_losses")):
+    """A model's validation score (accuracy, R2), loss (the training criterion) and the
+    loss of each validation row."""
+
+    def monitored(self, task):
+        """The value early stopping monitors for ``task``."""
+        return self.score if task.monitor == "valid_score" else self.loss
+
+
+class _Evaluation:
+    """:class:`Validation` of networks on one validation part."""
+
+    def __init__(self, task, X, target, sample_weight, rows):
+        self.task = task
+        self.X = X
+        self.rows = rows
+        self.target = torch.tensor(target)
+        if isinstance(task, ClassificationTask):
+            self.target = self.target.to(torch.int64)
+        self.weight = None if sample_weight is None else torch.tensor(sample_weight).double()
+
+    def __call__(self, module):
+        output = torch.as_tensor(forward_rows(module, self.X, self.rows))
+        if not torch.isfinite(output).all():
+            return Validation(-np.inf, np.inf, np.full(len(self.X), np.inf))
+        target = self.target
+        if isinstance(self.task, ClassificationTask) and self.task.binary:
+            target = target.double().reshape(-1, 1)
+        score = self.task.score(target, output, self.weight)
+        losses = _row_losses(self.task, output, self.target)
+        return Validation(score, _mean(losses, self.weight).item(), losses.numpy())
+
+
+def validation(module, task, valid, rows):
+    """The :class:`Validation` of ``module`` on ``valid``, ``(X, target, sample_weight)``."""
+    return _Evaluation(task, *valid, rows)(module)
+
+
+def _objective(task, penalty, X, target, weight, n_rows):
+    """The start's convex objective per row, plus a prior on the band weights' logarithms.
+
+    ``f(module, prior)``: the (weighted) mean loss, the convex fit's L2 penalty on every
+    weight matrix (``||W||^2 / (2 C n)`` for the logistic regression, ``alpha ||W||^2 /
+    (n m)`` for the ridge on ``m`` targets, whose loss here is a mean over them), and
+    ``prior * sum((log sp(a) - log sp(0))^2 + (log sp(c) - log sp(0))^2) / n``: a
+    Gaussian prior on the band weights centred on the classic index (``a = c = 0``).
+    """
+    if isinstance(task, ClassificationTask):
+        l2 = 1.0 / (2.0 * penalty)
+    else:
+        l2 = penalty / task.n_outputs
+    log_sp0 = float(np.log(np.log(2.0)))
+
+    def objective(module, prior):
+        loss = _mean(_row_losses(task, module(X), target), weight)
+        nd = first_nd_layer(module)
+        log_weights = torch.log(F.softplus(torch.cat([nd.a, nd.c]))) - log_sp0
+        matrices = [p for name, p in module.named_parameters() if name.endswith("weight")]
+        penalty_sum = l2 * sum((m**2).sum() for m in matrices)
+        return loss + (penalty_sum + prior * (log_weights**2).sum()) / n_rows
+
+    return objective
+
+
+def refine(module, X_train, target_train, task, rows, penalty, sample_weight, valid):
+    """Step 3: learn the indices from the tuned start, and keep what validation confirms.
+
+    Trains copies of ``module`` (the tuned start, in place of which the selected model
+    is written) by full-batch L-BFGS in float64 along :data:`PRIOR_PATH`, each prior's
+    model warm-starting the next, until the validation loss rises (weaker priors only fit
+    the training rows closer). Keeps, among the start and the refined models that score
+    at least as well as the start, the strongest prior by the one-standard-error rule on
+    the validation loss. ``valid`` is ``(X, target, sample_weight)``, targets as
+    for :func:`prepare`. Returns the :class:`Validation` of the start and of the
+    selected model, which is the start when there was nothing to refine (too few
+    validation rows, no ND layer, or a first block too large for full batches).
+    """
+    X_valid, target_valid, w_valid = valid
+    evaluate = _Evaluation(task, X_valid, target_valid, w_valid, rows)
+    start = copy.deepcopy(module).double()
+    start_score = evaluate(start)
+    _, _, output = _parts(module)
+    X_train, target_train, sample_weight = _sample(
+        X_train, target_train, task, output, sample_weight
+    )
+    width = output.in_features
+    if (
+        first_nd_layer(module) is None
+        or len(X_valid) < MIN_SELECTION_ROWS
+        or len(X_train) * width > MAX_REFINE_ELEMENTS
+    ):
+        return start_score, start_score
+    # Copies: the caller's arrays may be read-only (memory-mapped by joblib).
+    X = torch.tensor(X_train, dtype=torch.float64)
+    target = torch.tensor(target_train)
+    if isinstance(task, ClassificationTask):
+        target = target.to(torch.int64)
+    weight = None if sample_weight is None else torch.tensor(sample_weight).double()
+    n_rows = len(X) if weight is None else weight.sum().item()
+    objective = _objective(task, penalty, X, target, weight, n_rows)
+
+    candidate = start
+    path = [(start_score, None)]  # (validation, state), strongest prior first
+    for prior in PRIOR_PATH:
+        state = copy.deepcopy(candidate.state_dict())
+        optimizer = torch.optim.LBFGS(
+            candidate.parameters(),
+            max_iter=REFINE_MAX_ITER,
+            history_size=20,
+            tolerance_grad=1e-9,
+            tolerance_change=1e-12,
+            line_search_fn="strong_wolfe",
+        )
+
+        def closure(prior=prior, optimizer=optimizer):
+            optimizer.zero_grad()
+            value = objective(candidate, prior)
+            value.backward()
+            return value
+
+        optimizer.step(closure)
+        if not all(torch.isfinite(p).all() for p in candidate.parameters()):
+            break  # a diverged step: the path ends at the last finite model
+        path.append((evaluate(candidate), copy.deepcopy(candidate.state_dict())))
+        if path[-1][0].loss > path[-2][0].loss:  # past the best prior: weaker ones fit the
+            break  # training rows closer still
+    # Among the models that score at least as well as the start, the strongest prior whose
+    # validation loss is within a standard error of the best: the indices move only as far
+    # as the validation rows can tell apart from noise.
+    eligible = [entry for entry in path if entry[0].score >= start_score.score]
+    losses = np.array([entry[0].row_losses for entry in eligible])
+    weight = None if w_valid is None else np.asarray(w_valid, dtype=np.float64)
+    selected, state = eligible[_one_standard_error(losses, weight)]
+    if state is not None:
+        module.load_state_dict(state)  # cast to the module's float32
+    return start_score, selected

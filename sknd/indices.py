@@ -225,7 +225,7 @@ CATALOGUE = (
 
 # Awesome Spectral Indices band symbols -> sknd common names. Symbols without
 # a counterpart here (constants, radar, ...) make an entry unusable.
-_SPYNDEX_BANDS = {
+SPYNDEX_BANDS = {
     "A": "coastal",
     "B": "blue",
     "G1": "green1",
@@ -291,13 +291,13 @@ def spyndex_catalogue():
         plus, minus, first, second = match.groups()
         if {first, second} != {plus, minus} or plus == minus:
             continue
-        if plus not in _SPYNDEX_BANDS or minus not in _SPYNDEX_BANDS:
+        if plus not in SPYNDEX_BANDS or minus not in SPYNDEX_BANDS:
             continue
         entries.append(
             KnownIndex(
                 name=str(getattr(index, "short_name", key)),
                 long_name=str(getattr(index, "long_name", "")),
-                pairs=((_SPYNDEX_BANDS[plus], _SPYNDEX_BANDS[minus]),),
+                pairs=((SPYNDEX_BANDS[plus], SPYNDEX_BANDS[minus]),),
                 reference=str(getattr(index, "reference", "")),
                 domain=str(getattr(index, "application_domain", "")),
                 source="spyndex",

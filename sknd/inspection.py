@@ -29,12 +29,25 @@ import numpy as np
 
 from ._formula import VARIANTS, softplus, weight_ratio
 from ._validation import check_fitted_indices
-from .bands import resolve_bands
-from .indices import get_catalogue, known_index
+from .bands import get_sensor, resolve_bands
+from .indices import SPYNDEX_BANDS, get_catalogue, known_index
 
-__all__ = ["band_identifiers", "export_formulas", "get_bands", "index_table"]
+__all__ = ["band_identifiers", "export_asi", "export_formulas", "get_bands", "index_table"]
 
-_FORMATS = ("numpy", "gee", "latex", "text")
+_FORMATS = ("numpy", "gee", "qgis", "latex", "text", "asi")
+
+# sknd common name -> Awesome Spectral Indices band symbol ("nir" -> "N").
+_ASI_SYMBOLS = {common: symbol for symbol, common in SPYNDEX_BANDS.items()}
+
+# sknd sensor presets -> the platform names of the Awesome Spectral Indices catalogue.
+_ASI_PLATFORMS = {
+    "sentinel2": "Sentinel-2",
+    "landsat8": "Landsat-OLI",
+    "landsat7": "Landsat-ETM+",
+    "landsat5": "Landsat-TM",
+    "modis": "MODIS",
+    "planetscope": "PlanetScope",
+}
 
 
 def get_bands(estimator):
@@ -228,9 +241,9 @@ def _number(value, precision, style):
     significant digits for display.
     """
     value = float(value)
-    if style == "gee":
-        # The Earth Engine expression grammar is only documented for plain
-        # decimal literals: never emit an exponent.
+    if style in ("gee", "qgis"):
+        # The Earth Engine and QGIS raster-calculator grammars are only documented
+        # for plain decimal literals: never emit an exponent.
         return np.format_float_positional(
             value, precision=precision, unique=True, fractional=False, trim="-"
         )
@@ -279,10 +292,20 @@ def _band_symbols(names, fmt):
                     "written in an Earth Engine expression; rename the band."
                 )
         return symbols
+    if fmt == "qgis":
+        quoted = [name for name in names if '"' in name or "@" in name]
+        if quoted:
+            raise ValueError(
+                f"Band name {quoted[0]!r} holds '\"' or '@', which a QGIS raster-calculator "
+                'reference ("layer@1") cannot hold; rename the band.'
+            )
+        return [f'"{name}@1"' for name in names]
     if fmt == "latex":
         return [
             r"\mathrm{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in name) + "}" for name in names
         ]
+    if fmt == "asi":
+        return names  # already the catalogue's symbols (see _asi_symbols)
     # text: plain names, bracketed when they would not read as one token.
     return [name if name.isidentifier() else f"[{name}]" for name in names]
 
@@ -294,12 +317,18 @@ def _softplus_term(symbol, fmt):
         return f"np.logaddexp(0, {symbol})"
     if fmt == "latex":
         return rf"\log\left(1 + e^{{{symbol}}}\right)"
+    if fmt == "qgis":  # the raster calculator has ln() and ^, but no exp()
+        return f"ln(1 + {np.e!r}^{symbol})"
     return f"log(1 + exp({symbol}))"
 
 
 def _smooth_abs_term(symbol, eps, fmt):
     if fmt == "numpy":
         return f"np.sqrt({symbol}**2 + {eps})"
+    if fmt == "asi":  # the catalogue's formulas are arithmetic only: no sqrt()
+        return f"({symbol}**2 + {eps})**0.5"
+    if fmt == "qgis":
+        return f"sqrt({symbol}^2 + {eps})"
     if fmt == "latex":
         return rf"\sqrt{{{symbol}^{{2}} + {eps}}}"
     return f"sqrt({symbol}**2 + {eps})"
@@ -325,14 +354,71 @@ def _formula(w_i, w_j, sym_i, sym_j, eps, variant, fmt):
     return f"({numerator}) / ({denominator})"
 
 
-def export_formulas(estimator, format="numpy", top=None, precision=None):
+def _exported_positions(estimator, top):
+    """Positions in ``pairs_`` of the indices to export: all, or the ``top`` most important."""
+    positions = _output_positions(estimator)
+    if top is None:
+        return positions
+    if not isinstance(top, (int, np.integer)) or top < 1:
+        raise ValueError(f"top must be a positive int or None, got {top!r}.")
+    importances = np.asarray(estimator.index_importances_, dtype=np.float64)[positions]
+    # Stable sort keeps the output order among equally important indices.
+    return positions[np.argsort(-importances, kind="stable")][:top]
+
+
+def _target_name(band, preset):
+    """The name of ``band``'s counterpart on the sensor ``preset`` (same common name)."""
+    if band.common_name is None:
+        raise ValueError(
+            f"Band {band.name!r} has no common name, so its {preset.long_name} counterpart is "
+            "unknown: fit with bands= and sensor= that name it (see sknd.bands)."
+        )
+    for canonical, common, _ in preset.bands:
+        if common == band.common_name:
+            return canonical
+    raise ValueError(
+        f"{preset.long_name} has no {band.common_name} band (the model's {band.name!r}): "
+        f"its formulas cannot be written for sensor={preset.key!r}."
+    )
+
+
+def _asi_symbol(band):
+    """The Awesome Spectral Indices symbol of ``band`` (``"N"`` for nir)."""
+    symbol = _ASI_SYMBOLS.get(band.common_name)
+    if symbol is None:
+        what = "no common name" if band.common_name is None else f"common name {band.common_name!r}"
+        raise ValueError(
+            f"Band {band.name!r} ({what}) has no Awesome Spectral Indices symbol; symbols "
+            f"exist for {', '.join(sorted(_ASI_SYMBOLS))}."
+        )
+    return symbol
+
+
+def _band_names(bands, used, format, sensor):
+    """Names the formulas use: the model's, the target sensor's, or the ASI symbols."""
+    if format == "asi":
+        if sensor is not None:
+            raise ValueError(
+                "format='asi' writes the catalogue's sensor-independent band symbols "
+                "(N, R, ...): leave sensor out."
+            )
+        rename = _asi_symbol
+    elif sensor is not None:
+        preset = get_sensor(sensor)
+        rename = lambda band: _target_name(band, preset)  # noqa: E731
+    else:
+        return [band.name for band in bands]
+    return [rename(band) if index in used else band.name for index, band in enumerate(bands)]
+
+
+def export_formulas(estimator, format="numpy", top=None, precision=None, sensor=None):
     """Write each learned index as a formula over band names.
 
     Parameters
     ----------
     estimator : fitted sknd estimator
         See :func:`index_table`.
-    format : {"numpy", "gee", "latex", "text"}, default="numpy"
+    format : {"numpy", "gee", "qgis", "latex", "text", "asi"}, default="numpy"
         Output syntax:
 
         - ``"numpy"``: a Python expression over band arrays, band names made
@@ -342,9 +428,20 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
           bands with ``b('name')``, so it works for any band name on an image
           whose bands carry the model's band names
           (``image.expression(formula)``). Numbers are plain decimals.
+        - ``"qgis"``: a QGIS raster-calculator expression (also the
+          ``qgis:rastercalculator`` processing algorithm) over one single-band
+          layer per band, named after the band: ``"B8@1"`` is band 1 of the
+          layer ``B8``. Numbers are plain decimals; ``softplus`` is written
+          with ``ln`` and ``^``.
         - ``"latex"``: a ``\\frac{...}{...}`` math-mode expression.
         - ``"text"``: a readable expression with the band names as they are
           (bracketed when not identifiers).
+        - ``"asi"``: an Awesome Spectral Indices formula over the catalogue's
+          band symbols (``N``, ``R``, ``S1``, ...), which spyndex evaluates
+          (``spyndex.computeIndex``, ``SpectralIndex.compute``); see
+          :func:`export_asi` for whole catalogue entries. Needs bands with
+          common names; ``variant="softplus"`` cannot be written (the
+          catalogue's formulas have no ``log`` or ``exp``).
 
         ``variant="signed"`` is written with ``sqrt(b**2 + epsilon)`` and
         ``variant="softplus"`` with ``log(1 + exp(b))`` (``np.logaddexp(0, b)``
@@ -354,15 +451,27 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
         most important first. By default every index, in the order of the
         estimator's ND outputs (for the transformer, ``transform``'s columns).
     precision : int, optional
-        Significant digits of the band weights. By default ``"numpy"`` and
-        ``"gee"`` keep every digit, so that the formulas reproduce the model to
-        floating-point accuracy, and ``"latex"`` and ``"text"``, meant for
-        reading, keep 4. ``epsilon`` is always written in full.
+        Significant digits of the band weights. By default ``"numpy"``,
+        ``"gee"``, ``"qgis"`` and ``"asi"`` keep every digit, so that the
+        formulas reproduce the model to floating-point accuracy, and
+        ``"latex"`` and ``"text"``, meant for reading, keep 4. ``epsilon``
+        is always written in full.
+    sensor : str or None, default=None
+        Write the bands as those of another sensor preset (see
+        :func:`sknd.bands.get_sensor`), matched by common name: a model
+        fitted on Landsat 8 names (``B5``, ``B4``) exports Sentinel-2
+        formulas (``B8``, ``B4``) with ``sensor="sentinel2"``, e.g. for an
+        Earth Engine collection. None keeps the model's band names.
 
     Returns
     -------
     formulas : list of str
         One formula per index.
+
+    Raises
+    ------
+    ValueError
+        If a band has no counterpart on ``sensor`` (or no ASI symbol).
 
     Examples
     --------
@@ -377,6 +486,12 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
     ['(1.7*B8 - 0.693*B4) / (1.7*B8 + 0.693*B4 + 1e-06)']
     >>> export_formulas(model, format="gee", precision=3)
     ["(1.7*b('B8') - 0.693*b('B4')) / (1.7*b('B8') + 0.693*b('B4') + 0.000001)"]
+    >>> export_formulas(model, format="gee", precision=3, sensor="landsat8")
+    ["(1.7*b('B5') - 0.693*b('B4')) / (1.7*b('B5') + 0.693*b('B4') + 0.000001)"]
+    >>> export_formulas(model, format="asi", precision=3)
+    ['(1.7*N - 0.693*R) / (1.7*N + 0.693*R + 1e-06)']
+    >>> export_formulas(model, format="qgis", precision=3)
+    ['(1.7*"B8@1" - 0.693*"B4@1") / (1.7*"B8@1" + 0.693*"B4@1" + 0.000001)']
     """
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {_FORMATS}, got {format!r}.")
@@ -387,17 +502,16 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
     variant = getattr(estimator, "variant_", getattr(estimator, "variant", "reflectance"))
     if variant not in VARIANTS:
         raise ValueError(f"Unknown variant {variant!r}; expected one of {VARIANTS}.")
-
-    bands = get_bands(estimator)
-    symbols = _band_symbols([band.name for band in bands], format)
+    if format == "asi" and variant == "softplus":
+        raise ValueError(
+            "variant='softplus' indices cannot be written as Awesome Spectral Indices "
+            "formulas, which are arithmetic only (no log or exp); use format='numpy'."
+        )
     pairs = np.asarray(estimator.pairs_, dtype=np.intp).reshape(-1, 2)
-    positions = _output_positions(estimator)
-    if top is not None:
-        if not isinstance(top, (int, np.integer)) or top < 1:
-            raise ValueError(f"top must be a positive int or None, got {top!r}.")
-        importances = np.asarray(estimator.index_importances_, dtype=np.float64)[positions]
-        # Stable sort keeps the output order among equally important indices.
-        positions = positions[np.argsort(-importances, kind="stable")][:top]
+    positions = _exported_positions(estimator, top)
+    bands = get_bands(estimator)
+    used = {int(band) for band in pairs[positions].ravel()}
+    symbols = _band_symbols(_band_names(bands, used, format, sensor), format)
 
     weights_i = softplus(np.asarray(estimator.coef_a_, dtype=np.float64).ravel())
     weights_j = softplus(np.asarray(estimator.coef_c_, dtype=np.float64).ravel())
@@ -419,3 +533,129 @@ def export_formulas(estimator, format="numpy", top=None, precision=None):
             )
         )
     return formulas
+
+
+def export_asi(
+    estimator,
+    path=None,
+    *,
+    top=None,
+    prefix="SKND",
+    domain=None,
+    reference="",
+    contributor="sknd",
+    date=None,
+):
+    """Write the learned indices as Awesome Spectral Indices catalogue entries.
+
+    Each index becomes an entry with the fields of the catalogue's
+    ``spectral-indices-dict.json`` (which spyndex loads): ``short_name``,
+    ``long_name``, ``formula`` (over the catalogue's band symbols, see
+    :func:`export_formulas` with ``format="asi"``), ``bands``,
+    ``application_domain``, ``reference``, ``contributor``,
+    ``date_of_addition`` and ``platforms``. Evaluating a formula as spyndex
+    evaluates the catalogue's (``eval(formula, {}, {"N": nir, "R": red})``
+    in ``spyndex.computeIndex``) gives the index as ``transform`` computes it.
+
+    Parameters
+    ----------
+    estimator : fitted sknd estimator
+        See :func:`index_table`. Its bands need common names (fit with
+        ``bands=`` / ``sensor=``).
+    path : str, path-like or None, default=None
+        Also write the catalogue as JSON to this file.
+    top : int, optional
+        Only the ``top`` most important indices, as in :func:`export_formulas`.
+    prefix : str, default="SKND"
+        Short names are the prefix and the index's number: ``SKND1``,
+        ``SKND2``, ... (identifiers, as spyndex needs).
+    domain : str or None, default=None
+        ``application_domain`` of every entry. None takes the domain of the
+        classic index the band pair forms (e.g. ``"vegetation"`` for the NIR
+        and red pair of NDVI), else ``""``: fill it in before submitting an
+        entry to the catalogue.
+    reference : str, default=""
+        Where the index is described (a DOI or URL).
+    contributor : str, default="sknd"
+        Who contributes the entry (the catalogue uses GitHub profile URLs).
+    date : str or None, default=None
+        ``date_of_addition`` (``YYYY-MM-DD``); None is today.
+
+    Returns
+    -------
+    catalogue : dict
+        ``{"SpectralIndices": {short_name: entry, ...}}``, the catalogue's
+        layout.
+
+    Raises
+    ------
+    ValueError
+        If a band has no Awesome Spectral Indices symbol or the model's
+        variant is ``"softplus"``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from sknd.inspection import export_asi
+    >>> model = SimpleNamespace(
+    ...     n_features_in_=2, bands=["B4", "B8"], sensor="sentinel2",
+    ...     pairs_=np.array([[1, 0]]), coef_a_=np.array([1.5]), coef_c_=np.array([0.0]),
+    ...     index_importances_=np.array([1.0]), epsilon=1e-6, variant="reflectance")
+    >>> entry = export_asi(model, date="2026-01-01")["SpectralIndices"]["SKND1"]
+    >>> entry["bands"], entry["application_domain"], entry["platforms"][:2]
+    (['N', 'R'], 'vegetation', ['Sentinel-2', 'Landsat-OLI'])
+    >>> round(eval(entry["formula"], {}, {"N": 0.4, "R": 0.1}), 4)  # as spyndex does
+    0.8151
+    """
+    import datetime
+    import json
+
+    if not isinstance(prefix, str) or not prefix.isidentifier():
+        raise ValueError(f"prefix must start an identifier (e.g. 'SKND'), got {prefix!r}.")
+    formulas = export_formulas(estimator, format="asi", top=top)
+    positions = _exported_positions(estimator, top)
+    bands = get_bands(estimator)
+    pairs = np.asarray(estimator.pairs_, dtype=np.intp).reshape(-1, 2)
+    catalogue = get_catalogue()
+    date = datetime.date.today().isoformat() if date is None else str(date)
+    entries = {}
+    for number, (position, formula) in enumerate(zip(positions, formulas), start=1):
+        band_i, band_j = (bands[index] for index in pairs[position])
+        known = known_index(band_i, band_j, catalogue)
+        k = float(weight_ratio(estimator.coef_a_[position], estimator.coef_c_[position]))
+        long_name = (
+            f"Learned normalized difference of {band_i.common_name} and "
+            f"{band_j.common_name}, weighting k = {k:.4g}"
+            + (f" (band pair of {known})" if known else "")
+        )
+        if domain is None:
+            first = known.split(", ")[0].lstrip("-")
+            match = [entry.domain for entry in catalogue if entry.name == first]
+            entry_domain = match[0] if match else ""
+        else:
+            entry_domain = str(domain)
+        commons = {band_i.common_name, band_j.common_name}
+        platforms = [
+            name
+            for key, name in _ASI_PLATFORMS.items()
+            if commons <= {common for _, common, _ in get_sensor(key).bands}
+        ]
+        short_name = f"{prefix}{number}"
+        entries[short_name] = {
+            "application_domain": entry_domain,
+            "bands": [_asi_symbol(band_i), _asi_symbol(band_j)],
+            "contributor": contributor,
+            "date_of_addition": date,
+            "formula": formula,
+            "long_name": long_name,
+            "platforms": platforms,
+            "reference": reference,
+            "short_name": short_name,
+        }
+    result = {"SpectralIndices": entries}
+    if path is not None:
+        with open(path, "w", encoding="utf-8") as handle:
+            json.dump(result, handle, indent=2)
+            handle.write("\n")
+    return result

@@ -251,6 +251,7 @@ def test_quick_results_schema(quick_run):
         "mlp",
         "attnd",
         "nd_sknd",
+        "nd_sknd_passthrough",
         "sklearn_mlp",
         "logreg_bands",
         "logreg_nd",
@@ -259,16 +260,28 @@ def test_quick_results_schema(quick_run):
     }
     assert sorted(results["fold"].unique()) == [0, 1, 2]
     assert np.allclose(sorted(results["noise"].unique()), [0, 0.02, 0.04, 0.06, 0.08, 0.1])
-    with_depth = results["model"].isin(["nd", "mlp", "attnd", "nd_sknd", "sklearn_mlp"])
+    networks = ["nd", "mlp", "attnd", "nd_sknd", "nd_sknd_passthrough"]
+    with_depth = results["model"].isin([*networks, "sklearn_mlp"])
     assert set(results.loc[with_depth, "depth"]) == {2, 3}
     assert results.loc[~with_depth, "depth"].isna().all()
     # One row per (model, depth, fold, noise).
     keys = results[["model", "depth", "fold", "noise"]].astype(str)
     assert not keys.duplicated().any()
-    assert len(results) == (5 * 2 + 4) * 3 * 6
+    assert len(results) == (6 * 2 + 4) * 3 * 6
     assert results["accuracy"].between(0, 1).all()
     assert (results["n_parameters"] > 0).all()
     assert (results["n_train"] + results["n_val"] + results["n_test"] == 120).all()
+
+
+def test_learning_gain_is_recorded_for_the_default_recipe_only(quick_run):
+    results = pd.read_csv(quick_run / "results.csv")
+    clean = results[results["noise"] == 0]
+    default = clean.query("model == 'nd_sknd' and depth == 2")["learning_gain"]
+    assert default.notna().all() and (default >= -1e-6).all()
+    # The paper's recipe, deeper networks and the peers have none.
+    others = clean.query("model != 'nd_sknd' and model != 'nd_sknd_passthrough' or depth != 2")
+    assert others["learning_gain"].isna().all()
+    assert "learning_gain_ (pp)" in (quick_run / "report.md").read_text()
 
 
 def test_quick_report_and_figures(quick_run):
@@ -299,7 +312,7 @@ def test_quick_report_and_figures(quick_run):
     histories = pd.read_csv(quick_run / "histories.csv")
     assert {"epoch", "train_loss", "valid_loss", "valid_score"} <= set(histories.columns)
     coefficients = pd.read_csv(quick_run / "coefficients.csv")
-    assert set(coefficients["model"]) == {"nd", "attnd", "nd_sknd"}
+    assert set(coefficients["model"]) == {"nd", "attnd", "nd_sknd", "nd_sknd_passthrough"}
     assert len(coefficients.query("model == 'nd' and depth == 2 and fold == 0")) == 36
 
 

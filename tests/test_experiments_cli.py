@@ -65,7 +65,8 @@ def test_regression_run_results(regression_run):
     assert "accuracy" not in results.columns
     assert pd.api.types.is_float_dtype(results["r2"])
     assert set(results["model"]) == {
-        "nd", "mlp", "attnd", "nd_sknd", "sklearn_mlp", "ridge_bands", "ridge_nd",
+        "nd", "mlp", "attnd", "nd_sknd", "nd_sknd_passthrough", "sklearn_mlp", "ridge_bands",
+        "ridge_nd",
         "best_nd_pair", "pls", "random_forest",
     }  # fmt: skip
     # The linear ridge on the bands finds the planted index well.

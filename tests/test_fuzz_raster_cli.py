@@ -8,6 +8,7 @@ value is no class, or exit code 2 with one ``error:`` line on stderr, never a
 traceback. The command runs in-process (its ``main``), once as a process.
 """
 
+import json
 import subprocess
 import sys
 import warnings
@@ -128,7 +129,7 @@ OPTIONS = st.lists(
         ),
         st.tuples(st.just("--n-jobs"), st.sampled_from(["0", "-1", "1", "3", "x"])),
         st.tuples(st.just("--compress"), st.sampled_from(["lzw", "deflate", "bogus", "", "jpeg"])),
-        st.sampled_from([("--proba",), ("--indices",), ("--positional",)]),
+        st.sampled_from([("--proba",), ("--indices",), ("--positional",), ("--cog",)]),
     ),
     max_size=4,
 )
@@ -152,15 +153,15 @@ def _check_map(path, n_rows=6, n_columns=5):
     with rasterio.open(path) as src:
         data = src.read()
         nodata = src.nodata
-        classes = src.tags().get("classes")
+        codes = src.tags().get("flag_values")
     assert data.shape[1:] == (n_rows, n_columns)
     if data.dtype.kind == "f":
         valid = ~np.isnan(data) if nodata is None or np.isnan(nodata) else data != nodata
         assert np.isfinite(data[valid]).all()
-    if classes is not None and data.dtype.kind in "iu":
-        # A class map's no-data value is no class (codes "0=soil, ..." or the labels).
-        values = [int(part.split("=")[0]) for part in classes.split(", ")]
-        assert nodata not in values, (nodata, classes)
+    if codes is not None:
+        # A class map's no-data value is no class code.
+        values = json.loads(codes)
+        assert nodata not in values, (nodata, codes)
         assert np.isin(data[data != nodata], values).all()
 
 

@@ -13,7 +13,13 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from sknd.inspection import band_identifiers, export_formulas, get_bands, index_table
+from sknd.inspection import (
+    band_identifiers,
+    export_asi,
+    export_formulas,
+    get_bands,
+    index_table,
+)
 
 S2 = ["B2", "B3", "B4", "B5", "B8", "B8A", "B11", "B12"]
 
@@ -287,14 +293,38 @@ def test_numpy_formulas_reproduce_the_indices(variant):
     np.testing.assert_allclose(values, reference_indices(model, X), rtol=0, atol=1e-10)
 
 
+_QGIS_TOKEN = re.compile(
+    r'\s*(?:(?P<number>\d+\.\d*|\.\d+|\d+)|(?P<ref>"[^"@]+@1")|(?P<op>[-+*/^()])|(?P<func>sqrt|ln))'
+)
+
+
+def eval_qgis(formula, names, X):
+    """The QGIS raster-calculator grammar's subset the export uses, checked token by token."""
+    python, position = [], 0
+    while position < len(formula.rstrip()):
+        match = _QGIS_TOKEN.match(formula, position)
+        assert match is not None, f"not QGIS raster-calculator syntax at {formula[position:]!r}"
+        kind, text = match.lastgroup, match.group(match.lastgroup)
+        if kind == "ref":
+            python.append(f"band[{names.index(text[1:-3])}]")
+        elif kind == "func":
+            python.append({"sqrt": "np.sqrt", "ln": "np.log"}[text])
+        else:
+            python.append("**" if text == "^" else text)
+        position = match.end()
+    return eval(" ".join(python), {"__builtins__": {}, "np": np, "band": X.T})
+
+
+@pytest.mark.parametrize("fmt", ["gee", "qgis"])
 @pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
-def test_gee_formulas_parse_and_reproduce_the_indices(variant):
+def test_gee_and_qgis_formulas_parse_and_reproduce_the_indices(variant, fmt):
     names = ["B8", "Band 4", "red-edge'1", "2nd"]
     model = stand_in(n_bands=4, bands=names, variant=variant, epsilon=2.5e-7)
     X = sample(variant, 4)
-    # The parser accepts no exponent literals: epsilon must come out as 0.00000025.
-    formulas = export_formulas(model, format="gee")
-    values = np.column_stack([eval_gee(f, names, X) for f in formulas])
+    # The parsers accept no exponent literals: epsilon must come out as 0.00000025.
+    formulas = export_formulas(model, format=fmt)
+    evaluate = eval_gee if fmt == "gee" else eval_qgis
+    values = np.column_stack([evaluate(f, names, X) for f in formulas])
     np.testing.assert_allclose(values, reference_indices(model, X), rtol=0, atol=1e-10)
 
 
@@ -374,3 +404,60 @@ def test_band_identifiers_are_unique_identifiers():
     assert len(set(idents)) == len(names)
     assert all(ident.isidentifier() and ident not in ("class", "np") for ident in idents)
     assert isinstance(index_table(stand_in(n_bands=2)), pd.DataFrame)
+
+
+# --- other sensors' band names and Awesome Spectral Indices --------------------
+
+
+def test_formulas_for_another_sensor_use_its_band_names():
+    landsat = ["B2", "B3", "B4", "B5"]  # blue, green, red, nir of Landsat 8
+    model = stand_in(n_bands=4, bands=landsat, sensor="landsat8")
+    X = sample("reflectance", 4)
+    sentinel = ["B2", "B3", "B4", "B8"]  # the same common names on Sentinel-2
+    for fmt, evaluate in [("numpy", eval_numpy), ("gee", eval_gee)]:
+        formulas = export_formulas(model, format=fmt, sensor="sentinel2")
+        assert all("B5" not in formula for formula in formulas)
+        values = np.column_stack([evaluate(f, sentinel, X) for f in formulas])
+        np.testing.assert_allclose(values, reference_indices(model, X), rtol=0, atol=1e-10)
+    # A band the target sensor lacks, or without a common name: an error naming it.
+    thermal = stand_in(n_bands=2, bands=["B4", "B10"], sensor="landsat8")
+    with pytest.raises(ValueError, match=r"Sentinel-2 MSI has no tir1 band \(the model's 'B10'\)"):
+        export_formulas(thermal, sensor="sentinel2")
+    unnamed = stand_in(n_bands=2)
+    with pytest.raises(ValueError, match="has no common name"):
+        export_formulas(unnamed, format="gee", sensor="sentinel2")
+    with pytest.raises(ValueError, match="Unknown sensor"):
+        export_formulas(model, sensor="bogus")
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "signed"])
+def test_asi_formulas_reproduce_the_indices(variant):
+    model = stand_in(n_bands=len(S2), bands=S2, sensor="sentinel2", variant=variant)
+    X = sample(variant, len(S2))
+    symbols = ["B", "G", "R", "RE1", "N", "N2", "S1", "S2"]  # of S2's bands, in order
+    formulas = export_formulas(model, format="asi")
+    # Arithmetic over the catalogue's symbols, as spyndex evaluates it (no numpy names).
+    values = np.column_stack(
+        [eval(f, {"__builtins__": {}}, dict(zip(symbols, X.T))) for f in formulas]
+    )
+    np.testing.assert_allclose(values, reference_indices(model, X), rtol=0, atol=1e-10)
+
+
+def test_asi_export_refusals_and_fields():
+    with pytest.raises(ValueError, match="QGIS raster-calculator reference"):
+        export_formulas(stand_in(n_bands=2, bands=["a@b", "c"]), format="qgis")
+    with pytest.raises(ValueError, match="no log or exp"):
+        export_formulas(stand_in(bands=S2[:4], sensor="sentinel2", variant="softplus"), "asi")
+    with pytest.raises(ValueError, match="leave sensor out"):
+        export_formulas(stand_in(bands=S2[:4], sensor="sentinel2"), "asi", sensor="landsat8")
+    with pytest.raises(ValueError, match="no Awesome Spectral Indices symbol"):
+        export_asi(stand_in(n_bands=2))  # x0, x1: no common names
+    # An unused band without a symbol is no obstacle.
+    model = stand_in(n_bands=3, bands=["B4", "B5", "B8"], sensor="landsat8", pairs=[(1, 0)])
+    entry = export_asi(model, prefix="LND", reference="doi:x", date="2026-01-01")
+    entry = entry["SpectralIndices"]["LND1"]
+    assert entry["bands"] == ["N", "R"] and "Landsat-OLI" in entry["platforms"]  # B8: pan
+    assert entry["application_domain"] == "vegetation"  # NDVI's pair
+    assert entry["reference"] == "doi:x" and entry["date_of_addition"] == "2026-01-01"
+    with pytest.raises(ValueError, match="prefix"):
+        export_asi(model, prefix="1x")

@@ -1,5 +1,6 @@
 """Band names, indices_, export_formulas, pairs by name and passthrough on the real estimators."""
 
+import json
 import pickle
 
 import numpy as np
@@ -9,7 +10,7 @@ import torch
 from test_inspection import eval_gee, eval_numpy
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
-from sknd.inspection import band_identifiers
+from sknd.inspection import band_identifiers, export_asi
 from sknd.nn import normalized_difference
 
 FAST = {"max_epochs": 8, "batch_size": 32, "lr": 0.05, "random_state": 0}
@@ -195,3 +196,32 @@ def test_band_identifiers_match_numpy_formulas():
     clf = NDClassifier(bands=names, **FAST).fit(X.to_numpy(), y)
     env = dict(zip(band_identifiers(clf.band_names_), X.to_numpy().T))
     assert all(np.all(np.abs(eval(f, {"np": np}, env)) <= 1) for f in clf.export_formulas())
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "signed"])
+def test_asi_entries_evaluated_by_spyndex_reproduce_transform(variant, tmp_path, monkeypatch):
+    spyndex = pytest.importorskip("spyndex")
+    X, y = reflectance_data()
+    if variant == "signed":
+        X = X - 0.2  # signed values: sqrt(b**2 + eps) in the denominators
+    model = NDTransformer(variant=variant, sensor="sentinel2", n_indices=3, **FAST).fit(X, y)
+    catalogue = export_asi(model, tmp_path / "indices.json", date="2026-01-02")
+    assert json.loads((tmp_path / "indices.json").read_text()) == catalogue
+    model_entries = catalogue["SpectralIndices"]
+    assert list(model_entries) == ["SKND1", "SKND2", "SKND3"]
+    symbols = {"B2": "B", "B3": "G", "B4": "R", "B8": "N", "B11": "S1"}
+    params = {symbols[name]: X[name].to_numpy() for name in S2}
+    expected = model.transform(X)
+    # spyndex evaluates the entries as catalogue entries (its own checks of the bands included).
+    builtin = spyndex.spyndex._get_indices
+    monkeypatch.setattr(
+        spyndex.spyndex, "_get_indices", lambda online=False: {**builtin(online), **model_entries}
+    )
+    for column, entry in enumerate(model_entries.values()):
+        assert set(entry) == {
+            "short_name", "long_name", "formula", "bands", "application_domain",
+            "reference", "contributor", "date_of_addition", "platforms",
+        }  # fmt: skip
+        assert set(entry["bands"]) <= set(params) and "Sentinel-2" in entry["platforms"]
+        values = spyndex.computeIndex(entry["short_name"], params=params)
+        np.testing.assert_allclose(values, expected[:, column], rtol=0, atol=1e-5)

@@ -1,13 +1,18 @@
 """Tests of sknd.raster: numpy, xarray and dask images through fitted estimators."""
 
+import json
+import shutil
+import subprocess
 import threading
 import warnings
+from xml.etree import ElementTree
 
 import numpy as np
 import pandas as pd
 import pytest
 from raster_files import write_geotiff
 from sklearn.decomposition import PCA
+from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -1002,3 +1007,137 @@ def test_geotiff_without_crs_gives_a_map_without_crs(tmp_path, named_clf):
     assert labels.rio.crs is None
     labels.rio.to_raster(tmp_path / "out.tif")
     assert rioxarray.open_rasterio(tmp_path / "out.tif").rio.crs is None
+
+
+# ------------------------------------------------------------ categorical class maps
+@pytest.mark.parametrize("labels", ["strings", "integers"])
+@pytest.mark.parametrize("chunks", [None, {"x": 4, "y": 5}])
+def test_class_map_codes_are_positions_in_classes(labels, chunks):
+    X, y = _training_data()
+    names = (
+        np.array(["soil", "water", "vegetation"]) if labels == "strings" else np.array([7, 300, 2])
+    )
+    model = LogisticRegression().fit(X, names[y])
+    clean = _image()
+    predicted = model.predict(clean.reshape(-1, 4))
+    image = clean.copy()
+    image[0, 0, 1] = np.nan
+    scene = xr.DataArray(np.moveaxis(image, -1, 0), dims=("band", "y", "x"))
+    if chunks is not None:
+        scene = scene.chunk(chunks)
+    codes = raster.class_map(model, scene)
+    assert codes.dtype == np.uint8 and (chunks is not None) == (codes.chunks is not None)
+    if chunks is not None:
+        # Lazily, without object arrays: every block of the graph is uint8.
+        assert codes.data.blocks[0, 0].compute().dtype == np.uint8
+    values = codes.values
+    expected = np.searchsorted(model.classes_, predicted)
+    assert values[0, 0] == 255 == codes.attrs["_FillValue"]
+    np.testing.assert_array_equal(values.ravel()[1:], expected[1:])
+    np.testing.assert_array_equal(codes.attrs["flag_values"], [0, 1, 2])
+    table = json.loads(codes.attrs["categories"])
+    assert table == {str(code): label for code, label in enumerate(model.classes_.tolist())}
+    assert codes.attrs["flag_meanings"] == " ".join(str(label) for label in model.classes_)
+    # Back to labels, with their type; no-data as asked.
+    back = raster.class_labels(codes, fill_label=names[0] if labels == "strings" else -1)
+    assert back.dtype.kind == ("U" if labels == "strings" else "i")
+    np.testing.assert_array_equal(back.values.ravel()[1:], predicted[1:])
+    # argmax of the probabilities gives the same codes.
+    proba = raster.predict_proba(model, scene)
+    assert proba.dtype == np.float32
+    from_proba = raster.class_map_from_proba(proba)
+    assert from_proba.attrs["categories"] == codes.attrs["categories"]
+    np.testing.assert_array_equal(from_proba.values, values)
+    # No-data written as a number, not NaN, is still no-data (never class 0).
+    zero_filled = raster.class_map_from_proba(raster.predict_proba(model, scene, fill_value=0.0))
+    np.testing.assert_array_equal(zero_filled.values, values)
+    assert raster.predict_proba(model, image, dtype=np.float64).dtype == np.float64
+
+
+def test_class_map_numpy_and_fill_values(string_clf):
+    image = _image()
+    image[2, 3, 0] = np.nan
+    codes = raster.class_map(string_clf, image, fill_value=-1)
+    assert codes.dtype == np.int16 and codes[2, 3] == -1
+    # 255 classes: codes 0..254, the fill 255 still fits uint8; one more needs uint16.
+    for n_classes, dtype in [(255, np.uint8), (256, np.uint16)]:
+        many = DummyClassifier().fit(np.zeros((n_classes, 1)), np.arange(n_classes))
+        codes = raster.class_map(many, np.ones((2, 2, 1)))
+        assert codes.dtype == dtype and (codes == 0).all()
+    # A fill value that is a class code would pass no-data pixels for that class.
+    with pytest.raises(ValueError, match="fill_value=1 is the code of the class 'vegetation'"):
+        raster.class_map(string_clf, image, fill_value=1)
+    with pytest.raises(TypeError, match="cannot be a class code"):
+        raster.class_map(string_clf, image, fill_value=0.5)
+    with pytest.raises(TypeError, match="needs a classifier"):
+        raster.class_map(PCA(n_components=1).fit(_image().reshape(-1, 4)), image)
+    with pytest.raises(ValueError, match=r"Code 3 is neither a class code \(\[0, 1\]\) nor"):
+        raster.class_labels(np.array([0, 3]), ["a", "b"], fill_value=255)
+
+
+@pytest.mark.parametrize(
+    "label, message",
+    [("line\nbreak", "control characters"), ("x" * 300, "limited to 254"), ("nul\x00", "control")],
+)
+def test_class_map_refuses_labels_that_cannot_be_category_names(label, message):
+    X, y = _training_data()
+    classes = np.array(["fine", "also fine", label], dtype=object)
+    model = LogisticRegression().fit(X, classes[y])
+    with pytest.raises(ValueError, match=message):
+        raster.class_map(model, xr.DataArray(np.ones((4, 2, 2)), dims=("band", "y", "x")))
+
+
+@AFFINE_MATMUL
+@pytest.mark.parametrize("cog", [False, True])
+def test_write_class_map_opens_with_colour_table_and_category_names(tmp_path, cog):
+    rioxarray = pytest.importorskip("rioxarray")
+    rasterio = pytest.importorskip("rasterio")
+    X, y = _training_data()
+    model = LogisticRegression().fit(
+        pd.DataFrame(X, columns=BANDS), np.array(["bare soil", "water", "forest"])[y]
+    )
+    path = write_geotiff(tmp_path / "scene.tif", _scene_data(), descriptions=BANDS)
+    scene = rioxarray.open_rasterio(path, chunks={"x": 4})
+    codes = raster.class_map(model, scene)
+    codes.rio.to_raster(tmp_path / "plain.tif")  # rioxarray writes it as it is
+    out = raster.write_class_map(
+        codes,
+        tmp_path / "map.tif",
+        cog=cog,
+        colors={"bare soil": (1, 2, 3), "water": "#0000ff", "forest": (0, 128, 0, 200)},
+    )
+    with rasterio.open(out) as src:
+        assert src.dtypes == ("uint8",) and src.nodata == 255
+        assert src.crs == scene.rio.crs and src.transform == scene.rio.transform()
+        colormap = src.colormap(1)
+        assert [colormap[code] for code in (0, 1, 2)] == [
+            (1, 2, 3, 255),
+            (0, 128, 0, 255),
+            (0, 0, 255, 255),
+        ]  # GeoTIFF: no alpha
+        assert colormap[255] == (0, 0, 0, 0)
+        assert json.loads(src.tags()["categories"]) == {
+            "0": "bare soil",
+            "1": "forest",
+            "2": "water",
+        }
+        assert (src.tags(ns="IMAGE_STRUCTURE").get("LAYOUT") == "COG") == cog
+        np.testing.assert_array_equal(src.read(1), codes.values)
+    names = [node.text for node in ElementTree.parse(f"{out}.aux.xml").getroot().iter("Category")]
+    assert names == ["bare soil", "forest", "water"]
+    if shutil.which("gdalinfo"):  # GDAL itself lists them
+        info = subprocess.run(["gdalinfo", str(out)], capture_output=True, text=True).stdout
+        assert "Categories:" in info and "1: forest" in info and "Color Table" in info
+    # Read back with rioxarray, the codes become labels again.
+    back = raster.class_labels(
+        rioxarray.open_rasterio(out).squeeze("band", drop=True), fill_label=""
+    )
+    np.testing.assert_array_equal(
+        back.values[codes.values != 255], raster.class_labels(codes).values[codes.values != 255]
+    )
+    # Refused before anything is written.
+    with pytest.raises(ValueError, match="no colour for the classes"):
+        raster.write_class_map(codes, tmp_path / "bad.tif", colors={"water": (0, 0, 255)})
+    with pytest.raises(ValueError, match="multiply them by 255"):  # matplotlib's floats
+        raster.write_class_map(codes, tmp_path / "bad.tif", colors=[(0.1, 0.2, 0.3)] * 3)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("bad", ".sknd"))) == []

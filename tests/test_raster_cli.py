@@ -1,7 +1,10 @@
 """Tests of ``python -m sknd.raster`` (sknd/raster/_cli.py): GeoTIFF in, GeoTIFF out."""
 
+import json
+import shutil
 import subprocess
 import sys
+from xml.etree import ElementTree
 
 import joblib
 import numpy as np
@@ -50,6 +53,12 @@ def _scene(path, *, shape=(40, 30), order=BANDS, crs="EPSG:32633", described=Tru
     return path, table
 
 
+def _category_names(path):
+    """GDAL category names of band 1, from the side-car GDAL reads them from."""
+    root = ElementTree.parse(f"{path}.aux.xml").getroot()
+    return [node.text or "" for node in root.iter("Category")]
+
+
 def _read(path):
     with rasterio.open(path) as src:
         return src.read(), src.profile, src.descriptions, src.tags()
@@ -61,14 +70,56 @@ def test_class_map_keeps_crs_transform_and_matches_bands_by_name(tmp_path, model
     assert main([str(model_path), str(scene), str(out), "--block-rows", "7"]) == 0
     data, profile, descriptions, tags = _read(out)
     assert profile["crs"].to_string() == "EPSG:32633" and profile["transform"] == TRANSFORM
-    assert profile["nodata"] == -1 and data.dtype == np.int16 and descriptions == ("class",)
+    # Class codes (positions in classes_) in uint8, the fill 255 outside them.
+    assert profile["nodata"] == 255 and data.dtype == np.uint8 and descriptions == ("class",)
     model = joblib.load(model_path)
     codes = np.searchsorted(model.classes_, model.predict(table)).reshape(40, 30)
     valid = np.ones((40, 30), dtype=bool)
     valid[0, :5] = valid[3, 3] = False
     np.testing.assert_array_equal(data[0][valid], codes[valid])
-    assert (data[0][~valid] == -1).all()  # nodata and NaN pixels: fill, never a class
-    assert tags["classes"] == "0=soil, 1=veg, 2=water"
+    assert (data[0][~valid] == 255).all()  # nodata and NaN pixels: fill, never a class
+    assert json.loads(tags["categories"]) == {"0": "soil", "1": "veg", "2": "water"}
+    assert tags["flag_meanings"] == "soil veg water" and json.loads(tags["flag_values"]) == [
+        0,
+        1,
+        2,
+    ]
+    with rasterio.open(out) as src:
+        colormap = src.colormap(1)
+    assert len({colormap[code] for code in range(3)}) == 3 and colormap[255][3] == 0
+    assert _category_names(out) == ["soil", "veg", "water"]
+
+
+@pytest.mark.parametrize("what", ["class", "proba"])
+def test_cog_output_with_colour_table_or_band_descriptions(tmp_path, model_path, what):
+    scene, _ = _scene(tmp_path / "scene.tif", shape=(300, 280))
+    out = tmp_path / "map.tif"
+    (tmp_path / "map.tif.aux.xml").write_text(
+        "<PAMDataset><PAMRasterBand band='1'><CategoryNames><Category>stale</Category>"
+        "</CategoryNames></PAMRasterBand></PAMDataset>"
+    )  # left by an earlier map: must not rename this one's classes
+    extra = ["--proba"] if what == "proba" else []
+    assert main([str(model_path), str(scene), str(out), "--cog", "--no-progress", *extra]) == 0
+    with rasterio.open(out) as src:
+        assert src.tags(ns="IMAGE_STRUCTURE")["LAYOUT"] == "COG"
+        assert src.overviews(1)  # 300 x 280 pixels, 256-pixel tiles: one overview level
+        if what == "class":
+            assert src.dtypes[0] == "uint8" and src.colormap(1)[2][3] == 255
+            assert src.descriptions == ("class",)
+        else:
+            assert src.descriptions == ("soil", "veg", "water")
+            assert src.dtypes[0] == "float32"
+    if what == "class":
+        assert _category_names(out) == ["soil", "veg", "water"]
+        if shutil.which("gdalinfo"):  # GDAL itself reads them
+            info = subprocess.run(["gdalinfo", str(out)], capture_output=True, text=True).stdout
+            assert "Categories:" in info and "2: water" in info and "Color Table" in info
+    else:
+        assert not (tmp_path / "map.tif.aux.xml").exists()
+    # No temporary file left next to the map.
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["map.tif"] + (
+        ["map.tif.aux.xml"] if what == "class" else []
+    ) + ["scene.tif"]
 
 
 def test_proba_and_indices(tmp_path, model_path):
@@ -135,8 +186,9 @@ def test_unnamed_scene_is_refused_unless_positional(tmp_path, model_path, capsys
         ("huge class fill", "--fill-value 1e+300 is too large for a class map"),
         ("huge float fill", "--fill-value 1e+40 is beyond the float32 range"),
         ("band count", "Got 2 band names in --bands for an image of 4 bands"),
-        # String classes are written as codes 0..n-1: a fill of 0 read as the first class.
-        ("fill is a class code", "--fill-value 0 is the code of the class 'soil'"),
+        ("fill is a class code", "--fill-value 1 is the code of the class 'veg'"),
+        ("unwritable label", "control characters"),
+        ("cog into a folder", "cannot write"),
         # An unknown preset was accepted when the names matched as given.
         ("unknown sensor", "Unknown sensor 'bogus'"),
         # Complex bands lost their imaginary part without a word.
@@ -169,7 +221,14 @@ def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, me
     elif case == "band count":
         extra = ["--bands", "blue,green"]
     elif case == "fill is a class code":
-        extra = ["--fill-value", "0"]
+        extra = ["--fill-value", "1"]
+    elif case == "unwritable label":
+        X, y = _training()
+        model = str(tmp_path / "odd.joblib")
+        joblib.dump(LogisticRegression().fit(X, np.char.add(y, "\n")), model)
+    elif case == "cog into a folder":
+        (tmp_path / "out.tif").mkdir()
+        extra = ["--cog"]
     elif case == "unknown sensor":
         extra = ["--sensor", "bogus"]
     elif case == "complex scene":
@@ -182,7 +241,9 @@ def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, me
     assert main([model, str(scene), str(out), "--no-progress", *extra]) == 2
     err = capsys.readouterr().err
     assert message.replace("\\", "") in err.replace("\\", "")
-    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    assert len(err.strip().splitlines()) == 1
+    if case != "cog into a folder":  # refused before writing, or the unfinished map removed
+        assert not out.exists() and not list(tmp_path.glob(".sknd-*"))
 
 
 def test_values_the_model_refuses_exit_2_and_leave_no_map(tmp_path, capsys):
@@ -218,14 +279,15 @@ def test_class_fill_is_no_class_label(tmp_path, capsys):
     out = tmp_path / "out.tif"
     assert main([str(path), str(scene), str(out), "--no-progress"]) == 0
     data, profile, _, _ = _read(out)
-    assert profile["nodata"] == -2
+    model = joblib.load(path)
+    codes = np.searchsorted(model.classes_, model.predict(table)).reshape(40, 30)
+    assert profile["nodata"] not in (0, 1)  # the codes of -1 and +1
     valid = np.ones((40, 30), dtype=bool)
     valid[0, :5] = valid[3, 3] = False
-    model = joblib.load(path)
-    np.testing.assert_array_equal(data[0][valid], model.predict(table).reshape(40, 30)[valid])
-    assert (data[0][~valid] == -2).all()
-    assert main([str(path), str(scene), str(out), "--fill-value", "1"]) == 2
-    assert "--fill-value 1.0 is one of the classes [-1, 1]" in capsys.readouterr().err
+    np.testing.assert_array_equal(data[0][valid], codes[valid])
+    assert (data[0][~valid] == profile["nodata"]).all()
+    assert main([str(path), str(scene), str(out), "--fill-value", "1", "--no-progress"]) == 2
+    assert "--fill-value 1 is the code of the class" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP", "KeyboardInterrupt"])

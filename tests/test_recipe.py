@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.linear_model import LogisticRegression, RidgeCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -79,7 +79,7 @@ def test_early_stopping_never_ends_below_the_start():
     assert model.best_validation_score_ >= max(scores)
 
 
-def test_regression_warm_start_is_ridge_on_standardized_targets():
+def test_regression_warm_start_is_ridge_cv_on_standardized_targets():
     X = _spectra(n_bands=4)
     y = 50 + 10 * (X[:, 0] - X[:, 2]) / (X[:, 0] + X[:, 2])
     model = NDRegressor(max_epochs=1, lr=1e-12, early_stopping=False, random_state=0).fit(X, y)
@@ -87,8 +87,103 @@ def test_regression_warm_start_is_ridge_on_standardized_targets():
         classic_index(X, all_pairs(4), epsilon=1e-6 / np.log(2))
     )
     target = (y - y.mean()) / y.std()
-    expected = Ridge(alpha=1.0).fit(features, target).predict(features) * y.std() + y.mean()
+    reference = RidgeCV(alphas=_recipe.ALPHA_PATH_PER_ROW * len(X)).fit(features, target)
+    assert model.start_regularization_ == pytest.approx(reference.alpha_)
+    assert reference.alpha_ != _recipe.DEFAULT_ALPHA
+    expected = reference.predict(features) * y.std() + y.mean()
     np.testing.assert_allclose(model.predict(X), expected, rtol=1e-4)
+    assert model.learning_gain_ is None  # no validation part to measure it on
+
+
+def test_logistic_start_penalty_is_chosen_by_validation_log_loss():
+    X = _spectra(n_samples=400, seed=3)
+    y = _classes(X, n_classes=3, seed=3)
+    X_val, y_val = X[300:], y[300:]
+    X, y = X[:300], y[:300]
+    model = NDClassifier(max_epochs=1, lr=1e-12, random_state=0)
+    model.fit(X, y, X_val=X_val, y_val=y_val)
+    index = classic_index(X, all_pairs(5), epsilon=1e-6 / np.log(2))
+    scaler = StandardScaler().fit(index)
+    val = scaler.transform(classic_index(X_val, all_pairs(5), epsilon=1e-6 / np.log(2)))
+    losses = []
+    for C in _recipe.C_PATH:
+        fit = LogisticRegression(C=C, max_iter=2000).fit(scaler.transform(index), y)
+        proba = fit.predict_proba(val)
+        losses.append(-np.log(proba[np.arange(len(y_val)), y_val]))
+    means = np.mean(losses, axis=1)
+    best = np.argmin(means)
+    # The one-standard-error rule: the strongest penalty within a standard error of the best.
+    bound = means[best] + np.std(losses[best]) / np.sqrt(len(y_val))
+    chosen = _recipe.C_PATH[np.flatnonzero(means <= bound)[0]]
+    assert chosen < _recipe.C_PATH[best]  # the rule matters on these data
+    assert model.start_regularization_ == chosen
+
+
+def test_refined_indices_recover_a_weighted_index_where_its_value_matters():
+    # A regression on the value of (2 b1 - b3) / (2 b1 + b3): k = 2 is identifiable (the
+    # classic index is a different function of the bands), and learning it pays.
+    rng = np.random.default_rng(4)
+    X = _spectra(n_samples=600, n_bands=4, seed=4)
+    y = (2 * X[:, 1] - X[:, 3]) / (2 * X[:, 1] + X[:, 3]) + rng.normal(0, 0.01, len(X))
+    model = NDRegressor(pairs=[(1, 3)], random_state=0).fit(X[:500], y[:500])
+    k = np.log1p(np.exp(model.coef_a_)) / np.log1p(np.exp(model.coef_c_))
+    assert k[0] == pytest.approx(2.0, rel=0.05)
+    assert model.learning_gain_ > 0.005
+    fixed = NDRegressor(pairs=[(1, 3)], recipe="paper", lr=1e-12, max_epochs=1, random_state=0)
+    start = fixed.fit(X[:500], y[:500])
+    assert model.score(X[500:], y[500:]) > 0.99 > start.score(X[500:], y[500:])
+
+
+def test_refinement_leaves_the_classic_index_where_it_is_right():
+    rng = np.random.default_rng(5)
+    X = _spectra(n_samples=600, n_bands=4, seed=5)
+    y = (X[:, 1] - X[:, 3]) / (X[:, 1] + X[:, 3]) + rng.normal(0, 0.01, len(X))
+    model = NDRegressor(pairs=[(1, 3)], lr=1e-12, random_state=0).fit(X, y)
+    k = np.log1p(np.exp(model.coef_a_)) / np.log1p(np.exp(model.coef_c_))
+    assert k[0] == pytest.approx(1.0, abs=0.02)
+
+
+def test_learning_gain_is_measured_on_validation_and_never_negative():
+    X = _spectra(n_samples=400, seed=6)
+    y = _classes(X, n_classes=3, seed=6)
+    for architecture in ("nd", "attnd"):
+        model = NDClassifier(architecture=architecture, max_epochs=10, random_state=0)
+        model.fit(X, y)
+        assert model.learning_gain_ >= -1e-6
+    deep = NDClassifier(depth=3, max_epochs=2, random_state=0).fit(X, y)
+    assert deep.learning_gain_ is None and deep.start_regularization_ is None
+
+
+def test_all_pairs_on_many_bands_do_not_collapse():
+    # 40 correlated bands, 780 pairs for 200 rows: a fixed penalty (alpha = 1) overfits.
+    rng = np.random.default_rng(7)
+    base = rng.uniform(0.1, 0.5, size=(250, 4))
+    X = np.repeat(base, 10, axis=1) * rng.uniform(0.9, 1.1, size=(250, 40))
+    y = (X[:, 5] - X[:, 25]) / (X[:, 5] + X[:, 25]) + rng.normal(0, 0.02, 250)
+    every = NDRegressor(pairs="all", max_epochs=5, random_state=0).fit(X[:200], y[:200])
+    screened = NDRegressor(max_epochs=5, random_state=0).fit(X[:200], y[:200])
+    assert every.start_regularization_ > _recipe.DEFAULT_ALPHA
+    assert every.score(X[200:], y[200:]) >= screened.score(X[200:], y[200:]) - 0.05
+    assert every.score(X[200:], y[200:]) > 0.5
+
+
+def test_tiny_data_falls_back_to_the_fixed_start_and_says_so(capsys):
+    X = _spectra(n_samples=12, n_bands=3)
+    y = np.array([0, 1, 2] * 4)
+    model = NDClassifier(max_epochs=2, verbose=1, random_state=0).fit(X, y)
+    assert model.start_regularization_ == _recipe.DEFAULT_C
+    assert "C=1 (fixed: too few rows to choose it on)" in capsys.readouterr().out
+
+
+def test_a_diverging_refinement_keeps_the_start(monkeypatch):
+    monkeypatch.setattr(_recipe, "PRIOR_PATH", np.array([np.nan]))
+    X = _spectra(n_samples=300, seed=8)
+    y = _classes(X, seed=8)
+    model = NDClassifier(lr=1e-12, max_epochs=2, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(model.coef_a_, 0)
+    np.testing.assert_array_equal(model.coef_c_, 0)
+    assert np.isfinite(model.predict_proba(X)).all()
+    assert model.learning_gain_ == 0.0
 
 
 # The AttND gate reads the raw bands: an AttND classifier is not illumination-invariant, the

@@ -46,6 +46,7 @@ _RESULT_INFO = [
     "fit_time",
     "n_epochs",
     "best_epoch",
+    "learning_gain",
     "seed",
     "n_train",
     "n_val",
@@ -107,6 +108,12 @@ def _stack(frames, columns):
     """Stack the per-task frames (None where a task has none), or an empty frame of ``columns``."""
     frames = [frame for frame in frames if frame is not None]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def _learning_gain(final):
+    """The fitted network's ``learning_gain_`` (NaN where it has none or it is None)."""
+    gain = getattr(final, "learning_gain_", None)
+    return np.nan if gain is None else float(gain)
 
 
 def _final_step(estimator):
@@ -184,6 +191,7 @@ def _run_task(task, X, y, split, config):
         "fit_time": fit_time,
         "n_epochs": _n_iter(final),
         "best_epoch": np.nan if best_epoch is None else best_epoch,
+        "learning_gain": _learning_gain(final),
         "seed": task["seed"],
         "n_train": len(split[0]),
         "n_val": len(split[1]),

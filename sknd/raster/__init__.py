@@ -32,6 +32,13 @@ mapping. An image without names given to a model with names is refused unless
 :class:`~sknd.bands.BandPositionWarning` when the image's own names say
 otherwise). A file's band descriptions follow ``.sel`` and ``.isel``.
 
+:func:`class_map` classifies into integer class codes (the positions in
+``classes_``, uint8 up to 255 classes) that carry their labels in CF
+attributes and GIS tools open as they are; :func:`class_map_from_proba` gives
+the same codes from probabilities, :func:`class_labels` turns codes back into
+labels and :func:`write_class_map` writes a GeoTIFF or COG with a colour
+table and category names.
+
 Pixels with a NaN (or the ``nodata`` value) in any band the model uses are
 no-data: they are never shown to the estimator and come out as ``fill_value``
 (NaN by default).
@@ -55,11 +62,23 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._docstrings import Substitution
 from .._pixels import apply_pixels, prepare
+from ._categorical import CodeTable, adjust_output
 from ._checks import check_fill_not_a_class, check_image_dtype, check_scalar, image_values
+from ._geotiff import write_class_map
+from ._labels import class_labels, class_map_from_proba
 from ._matching import band_columns
 from ._xarray import apply_dataarray, is_dataarray
 
-__all__ = ["DEFAULT_CHUNK_PIXELS", "predict", "predict_proba", "transform"]
+__all__ = [
+    "DEFAULT_CHUNK_PIXELS",
+    "class_labels",
+    "class_map",
+    "class_map_from_proba",
+    "predict",
+    "predict_proba",
+    "transform",
+    "write_class_map",
+]
 
 #: Pixels handed to the estimator per call. Large enough that per-call overhead
 #: is negligible, small enough that a call's intermediates (pixels x indices)
@@ -236,6 +255,7 @@ def predict_proba(
     output_dim="class",
     nodata=None,
     fill_value=None,
+    dtype=np.float32,
     chunk_pixels=DEFAULT_CHUNK_PIXELS,
     n_jobs=None,
 ):
@@ -249,6 +269,9 @@ def predict_proba(
     {nodata_parameter}
     fill_value : float or None, default=None
         Probability written to no-data pixels; ``None`` means NaN.
+    dtype : float dtype, default=numpy.float32
+        Type of the probabilities. float32 holds them to about 7 digits in
+        half the memory of float64 (which ``dtype=np.float64`` keeps).
     {chunk_parameters}
 
     Returns
@@ -277,9 +300,12 @@ def predict_proba(
     ...     coords={"y": np.arange(4), "x": np.arange(5)},
     ... )
     >>> proba = raster.predict_proba(clf, image)
-    >>> proba.dims, proba["class"].values.tolist()
-    (('class', 'y', 'x'), ['bright', 'dark'])
+    >>> proba.dims, proba["class"].values.tolist(), proba.dtype
+    (('class', 'y', 'x'), ['bright', 'dark'], dtype('float32'))
     """
+    dtype = np.dtype(dtype)
+    if dtype.kind != "f":
+        raise TypeError(f"dtype must be a float type for probabilities, got {dtype}.")
     return _apply(
         "predict_proba",
         estimator,
@@ -292,6 +318,7 @@ def predict_proba(
         fill_value=fill_value,
         chunk_pixels=chunk_pixels,
         n_jobs=n_jobs,
+        dtype=dtype,
     )
 
 
@@ -365,6 +392,101 @@ def transform(
     )
 
 
+@Substitution(
+    image_parameters=_IMAGE_PARAMETERS,
+    nodata_parameter=_NODATA_PARAMETER,
+    chunk_parameters=_CHUNK_PARAMETERS,
+)
+def class_map(
+    estimator,
+    image,
+    *,
+    band_dim="band",
+    bands=None,
+    sensor=None,
+    nodata=None,
+    fill_value=None,
+    chunk_pixels=DEFAULT_CHUNK_PIXELS,
+    n_jobs=None,
+):
+    """Classify every pixel into an integer class map that GIS tools open as it is.
+
+    Each pixel holds the *code* of its predicted class: the position of the
+    label in ``estimator.classes_`` (``0 .. n_classes - 1``), for string and
+    integer labels alike, and the same number as ``argmax`` of the class
+    probabilities. The codes are in the smallest unsigned type holding them
+    and the fill value (``uint8`` up to 255 classes), so that a lazy map of
+    string labels never holds Python objects. :func:`class_labels` turns the
+    codes back into labels; :func:`write_class_map` writes the map as a
+    GeoTIFF (or COG) with a colour table and category names.
+
+    Parameters
+    ----------
+    {image_parameters}
+    {nodata_parameter}
+    fill_value : int or None, default=None
+        Code of no-data pixels, outside the class codes. None takes the
+        largest value of the type: 255 (``uint8``) up to 255 classes, 65535
+        (``uint16``) up to 65535. A value such as -1 gives a signed type.
+    {chunk_parameters}
+
+    Returns
+    -------
+    codes : ndarray, dask array or xarray.DataArray
+        The image without its band axis. A DataArray keeps the image's
+        coordinates (CRS and transform included) and carries the code table:
+        ``flag_values`` and ``flag_meanings`` (CF conventions: the codes and
+        their labels as blank-free words), ``categories`` (JSON text
+        ``{{"code": label}}``, exact labels and their types) and
+        ``_FillValue`` (the fill value, a GeoTIFF's nodata), so that
+        ``codes.rio.to_raster(path)`` writes it as it is.
+
+    Raises
+    ------
+    ValueError
+        If ``fill_value`` is a class code, or a label cannot be written as a
+        category name (control characters, more than 254 characters).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sknd import raster
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(0, 1, size=(100, 3))
+    >>> clf = LogisticRegression().fit(X, np.where(X[:, 0] > X[:, 1], "bright", "dark"))
+    >>> image = xr.DataArray(rng.uniform(0, 1, size=(3, 4, 5)), dims=("band", "y", "x"))
+    >>> image[:, 0, 0] = np.nan                      # a no-data pixel
+    >>> codes = raster.class_map(clf, image)
+    >>> codes.dtype, int(codes[0, 0]), codes.attrs["flag_meanings"]
+    (dtype('uint8'), 255, 'bright dark')
+    >>> raster.class_labels(codes, fill_label="none").values[0, :3].tolist()
+    ['none', 'bright', 'dark']
+    """
+    check_is_fitted(estimator)
+    if getattr(estimator, "classes_", None) is None:
+        raise TypeError(
+            f"class_map needs a classifier (an estimator with classes_), got "
+            f"{type(estimator).__name__}; use predict for other estimators."
+        )
+    table = CodeTable(estimator.classes_, check_scalar(fill_value, "fill_value", numeric=True))
+    return _apply(
+        "predict",
+        estimator,
+        image,
+        band_dim=band_dim,
+        bands=bands,
+        sensor=sensor,
+        output_dim="output",
+        nodata=nodata,
+        fill_value=None,
+        chunk_pixels=chunk_pixels,
+        n_jobs=n_jobs,
+        codes=table,
+    )
+
+
 # ------------------------------------------------------------------ dispatching
 def _apply(
     method,
@@ -379,6 +501,8 @@ def _apply(
     fill_value,
     chunk_pixels,
     n_jobs,
+    dtype=None,
+    codes=None,
 ):
     check_is_fitted(estimator)
     if not hasattr(estimator, method):
@@ -396,8 +520,10 @@ def _apply(
         "chunk_pixels": int(chunk_pixels),
         "bands": bands,
         "sensor": sensor,
+        "dtype": dtype,  # of the output, when not the estimator's
+        "codes": codes,  # a CodeTable: labels written as class codes
     }
-    if method == "predict":
+    if method == "predict" and codes is None:  # class codes keep their fill apart themselves
         check_fill_not_a_class(options["fill_value"], estimator)
     if is_dataarray(image) or _is_dask_array(image):
         check_image_dtype(image.dtype)
@@ -452,7 +578,9 @@ def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options, names=No
         estimator, names, n_bands, bands=options["bands"], sensor=options["sensor"]
     )
     n_inputs = n_bands if columns is None else len(columns)
-    func, spec = prepare(method, estimator, n_inputs, image.dtype, options["fill_value"])
+    func, spec = adjust_output(
+        *prepare(method, estimator, n_inputs, image.dtype, options["fill_value"]), options
+    )
     pixels = np.moveaxis(image, axis, -1)  # a view: chunks are copied one at a time
     if spec.n_outputs is None:
         out = np.empty(pixels.shape[:-1], dtype=spec.dtype)

@@ -99,12 +99,6 @@ def _same_label(label, value):
     return bool(label == value)
 
 
-def class_fill(classes):
-    """A fill value for integer class labels: -1, or just below the smallest label."""
-    labels = [int(label) for label in np.asarray(classes).tolist()]
-    return -1 if -1 not in labels else min(labels) - 1
-
-
 def band_nodata(values):
     """No-data values of the bands (None or NaN: none): one value, one per band, or None.
 

@@ -7,7 +7,10 @@ while the model predicts the current one (GDAL releases the GIL while it
 reads, decodes and writes). The output GeoTIFF has the scene's CRS and
 transform, one band per output (the class map; the class probabilities with
 ``--proba``; the learned indices with ``--indices``) named after what it holds,
-and the fill value as its nodata.
+and the fill value as its nodata. A class map holds class codes (positions in
+``classes_``) with a colour table, GDAL category names (in the ``.aux.xml``
+side-car) and the code table in its tags; ``--cog`` writes a Cloud Optimized
+GeoTIFF.
 
 Exit codes: 0 on success, 2 on a usage error, an unreadable file, a model
 that is not a fitted scikit-learn estimator, or bands that do not match the
@@ -28,7 +31,16 @@ import numpy as np
 
 from .._pixels import apply_pixels, prepare
 from . import _n_jobs
-from ._checks import band_nodata, check_fill_not_a_class, check_image_dtype, class_fill
+from ._categorical import CodeTable, adjust_output
+from ._checks import band_nodata, check_image_dtype
+from ._geotiff import (
+    finish_class_map,
+    remove_quietly,
+    sidecar,
+    temporary_path,
+    write_category_names,
+    write_cog,
+)
 from ._matching import POSITIONAL, band_columns
 
 __all__ = []
@@ -68,8 +80,8 @@ def _parser():
         "--fill-value",
         type=float,
         default=None,
-        help="output value of no-data pixels, no class label (default: NaN, or for class "
-        "codes -1, or below the smallest class when -1 is one)",
+        help="output value of no-data pixels (default: NaN; for class codes 255 up to 255 "
+        "classes, outside the codes)",
     )
     names = parser.add_mutually_exclusive_group()
     names.add_argument(
@@ -85,6 +97,9 @@ def _parser():
         "--n-jobs", type=int, default=None, help="threads predicting a strip (-1: all cores)"
     )
     parser.add_argument("--compress", default=None, help="GeoTIFF compression (default: input's)")
+    parser.add_argument(
+        "--cog", action="store_true", help="write a Cloud Optimized GeoTIFF (GDAL's COG driver)"
+    )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     return parser
 
@@ -192,21 +207,44 @@ def _run_in_env(args, rasterio):
             )
         elif np.isnan(nodata):
             nodata = None  # NaN is no-data anyway
-        func, spec, codes = _pixel_function(model, method, n_inputs, src.dtypes, args.fill_value)
+        func, spec, table = _pixel_function(model, method, n_inputs, src.dtypes, args.fill_value)
         profile = _output_profile(src, spec, args.compress)
+        # With --cog the map is written as a plain GeoTIFF first, which GDAL's COG driver copies.
+        target = args.output
+        # A side-car left by an earlier map would rename this one's classes.
+        remove_quietly(sidecar(args.output))
         try:
-            dst = rasterio.open(args.output, "w", **profile)
+            if args.cog:
+                if os.path.isdir(args.output):
+                    raise IsADirectoryError("it is a directory")
+                target = temporary_path(args.output)
+            dst = rasterio.open(target, "w", **profile)
         except (rasterio.errors.RasterioError, OSError) as exc:
+            if target != args.output:
+                remove_quietly(target)
             raise CommandError(f"cannot write {args.output!r}: {exc}") from None
         try:
             with dst:
-                _describe(dst, model, method, spec, codes)
+                _describe(dst, model, method, spec, table)
                 _process(src, dst, func, spec, args, nodata=nodata, columns=columns)
+            if args.cog:
+                _write_cog(target, args.output, table, profile, rasterio)
+            if table is not None:
+                write_category_names(args.output, table.labels)
         except BaseException:
             # A map cut short must not pass for a result.
-            with contextlib.suppress(OSError):
-                os.remove(args.output)
+            remove_quietly(args.output, sidecar(args.output))
             raise
+        finally:
+            if args.cog:
+                remove_quietly(target, sidecar(target))
+
+
+def _write_cog(source, output, table, profile, rasterio):
+    try:
+        write_cog(source, output, categorical=table is not None, compress=profile.get("compress"))
+    except (rasterio.errors.RasterioError, OSError) as exc:
+        raise CommandError(f"cannot write {output!r} as a COG: {exc}") from None
 
 
 def _check_scene_dtypes(dtypes):
@@ -249,24 +287,14 @@ def _load_model(path, method):
     return model
 
 
-class _ClassCodes:
-    """Labels as their position in ``classes_``: a GeoTIFF holds numbers, not strings."""
-
-    def __init__(self, func, classes):
-        self.func = func
-        self.classes = classes
-
-    def __call__(self, X):
-        return np.searchsorted(self.classes, self.func(X)).astype(np.int16)
-
-
 def _pixel_function(model, method, n_inputs, dtypes, fill_value):
-    """The pixel function, its output layout as written, and the class names of codes.
+    """The pixel function, its output layout as written, and the code table of a class map.
 
     Float outputs are written as float32 with NaN (or ``fill_value``) for
-    no-data; integer labels as the smallest integer type holding them and the
-    fill (-1 by default); other labels (strings) as their position in
-    ``classes_``.
+    no-data; a classifier's labels as their codes (positions in
+    ``classes_``, see :mod:`sknd.raster._categorical`) with a fill outside
+    them (255 in uint8 up to 255 classes); other integer predictions as the
+    smallest integer type holding them and the fill (-1 by default).
     """
     dtype = np.dtype(dtypes[0])
     if method != "predict":
@@ -274,50 +302,36 @@ def _pixel_function(model, method, n_inputs, dtypes, fill_value):
         func, spec = prepare(method, model, n_inputs, dtype, fill)
         spec.dtype = np.dtype(np.float32)
         return func, spec, None
+    if fill_value is not None and not float(fill_value).is_integer():
+        raise CommandError(f"--fill-value {fill_value} is not an integer, as class codes are.")
+    if fill_value is not None and abs(fill_value) >= 2**63:
+        raise CommandError(
+            f"--fill-value {fill_value:g} is too large for a class map (a GeoTIFF of integers): "
+            "pass a value such as 255 or -1."
+        )
+    classes = getattr(model, "classes_", None)
+    if classes is not None and np.ndim(classes) == 1:
+        try:
+            table = CodeTable(classes, fill_value)
+        except (TypeError, ValueError) as exc:
+            raise CommandError(str(exc).replace("fill_value=", "--fill-value ")) from None
+        func, spec = adjust_output(*prepare(method, model, n_inputs, dtype, None), {"codes": table})
+        return func, spec, table
     # A fill of -1 keeps integer labels integer; the probe tells the labels' kind.
     func, spec = prepare(method, model, n_inputs, dtype, -1)
-    try:
-        check_fill_not_a_class(fill_value, model, "--fill-value")
-    except ValueError as exc:
-        raise CommandError(str(exc)) from None
     if spec.dtype.kind == "f":
         spec.dtype = np.dtype(np.float32)
         spec.fill = np.nan if fill_value is None else _float32_fill(fill_value)
         return func, spec, None
-    classes = getattr(model, "classes_", None)
-    # Not a class: -1 unless it is one (labels -1 / +1), then below the smallest.
-    default = -1 if classes is None or spec.dtype.kind not in "iub" else class_fill(classes)
-    fill = default if fill_value is None else fill_value
-    if not float(fill).is_integer():
-        raise CommandError(f"--fill-value {fill} is not an integer, as the class labels are.")
-    codes = None
     if spec.dtype.kind not in "iub":
-        if classes is None:
-            raise CommandError(
-                f"{type(model).__name__}.predict gives labels a GeoTIFF cannot hold and the "
-                "model has no classes_ to number them."
-            )
-        codes = np.asarray(classes)
-        if 0 <= fill < len(codes):
-            label = codes.tolist()[int(fill)]
-            raise CommandError(
-                f"--fill-value {fill:g} is the code of the class {label!r} in the map (codes 0 "
-                f"to {len(codes) - 1}): pass a value that is no code, such as -1."
-            )
-        func = _ClassCodes(func, codes)
-        values = [int(fill), 0, len(codes) - 1]
-    else:
-        values = [int(fill)] + ([] if classes is None else [int(c) for c in classes])
-    spec.dtype = np.result_type(
-        np.min_scalar_type(min(values)), np.min_scalar_type(max(values)), np.int16
-    )
-    if spec.dtype.kind not in "iu":  # beyond 64-bit integers
         raise CommandError(
-            f"--fill-value {fill:g} is too large for a class map (a GeoTIFF of integers): "
-            "pass a value such as -1."
+            f"{type(model).__name__}.predict gives labels a GeoTIFF cannot hold and the "
+            "model has no classes_ to number them."
         )
-    spec.fill = int(fill)
-    return func, spec, codes
+    fill = -1 if fill_value is None else int(fill_value)
+    spec.dtype = np.result_type(np.min_scalar_type(fill), spec.dtype, np.int16)
+    spec.fill = fill
+    return func, spec, None
 
 
 def _float32_fill(fill):
@@ -351,18 +365,14 @@ def _output_profile(src, spec, compress):
     return profile
 
 
-def _describe(dst, model, method, spec, codes):
-    """Band descriptions and tags saying what the output holds."""
+def _describe(dst, model, method, spec, table):
+    """Band descriptions, colour table and tags saying what the output holds."""
     if spec.n_outputs is not None:
         dst.descriptions = tuple(str(label) for label in spec.output_labels)
     else:
         dst.set_band_description(1, "class" if hasattr(model, "classes_") else method)
-    classes = getattr(model, "classes_", None)
-    if method == "predict" and classes is not None:
-        if codes is not None:
-            dst.update_tags(classes=", ".join(f"{i}={label}" for i, label in enumerate(codes)))
-        else:
-            dst.update_tags(classes=", ".join(str(label) for label in classes))
+    if table is not None:
+        finish_class_map(dst, table.labels, None)
     dst.update_tags(sknd_model=type(model).__name__, sknd_method=method)
 
 

@@ -13,6 +13,7 @@ import sys
 import numpy as np
 
 from .._pixels import apply_block, prepare
+from ._categorical import adjust_output
 from ._checks import band_nodata
 from ._matching import band_columns, band_name
 
@@ -23,7 +24,7 @@ __all__ = []
 _TMP_OUTPUT_DIM = "__sknd_output__"
 
 # Input attributes that describe the grid, not the bands: kept on the output.
-_GRID_ATTRS = ("AREA_OR_POINT", "grid_mapping")
+GRID_ATTRS = ("AREA_OR_POINT", "grid_mapping")
 
 
 def is_dataarray(image):
@@ -119,7 +120,9 @@ def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opti
         sensor=options["sensor"],
     )
     n_inputs = n_bands if columns is None else len(columns)
-    func, spec = prepare(method, estimator, n_inputs, image.dtype, options["fill_value"])
+    func, spec = adjust_output(
+        *prepare(method, estimator, n_inputs, image.dtype, options["fill_value"]), options
+    )
 
     lazy = image.chunks is not None
     if lazy:
@@ -162,6 +165,9 @@ def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opti
         result = result.rename({_TMP_OUTPUT_DIM: output_dim})
         result = result.assign_coords({output_dim: spec.output_labels})
     result.attrs = _output_attrs(method, estimator, image, spec)
+    if options["codes"] is not None:
+        del result.attrs["classes"]  # the code table says it
+        result.attrs.update(options["codes"].attrs())
     if "grid_mapping" in image.encoding:
         result.encoding["grid_mapping"] = image.encoding["grid_mapping"]
     result.name = method
@@ -170,7 +176,7 @@ def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opti
 
 def _output_attrs(method, estimator, image, spec):
     """What the output holds: its name(s), the classes, its no-data value."""
-    attrs = {key: image.attrs[key] for key in _GRID_ATTRS if key in image.attrs}
+    attrs = {key: image.attrs[key] for key in GRID_ATTRS if key in image.attrs}
     classes = getattr(estimator, "classes_", None)
     if spec.n_outputs is not None:
         # One name per output band: rioxarray writes them as band descriptions.

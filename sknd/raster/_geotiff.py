@@ -1,0 +1,256 @@
+"""Class maps as GeoTIFFs that GIS tools show right away: colour table, category names, COG.
+
+A GeoTIFF's colour table (TIFF palette) gives each code a colour; GDAL's
+*category names* give it a name, which QGIS shows in the legend and
+``gdalinfo`` lists. TIFF has no field for category names, so GDAL keeps them
+in the ``.aux.xml`` side-car file (its persistent auxiliary metadata); this
+module writes that file next to the map, as GDAL's ``SetCategoryNames``
+would. The code table is also kept inside the file, as the tags
+``categories`` (JSON), ``flag_values`` and ``flag_meanings``.
+
+A Cloud Optimized GeoTIFF is written by GDAL's COG driver from a finished
+GeoTIFF; class maps get nearest-neighbour overviews (an average of codes is
+no class).
+
+Every writer here writes to a temporary file next to the target and renames
+it at the end: a map cut short, or refused, never passes for a result.
+"""
+
+import contextlib
+import os
+import re
+import uuid
+import warnings
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from ._categorical import read_categories, table_labels, table_tags
+
+__all__ = []
+
+# Colours of the first 20 classes (matplotlib's "tab20" order: strong, then light);
+# further classes get colours spread around the hue circle.
+_PALETTE = (
+    (31, 119, 180), (255, 127, 14), (44, 160, 44), (214, 39, 40), (148, 103, 189),
+    (140, 86, 75), (227, 119, 194), (127, 127, 127), (188, 189, 34), (23, 190, 207),
+    (174, 199, 232), (255, 187, 120), (152, 223, 138), (255, 152, 150), (197, 176, 213),
+    (196, 156, 148), (247, 182, 210), (199, 199, 199), (219, 219, 141), (158, 218, 229),
+)  # fmt: skip
+
+
+def default_colors(n):
+    """``n`` distinct RGBA colours."""
+    import colorsys
+
+    colors = [rgb + (255,) for rgb in _PALETTE[:n]]
+    for index in range(len(colors), n):
+        hue = (index * 0.618033988749895) % 1.0  # golden ratio: well spread hues
+        rgb = colorsys.hsv_to_rgb(hue, 0.65, 0.9 if index % 2 else 0.7)
+        colors.append(tuple(int(round(255 * c)) for c in rgb) + (255,))
+    return colors
+
+
+def check_colors(colors, labels):
+    """One RGBA tuple per label from None, a sequence, or a dict ``{label: colour}``."""
+    if colors is None:
+        return default_colors(len(labels))
+    if isinstance(colors, dict):
+        missing = [label for label in labels if label not in colors]
+        if missing:
+            raise ValueError(f"colors has no colour for the classes {missing}.")
+        colors = [colors[label] for label in labels]
+    colors = list(colors)
+    if len(colors) != len(labels):
+        raise ValueError(f"colors has {len(colors)} colours for {len(labels)} classes.")
+    return [_rgba(color) for color in colors]
+
+
+def _rgba(color):
+    """An ``(R, G, B, A)`` tuple of 0..255 from such a tuple (A optional) or ``"#rrggbb"``."""
+    if isinstance(color, str):
+        if re.fullmatch(r"#[0-9a-fA-F]{6}", color) is None:
+            raise ValueError(f"A colour given as text is '#rrggbb', got {color!r}.")
+        return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) + (255,)
+    try:
+        values = tuple(float(value) for value in color)
+    except (TypeError, ValueError):
+        values = ()
+    if len(values) not in (3, 4) or not all(v.is_integer() and 0 <= v <= 255 for v in values):
+        raise ValueError(
+            f"A colour is an (R, G, B) tuple of integers 0..255 or '#rrggbb', got {color!r} "
+            "(matplotlib's 0..1 floats: multiply them by 255)."
+        )
+    return tuple(int(v) for v in values) + (255,) * (4 - len(values))
+
+
+def palette_dtype(dtype):
+    """Whether GeoTIFF can hold a colour table for a map of ``dtype`` (Byte and UInt16)."""
+    return np.dtype(dtype) in (np.dtype(np.uint8), np.dtype(np.uint16))
+
+
+def finish_class_map(dst, labels, colors):
+    """Colour table and code-table tags of an open class map ``dst`` (rasterio, band 1)."""
+    if palette_dtype(dst.dtypes[0]):
+        colormap = dict(enumerate(check_colors(colors, labels)))
+        if dst.nodata is not None and int(dst.nodata) not in colormap:
+            colormap[int(dst.nodata)] = (0, 0, 0, 0)  # no-data: transparent
+        dst.write_colormap(1, colormap)
+    dst.update_tags(**table_tags(labels))
+
+
+def sidecar(path):
+    return f"{os.fspath(path)}.aux.xml"
+
+
+def write_category_names(path, labels):
+    """GDAL category names of band 1 of ``path`` (codes 0 .. n - 1), in its side-car."""
+    root = ET.Element("PAMDataset")
+    band = ET.SubElement(root, "PAMRasterBand", band="1")
+    names = ET.SubElement(band, "CategoryNames")
+    for label in labels:
+        ET.SubElement(names, "Category").text = str(label)
+    ET.ElementTree(root).write(sidecar(path), encoding="UTF-8", xml_declaration=False)
+
+
+def remove_quietly(*paths):
+    for path in paths:
+        with contextlib.suppress(OSError):
+            os.remove(path)
+
+
+def temporary_path(path):
+    """A new file name next to ``path``, for a file renamed over it when complete.
+
+    The file is not created here: GDAL creates it with the user's usual permissions.
+    """
+    directory = os.path.dirname(os.path.abspath(os.fspath(path)))
+    return os.path.join(directory, f".sknd-{uuid.uuid4().hex}.tif")
+
+
+def write_cog(source, path, *, categorical, compress):
+    """Copy the GeoTIFF ``source`` to ``path`` with GDAL's COG driver."""
+    import rasterio.shutil
+
+    options = {"BLOCKSIZE": 256, "RESAMPLING": "NEAREST" if categorical else "AVERAGE"}
+    if compress:
+        options["COMPRESS"] = compress.upper()
+    rasterio.shutil.copy(source, path, driver="COG", **options)
+
+
+def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflate"):
+    """Write a class map as a GeoTIFF with a colour table and category names.
+
+    Parameters
+    ----------
+    class_map : xarray.DataArray
+        Two-dimensional class codes with their code table, as
+        :func:`class_map` or :func:`class_map_from_proba` return them (lazy
+        or not), georeferenced with rioxarray (``rio.crs``,
+        ``rio.transform()``).
+    path : str or path-like
+        Output file; its category names go to ``path + ".aux.xml"``.
+    colors : sequence, dict or None, default=None
+        Colour of each class: ``(R, G, B)`` tuples of integers 0..255 or
+        ``"#rrggbb"`` text, one per code, or a dict ``{label: colour}``.
+        None gives distinct colours. GeoTIFF palettes hold no alpha (an
+        ``(R, G, B, A)`` colour loses its ``A``); GDAL shows no-data pixels
+        transparent.
+    cog : bool, default=False
+        Write a Cloud Optimized GeoTIFF (GDAL's COG driver, nearest-neighbour
+        overviews).
+    compress : str or None, default="deflate"
+        GeoTIFF compression.
+
+    Returns
+    -------
+    path : str
+        The file written.
+
+    Notes
+    -----
+    rioxarray computes a lazy map whole before writing it: one byte per
+    pixel for uint8 codes (a 25 Mpx map: 25 MB). A map far larger than
+    memory is better written by ``python -m sknd.raster``, strip by strip.
+
+    Raises
+    ------
+    ValueError
+        If the map carries no code table, or ``colors`` do not fit.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import rasterio
+    >>> import rioxarray  # noqa: F401
+    >>> import xarray as xr
+    >>> from affine import Affine
+    >>> from sknd import raster
+    >>> proba = xr.DataArray(np.random.default_rng(0).dirichlet([1, 1], (4, 5)),
+    ...     dims=("y", "x", "class"), coords={"class": ["water", "land"]})
+    >>> codes = raster.class_map_from_proba(proba).rio.write_crs("EPSG:32633")
+    >>> codes = codes.rio.write_transform(Affine(10.0, 0.0, 500000.0, 0.0, -10.0, 0.0))
+    >>> path = raster.write_class_map(codes, os.path.join(tempfile.mkdtemp(), "map.tif"))
+    >>> with rasterio.open(path) as src:
+    ...     src.colormap(1)[0], src.tags()["flag_meanings"], src.transform.c
+    ((31, 119, 180, 255), 'water land', 500000.0)
+    """
+    from ._xarray import is_dataarray
+
+    if not is_dataarray(class_map):
+        raise TypeError(f"class_map must be an xarray.DataArray, got {type(class_map).__name__}.")
+    table = read_categories(class_map.attrs)
+    if table is None:
+        raise ValueError(
+            "The map carries no code table (a 'categories' attribute): make it with "
+            "sknd.raster.class_map or class_map_from_proba."
+        )
+    labels = table_labels(table)
+    if class_map.ndim != 2:
+        raise ValueError(f"A class map GeoTIFF has one band: got dimensions {class_map.dims}.")
+    if class_map.dtype.kind not in "iu":
+        raise TypeError(f"A class map holds integer codes, got dtype {class_map.dtype}.")
+    check_colors(colors, labels)  # before anything is written
+    if colors is not None and not palette_dtype(class_map.dtype):
+        raise ValueError(
+            f"A GeoTIFF holds a colour table for uint8 and uint16 maps only, not "
+            f"{class_map.dtype}: leave colors out, or use a non-negative fill value."
+        )
+    import rasterio
+
+    path = os.fspath(path)
+    attrs = {key: value for key, value in class_map.attrs.items() if key not in ("flag_values",)}
+    data = class_map.copy(deep=False)
+    data.attrs = attrs
+    tmp = temporary_path(path)
+    tmp_cog = None
+    try:
+        options = {"tiled": True, "compress": compress} if compress else {"tiled": True}
+        with warnings.catch_warnings():
+            # rioxarray's own use of affine's deprecated "*", nothing the caller can mend.
+            warnings.filterwarnings("ignore", "Use `@` matmul", PendingDeprecationWarning)
+            data.rio.to_raster(tmp, **options)
+        with rasterio.open(tmp, "r+") as dst:
+            finish_class_map(dst, labels, colors)
+        if cog:
+            tmp_cog = temporary_path(path)
+            write_cog(tmp, tmp_cog, categorical=True, compress=compress)
+            os.replace(tmp_cog, tmp)
+        remove_quietly(sidecar(tmp))
+        remove_quietly(sidecar(path))  # a stale one would rename this map's classes
+        os.replace(tmp, path)
+        write_category_names(path, labels)
+    except BaseException:
+        remove_quietly(tmp, sidecar(tmp))
+        if tmp_cog is not None:
+            remove_quietly(tmp_cog, sidecar(tmp_cog))
+        raise
+    if not palette_dtype(class_map.dtype):
+        warnings.warn(
+            f"{path}: no colour table, which GeoTIFF holds for uint8 and uint16 maps only "
+            f"(this one is {class_map.dtype}); category names are written.",
+            UserWarning,
+            stacklevel=2,
+        )
+    return path
