@@ -18,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import __version__
 from ._fitting import FittingMixin
-from ._formula import VARIANTS
+from ._formula import EPSILON_RANGE, VARIANTS
 from ._recipe import RECIPES
 from ._tasks import check_label_kinds
 from ._threads import torch_threads
@@ -43,11 +43,6 @@ from .networks import (
 
 __all__ = []
 
-
-#: Range of ``epsilon``. Below about 5e-20 its square underflows float32 and all-zero
-#: rows get infinite gradients (below 1e-45 it is 0 and they get 0 / 0); far above
-#: any band value it flattens every index to 0.
-EPSILON_RANGE = (1e-15, 1e15)
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 
@@ -213,8 +208,31 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
             feature_names=columns,
             non_negative=self._fitted_param("variant") == "reflectance",
             source_dtype=source_dtype,
+            # Predictions only: training data (partial_fit, warm start) extends the range.
+            band_range=None if reset or y is not None else self._band_range_to_check(),
         )
         return X if y is None else (X, y)
+
+    def _record_band_range(self, X, continuing):
+        """Set ``band_range_``: each band's extremes over the data fitted on so far."""
+        low, high = X.min(axis=0), X.max(axis=0)
+        previous = getattr(self, "band_range_", None) if continuing else None
+        if previous is not None and len(previous) == len(low):
+            low, high = np.minimum(low, previous[:, 0]), np.maximum(high, previous[:, 1])
+        self.band_range_ = np.column_stack([low, high]).astype(np.float64)
+
+    def _band_range_to_check(self):
+        """``band_range_`` where values far outside it warn, else None.
+
+        Only for networks that see raw band values (``passthrough=True``, the
+        MLP), as fitted: normalized differences do not change when all bands
+        are scaled by one factor, so an ND network takes digital numbers as it
+        takes reflectance.
+        """
+        fitted = getattr(self, "_network_params_", None)
+        if fitted is None or not (fitted["passthrough"] or fitted["architecture"] == "mlp"):
+            return None
+        return getattr(self, "band_range_", None)
 
     def _fitted_param(self, name):
         """``epsilon`` or ``variant`` as fitted (``epsilon_``), the parameter before fit."""
@@ -353,6 +371,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
             non_negative=self._fitted_param("variant") == "reflectance",
             estimator_name=type(self).__name__,
             feature_names=getattr(self, "feature_names_in_", None),
+            band_range=self._band_range_to_check(),
         )
 
     def export_formulas(self, format="numpy", top=None, precision=None, sensor=None):

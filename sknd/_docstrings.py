@@ -307,6 +307,14 @@ ATTRIBUTES_DOC = """\
         The bands resolved at fit time: their names and, under a ``sensor``,
         common names and wavelengths. Later changes of ``bands`` or
         ``sensor`` do not relabel a fitted model.
+    band_range_ : ndarray of shape (n_features_in_, 2)
+        Smallest and largest value of each band in the data fitted on (all
+        ``partial_fit`` parts and warm starts). A network that sees raw band
+        values (``passthrough=True``, ``architecture="mlp"``) warns when it
+        predicts on values more than 10 times a band's largest magnitude
+        here, naming the bands and the factor (other units, e.g. digital
+        numbers for a model of reflectance); ND layers alone do not change
+        when all bands are scaled by one factor.
     epsilon_ : float
         ``epsilon`` as the network was fitted with; ``transform``,
         ``export_formulas`` and :mod:`sknd.raster` use it, so that

@@ -10,7 +10,7 @@ fitting method all or nothing.
 import copy
 import functools
 import threading
-from numbers import Integral, Real
+from numbers import Integral, Number, Real
 
 import numpy as np
 import pandas as pd
@@ -82,6 +82,13 @@ def _same_param(before, now):
     """Whether a parameter value is unchanged (array-likes compared by value)."""
     if before is now:
         return True
+    # Equal values of another type (np.float64(1e-6), np.int64(5), np.True_: param grids,
+    # numpy round trips) are the same value; a bool is no number here (True is not 1).
+    flags = (bool, np.bool_)
+    if isinstance(before, flags) or isinstance(now, flags):
+        return isinstance(before, flags) and isinstance(now, flags) and bool(before) == bool(now)
+    if isinstance(before, Number) and isinstance(now, Number):
+        return bool(before == now)
     if isinstance(before, str) or isinstance(now, str) or np.ndim(before) == np.ndim(now) == 0:
         return type(before) is type(now) and before == now
     try:
@@ -318,7 +325,8 @@ class FittingMixin:
         if continuing:
             self._check_network_params(how)
             X, y = self._validate_X_y(X, y, reset=False)
-            task = self._task
+            self._record_band_range(X, continuing=True)
+            task = self._task.continued(y)
             codes = task.encode(y)
             if np.ndim(codes) == 2 and codes.shape[1] != task.n_outputs:
                 raise ValueError(
@@ -334,6 +342,7 @@ class FittingMixin:
         self._network_params_ = {name: getattr(self, name) for name in self._NETWORK_PARAMS}
         self._band_names_given = self.bands is not None
         X, y = self._validate_X_y(X, y, reset=True)
+        self._record_band_range(X, continuing=False)
         # Band names (DataFrame columns or bands=) are frozen at fit time; they
         # label indices_, export_formulas and get_feature_names_out.
         self.bands_ = resolve_bands(

@@ -157,6 +157,10 @@ class ValidationScore(Callback):
             net.history.record("valid_score", float(value))
 
 
+#: Validation scores (accuracies, R^2) closer than this count as equal in :class:`EarlyStopping`.
+SCORE_TOLERANCE = 1e-4
+
+
 class EarlyStopping(Callback):
     """Stop after ``patience`` epochs without improvement and restore the best weights.
 
@@ -169,10 +173,19 @@ class EarlyStopping(Callback):
     start_score : float, callable or None, default=None
         Score of the starting model ("epoch 0"): training then has to beat it,
         and the starting weights are restored if it never does
-        (``best_epoch_ = 0``). Ties keep the earlier epoch. A callable
+        (``best_epoch_ = 0``). A callable
         ``start_score(module)`` scores the module training starts from, after
         the callbacks before this one (e.g. skorch's ``LoadInitState``) have
         set its weights.
+
+    A score other than the loss (the weighted accuracy) counts as tied with
+    the best when within :data:`SCORE_TOLERANCE` of it (scikit-learn's
+    ``MLPClassifier`` ignores changes below its ``tol=1e-4`` too), and ties are
+    broken by the (weighted) validation loss, lower is better; other ties keep
+    the earlier epoch. An accuracy saturates: with few validation samples of
+    weight (class weights 1000 : 0.0001 leave one or two), the first epoch
+    that classifies them right would otherwise be kept, however far from
+    trained, while the loss keeps measuring how well they are separated.
     """
 
     def __init__(self, monitor, lower_is_better, patience, start_score=None):
@@ -183,6 +196,7 @@ class EarlyStopping(Callback):
 
     def on_train_begin(self, net, **kwargs):
         self.best_score_ = None
+        self.best_loss_ = None
         self.best_epoch_ = None
         self.best_state_ = None
         self.wait_ = 0
@@ -192,12 +206,22 @@ class EarlyStopping(Callback):
             self.best_epoch_ = 0
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
 
+    def _improves(self, score, loss):
+        if self.best_score_ is None:
+            return True
+        tolerance = 0.0 if loss is None else SCORE_TOLERANCE
+        if abs(score - self.best_score_) > tolerance:
+            return score < self.best_score_ if self.lower_is_better else score > self.best_score_
+        # A tie: the lower loss wins (the starting model's loss is unknown: it keeps its tie).
+        return loss is not None and self.best_loss_ is not None and loss < self.best_loss_
+
     def on_epoch_end(self, net, **kwargs):
-        score = net.history[-1, self.monitor]
-        if self.best_score_ is None or (
-            score < self.best_score_ if self.lower_is_better else score > self.best_score_
-        ):
+        row = net.history[-1]
+        score = row[self.monitor]
+        loss = row.get("valid_loss") if self.monitor != "valid_loss" else None
+        if self._improves(score, loss):
             self.best_score_ = score
+            self.best_loss_ = loss
             self.best_epoch_ = len(net.history)
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
             self.wait_ = 0

@@ -46,13 +46,14 @@ against autograd:
 """
 
 import itertools
+import numbers
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._formula import TORCH_MATMUL_MAX_INPUTS, VARIANTS, check_variant
+from ._formula import EPSILON_RANGE, TORCH_MATMUL_MAX_INPUTS, VARIANTS, check_variant
 from ._nd_torch import (
     PairPlan,
     band_table,
@@ -197,6 +198,8 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
+        if torch.is_grad_enabled():  # create_graph=True: a backward that is differentiable
+            return _differentiable_backward(ctx, grad_out)
         x, a, c, *kept = ctx.saved_tensors
         plan = ctx.plan
         need_input = ctx.needs_input_grad[0]
@@ -226,10 +229,35 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
         return grad_x, grad_a, grad_c, None, None
 
 
+def _differentiable_backward(ctx, grad_out):
+    """The gradients as autograd graphs, for double backward (gradient penalties, Hessians).
+
+    The closed-form backward writes into buffers (``out=``, in place), which
+    autograd cannot differentiate. With ``create_graph=True`` the outputs are
+    recomputed by the gather formulation, whose operations autograd can
+    follow, and differentiated by autograd: the same values, graphs attached.
+    """
+    x, a, c = ctx.saved_tensors[:3]
+    plan = ctx.plan
+    inputs = [t for t, needed in zip((x, a, c), ctx.needs_input_grad[:3]) if needed]
+    u = layer_input(x, plan.variant, plan.epsilon)
+    weights = plan.gather_weights(F.softplus(torch.cat([a, c])))
+    out = gather_forward(u, weights, plan, keep_gathered=True)[0]
+    grads = iter(torch.autograd.grad(out, inputs, grad_out, create_graph=True))
+    return (*(next(grads) if needed else None for needed in ctx.needs_input_grad[:3]), None, None)
+
+
 def _check_method(method):
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
 
+
+#: Inputs beyond this magnitude are computed in float64 (see ``check_input``): with band
+#: weights up to 1e8, float32 sums stay finite below it.
+_HUGE_INPUT = 1e30
+
+#: Infinite inputs (and float64 ones beyond it) are computed as this value: their limit.
+_INFINITE_AS = 1e300
 
 #: Input dtypes computed in float32 (and returned in their own dtype): the
 #: denominators of nearby bands lose every digit in 8 or 11 bits of mantissa.
@@ -357,7 +385,8 @@ class NormalizedDifference(nn.Module):
         band names, e.g. ``[("nir", "red")]``. ``"all"`` uses every pair
         ``i < j`` in :func:`itertools.combinations` order.
     epsilon : float, default=1e-6
-        Stabilising constant, must be positive.
+        Stabilising constant, in ``[1e-15, 1e15]`` (as the estimators'
+        ``epsilon``).
     variant : {"reflectance", "signed", "softplus"}, default="reflectance"
         ``"reflectance"`` expects non-negative inputs (bands of a spectrum);
         ``"signed"`` and ``"softplus"`` accept any real input.
@@ -372,13 +401,19 @@ class NormalizedDifference(nn.Module):
         ``-1`` reads channels-last layouts such as ``(N, H, W, C)``. The
         result equals the layer applied pixel by pixel.
     check_input : bool, default=True
-        Check each input in eager mode with one reduction (its minimum): NaN
-        raises a ``ValueError``, and so does a negative value for
-        ``variant="reflectance"``, whose outputs are only bounded for
+        Check each input in eager mode with one reduction (its minimum and
+        maximum): NaN raises a ``ValueError``, and so does a negative value
+        for ``variant="reflectance"``, whose outputs are only bounded for
         non-negative inputs (stacked on another ND layer, use ``"signed"``).
-        The check reads the value back to the host (a synchronisation on a
-        GPU); ``False`` skips it. Skipped under ``torch.compile`` and
-        ``torch.export``, which trace no data-dependent branches.
+        Inputs holding values beyond ``1e30`` in magnitude (where float32
+        sums overflow into ``inf / inf``) are computed in float64, with
+        infinite values (and any beyond ``1e300``) taken as ``+-1e300``: the
+        outputs are then the limits (``N = 1`` for an infinite ``b_i`` and a
+        finite ``b_j``) and the pixel's other indices are unaffected. The
+        check reads the values back to the host (a synchronisation on a
+        GPU); ``False`` skips it, and with it this handling. Skipped under
+        ``torch.compile`` and ``torch.export``, which trace no data-dependent
+        branches.
     bands : sequence of str, default=None
         Names of the input's bands, in order, so that ``pairs`` can name
         them: the estimators' vocabulary of :mod:`sknd.bands` (exact names,
@@ -450,8 +485,24 @@ class NormalizedDifference(nn.Module):
             n_features, pairs, bands, sensor, type(self).__name__
         )
         check_variant(variant)
-        if not epsilon > 0:
-            raise ValueError(f"epsilon must be positive, got {epsilon!r}.")
+        if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral):
+            raise TypeError(f"n_features must be an int (the number of bands), got {n_features!r}.")
+        if n_features < 2:
+            raise ValueError(
+                f"n_features must be at least 2: a normalized difference combines two bands, "
+                f"got {n_features} (a layer without outputs)."
+            )
+        low, high = EPSILON_RANGE
+        if (
+            isinstance(epsilon, bool)
+            or not isinstance(epsilon, numbers.Real)
+            or not (low <= epsilon <= high)
+        ):
+            raise ValueError(
+                f"epsilon must be a number in [{low:g}, {high:g}], got {epsilon!r}: below, its "
+                "square underflows float32 (all-zero pixels get infinite gradients); above, "
+                "it flattens every index to 0."
+            )
         _check_method(method)
         if isinstance(dim, bool) or not isinstance(dim, int):
             raise TypeError(f"dim must be an int (the axis of the bands), got {dim!r}.")
@@ -569,11 +620,18 @@ class NormalizedDifference(nn.Module):
         return self.pair_plan(dtype, device)
 
     def forward(self, x):
-        self._check(x)
+        if self._check(x):
+            # Beyond float32's sums: in float64, infinities as a large finite value (limits).
+            wide = x.to(torch.float64).clamp(-_INFINITE_AS, _INFINITE_AS)
+            out = _forward(wide, self.a, self.c, self.dim, self._plan_of, self.method)
+            return out.to(x.dtype)
         return _forward(x, self.a, self.c, self.dim, self._plan_of, self.method)
 
     def _check(self, x):
-        """Clear errors for inputs the layer cannot compute (see ``check_input``)."""
+        """Clear errors for inputs the layer cannot compute (see ``check_input``).
+
+        Returns whether ``x`` holds values beyond :data:`_HUGE_INPUT` (or infinite).
+        """
         name = type(self).__name__
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} expects a torch.Tensor, got {type(x).__name__}.")
@@ -609,8 +667,8 @@ class NormalizedDifference(nn.Module):
                 "dim=-1 for channels-last)."
             )
         if not self.check_input or torch.compiler.is_compiling() or x.numel() == 0:
-            return
-        low = float(x.detach().min())
+            return False
+        low, high = (float(value) for value in torch.aminmax(x.detach()))
         if low != low:
             raise ValueError(
                 f"{name} got NaN in its input: fill or mask missing band values first."
@@ -635,6 +693,7 @@ class NormalizedDifference(nn.Module):
                 "layer, use variant='signed' or 'softplus' (check_input=False skips this "
                 "check)."
             )
+        return max(-low, high) > _HUGE_INPUT
 
     def __getstate__(self):
         # The plans are caches of index tensors: rebuilt on first use, never pickled.

@@ -366,3 +366,11 @@ def test_match_bands_ambiguous_names_need_the_sensor():
         1,
         2,
     ]
+
+
+def test_a_band_named_twice_is_said_so_and_only_missing_bands_are_named():
+    with pytest.raises(ValueError, match=r"'green' \(green\) have no counterpart") as info:
+        match_bands(["blue", "green", "red", "nir"], ["blue", "red", "red", "nir"])
+    message = str(info.value)
+    assert "['red'] more than once" in message
+    assert "'blue' (blue)" not in message and "'nir' (nir)" not in message

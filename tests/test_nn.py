@@ -605,3 +605,70 @@ def test_exported_layer_equals_the_eager_layer():
     program = torch.export.export(layer, (x,), dynamic_shapes=({0: batch},))
     other = torch.randn(7, 4, 5, 5)
     torch.testing.assert_close(program.module()(other), layer(other))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("method", ["gather", "matmul"])
+@pytest.mark.parametrize("shape", [(5, 4), (2, 4, 3, 3)])
+def test_double_backward(variant, method, shape):
+    # create_graph=True (a gradient penalty) failed inside torch: "functions with out=...
+    # arguments don't support automatic differentiation".
+    layer = NormalizedDifference(4, variant=variant, method=method).double()
+    with torch.no_grad():
+        layer.a.normal_(generator=torch.Generator().manual_seed(0))
+        layer.c.normal_(generator=torch.Generator().manual_seed(1))
+    x = torch.rand(*shape, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    if variant != "reflectance":
+        x = x - 0.5
+    x.requires_grad_()
+
+    def layer_of(x, a, c):
+        return torch.func.functional_call(layer, {"a": a, "c": c}, (x,))
+
+    assert torch.autograd.gradgradcheck(layer_of, (x, layer.a, layer.c))
+    # The gradients of the first pass are those of the closed form.
+    (gx,) = torch.autograd.grad(layer(x).square().sum(), x, create_graph=True)
+    (closed,) = torch.autograd.grad(layer(x).square().sum(), x)
+    torch.testing.assert_close(gx, closed)
+    gx.square().sum().backward()
+    assert torch.isfinite(layer.a.grad).all()
+
+
+@pytest.mark.parametrize("method", ["gather", "matmul"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_infinite_and_huge_inputs_give_the_limits(method, dtype):
+    # +inf passed the input check and turned every index of its pixel NaN, and float32 sums
+    # of finite values near the maximum overflowed into inf / inf.
+    layer = NormalizedDifference(3, method=method).to(dtype)
+    x = torch.tensor([[float("inf"), 0.2, 0.3], [0.4, float("inf"), float("inf")]], dtype=dtype)
+    out = layer(x)
+    assert out.dtype == dtype and torch.isfinite(out).all()
+    expected = torch.tensor([[1.0, 1.0, -0.2], [-1.0, -1.0, 0.0]])
+    torch.testing.assert_close(out.float(), expected, atol=2e-3, rtol=0)
+    if dtype != torch.float16:
+        with torch.no_grad():
+            layer.a.fill_(3.0)  # band weights of about 3: float32 sums of 3e38 overflow
+        big = torch.tensor([[3e38, 2e38, 1.0]], dtype=dtype)
+        out = layer(big)
+        reference = normalized_difference(big.double(), layer.a.double(), layer.c.double(),
+                                          layer.pairs)  # fmt: skip
+        torch.testing.assert_close(out.double(), reference, atol=1e-6, rtol=0)
+    signed = NormalizedDifference(3, variant="signed", method=method).to(dtype)
+    low = signed(torch.tensor([[-float("inf"), 0.2, 0.3]], dtype=dtype))
+    torch.testing.assert_close(low.float()[0, :2], torch.tensor([-1.0, -1.0]), atol=2e-3, rtol=0)
+    # Gradients stay finite (zero for the infinite band, which the clamp holds).
+    x = torch.tensor([[float("inf"), 0.2, 0.3]], dtype=torch.float32, requires_grad=True)
+    NormalizedDifference(3, method=method)(x).sum().backward()
+    assert torch.isfinite(x.grad).all() and x.grad[0, 0] == 0
+
+
+def test_layer_of_fewer_than_two_bands_and_epsilon_out_of_range_are_refused():
+    with pytest.raises(ValueError, match="n_features must be at least 2"):
+        NormalizedDifference(1)  # was a layer with 0 outputs
+    with pytest.raises(TypeError, match="n_features must be an int"):
+        NormalizedDifference(2.0)
+    for epsilon in (1e-50, float("inf"), float("nan"), -1e-6, 1e16, "1e-6", True):
+        with pytest.raises(ValueError, match=r"epsilon must be a number in \[1e-15, 1e\+15\]"):
+            NormalizedDifference(3, epsilon=epsilon)
+    NormalizedDifference(3, epsilon=1e-15)
+    NormalizedDifference(3, epsilon=np.float32(1e15))

@@ -419,3 +419,35 @@ def test_the_cpu_copy_of_a_gpu_model_keeps_the_net_and_its_module_together():
     np.testing.assert_array_equal(restored.predict_proba(X), model.predict_proba(X))
     restored.partial_fit(X, y)
     assert restored.n_iter_ == 3
+
+
+@pytest.mark.parametrize("n_centers", [2, 3])
+@pytest.mark.parametrize("random_state", [0, 2])
+def test_early_stopping_with_extreme_class_weights_keeps_training(n_centers, random_state):
+    # scikit-learn's check_class_weight_classifiers at the default epochs (the common checks run
+    # it with 30): weights 1000 : 0.0001 leave one or two validation samples of weight, which
+    # the first epoch classifies right; ties on the weighted accuracy used to keep that epoch
+    # (74 % of class 0 on the test half), the weighted validation loss now ranks them.
+    from sklearn.datasets import make_blobs
+    from sklearn.model_selection import train_test_split
+
+    X, y = make_blobs(centers=n_centers, random_state=0, cluster_std=20)
+    X_train, X_test, y_train, _ = train_test_split(X - X.min(), y, test_size=0.5, random_state=0)
+    class_weight = {0: 1000, **{k: 0.0001 for k in range(1, n_centers)}}
+    clf = NDClassifier(architecture="mlp", class_weight=class_weight, random_state=random_state)
+    clf.fit(X_train, y_train)
+    assert np.mean(clf.predict(X_test) == 0) > 0.87
+    assert clf.best_epoch_ > 1
+
+
+def test_early_stopping_breaks_score_ties_by_the_validation_loss():
+    from sknd._training import SCORE_TOLERANCE, EarlyStopping
+
+    stopper = EarlyStopping("valid_score", lower_is_better=False, patience=3)
+    stopper.best_score_, stopper.best_loss_ = 0.9, 0.5
+    assert stopper._improves(0.9 - SCORE_TOLERANCE / 2, 0.4)  # a tie, lower loss
+    assert not stopper._improves(0.9, 0.6)  # a tie, higher loss
+    assert not stopper._improves(0.8, 0.1)  # a worse score, whatever the loss
+    assert stopper._improves(0.95, 0.9)
+    stopper.best_loss_ = None  # the starting model of the recipe: its loss is unknown
+    assert not stopper._improves(0.9, 0.1)
