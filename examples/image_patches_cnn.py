@@ -16,6 +16,12 @@ its learned ``k = softplus(c) / softplus(a)`` moves from 1 (the untrained layer)
 (0.498 to 0.503 over four data and initialisation seeds). The same module then trains inside a
 skorch ``NeuralNetRegressor``.
 
+Last, the CNN starts from the indices a scikit-learn estimator learned on a pixel table:
+:meth:`sknd.nn.NormalizedDifference.from_estimator` turns a fitted :class:`sknd.NDRegressor`
+into the CNN's first layer (its band pairs and learned weights), on which the CNN trains
+its convolution (and may fine-tune the layer too). The band names travel with it: the
+layer is built for ``bands=["b0", ..., "b5"]``, and pairs can be named.
+
 Why the fit has to be run to convergence: k is identified only by the curvature of the
 index. Near the true k, ``N_k' = N - (k'/k - 1) (1 - N**2) / 2`` to first order, so a
 model with the wrong k differs from the target by a small quadratic term once the
@@ -38,6 +44,7 @@ import torch.nn.functional as F
 from skorch import NeuralNetRegressor
 from torch import nn
 
+from sknd import NDRegressor
 from sknd.nn import NormalizedDifference
 
 N_BANDS, SIZE, TRUE_PAIR, TRUE_K = 6, 12, (1, 3), 0.5
@@ -59,9 +66,10 @@ def make_patches(n_patches, seed=0):
 class PatchRegressor(nn.Module):
     """Learnable indices per pixel, a 3 x 3 convolution, then the mean over the patch."""
 
-    def __init__(self, n_bands=N_BANDS):
+    def __init__(self, n_bands=N_BANDS, nd=None):
         super().__init__()
-        self.nd = NormalizedDifference(n_bands, dim=1)
+        # A new layer at the classic indices, or a given one (e.g. learned by an estimator).
+        self.nd = NormalizedDifference(n_bands, dim=1) if nd is None else nd
         self.conv = nn.Conv2d(self.nd.n_pairs, 1, 3, padding=1)
 
     def forward(self, x):
@@ -75,7 +83,16 @@ def learned_k(layer, pair):
     return (F.softplus(layer.c[row]) / F.softplus(layer.a[row])).item()
 
 
-def fit_lbfgs(model, X, y):
+def pixel_table(bands, n_pixels, seed=0):
+    """A sample of pixels as rows with the true index of each: a pixel-level survey."""
+    gen = torch.Generator().manual_seed(seed)
+    pixels = bands.permute(0, 2, 3, 1).reshape(-1, N_BANDS).double()
+    sample = pixels[torch.randperm(len(pixels), generator=gen)[:n_pixels]].numpy()
+    i, j = TRUE_PAIR
+    return sample, (sample[:, i] - TRUE_K * sample[:, j]) / (sample[:, i] + TRUE_K * sample[:, j])
+
+
+def fit_lbfgs(model, X, y, steps=5):
     """Full-batch L-BFGS with a strong-Wolfe line search, until it stops on its own."""
     optimizer = torch.optim.LBFGS(model.parameters(), max_iter=100, line_search_fn="strong_wolfe")
 
@@ -85,7 +102,7 @@ def fit_lbfgs(model, X, y):
         value.backward()
         return value
 
-    for _ in range(5):  # each step runs up to 100 iterations
+    for _ in range(steps):  # each step runs up to 100 iterations
         optimizer.step(loss)
     return model
 
@@ -127,6 +144,21 @@ def main():
         skorch_r2 = r2(torch.as_tensor(net.predict(X_test)) * std + mean, y_test)
     print(f"skorch: test R^2 {skorch_r2:.5f}")
     print(f"skorch: learned k of {TRUE_PAIR}: {learned_k(net.module_.nd, TRUE_PAIR):.3f}")
+
+    # An estimator learns indices on a table of pixels; the CNN starts from its ND layer.
+    table, index = pixel_table(X, 20_000)
+    bands = [f"b{i}" for i in range(N_BANDS)]
+    reg = NDRegressor(bands=bands, max_epochs=20, random_state=0).fit(table, index)
+    nd = NormalizedDifference.from_estimator(reg, dim=1)
+    print(f"NDRegressor on pixels: k of {TRUE_PAIR} {learned_k(nd, TRUE_PAIR):.3f}, layer {nd}")
+    # Its indices are already right: train the convolution on them, the layer frozen (a
+    # convex problem, at most 100 iterations); unfreeze it to fine-tune everything.
+    model = PatchRegressor(nd=nd)
+    model.nd.requires_grad_(False)
+    model = fit_lbfgs(model, X, z, steps=1)
+    with torch.no_grad():
+        started_r2 = r2(model(X_test) * std + mean, y_test)
+    print(f"CNN on the estimator's indices (layer frozen): test R^2 {started_r2:.5f}")
 
 
 if __name__ == "__main__":

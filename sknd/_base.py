@@ -4,6 +4,7 @@ Training lives in :mod:`sknd._fitting` (:class:`~sknd._fitting.FittingMixin`).
 """
 
 import copy
+import io
 import warnings
 from abc import ABCMeta, abstractmethod
 from numbers import Integral, Real
@@ -17,7 +18,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import __version__
 from ._fitting import FittingMixin
-from ._formula import VARIANTS
+from ._formula import EPSILON_RANGE, VARIANTS
 from ._recipe import RECIPES
 from ._tasks import check_label_kinds
 from ._threads import torch_threads
@@ -43,12 +44,19 @@ from .networks import (
 __all__ = []
 
 
-#: Range of ``epsilon``. Below about 5e-20 its square underflows float32 and all-zero
-#: rows get infinite gradients (below 1e-45 it is 0 and they get 0 / 0); far above
-#: any band value it flattens every index to 0.
-EPSILON_RANGE = (1e-15, 1e15)
-
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _on_cpu(state):
+    """A copy of ``state`` with every tensor on the CPU.
+
+    The network, and the fitted skorch net that holds it (its optimizer, and callbacks
+    that refer to either), copied together: ``net_.module_`` stays the network.
+    """
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, map_location="cpu", weights_only=False)
 
 
 class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
@@ -94,6 +102,8 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         "passthrough": ["boolean"],
         "recipe": [StrOptions(set(RECIPES))],
         "warm_start": ["boolean"],
+        # Checked at fit (sknd._training.user_callbacks), with what to change.
+        "callbacks": [list, None],
     }
 
     # As scikit-learn's BaseMultilayerPerceptron: no defaults here, each public estimator
@@ -123,6 +133,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         passthrough,
         recipe,
         warm_start,
+        callbacks,
     ):
         self.depth = depth
         self.architecture = architecture
@@ -145,6 +156,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         self.passthrough = passthrough
         self.recipe = recipe
         self.warm_start = warm_start
+        self.callbacks = callbacks
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -196,8 +208,31 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
             feature_names=columns,
             non_negative=self._fitted_param("variant") == "reflectance",
             source_dtype=source_dtype,
+            # Predictions only: training data (partial_fit, warm start) extends the range.
+            band_range=None if reset or y is not None else self._band_range_to_check(),
         )
         return X if y is None else (X, y)
+
+    def _record_band_range(self, X, continuing):
+        """Set ``band_range_``: each band's extremes over the data fitted on so far."""
+        low, high = X.min(axis=0), X.max(axis=0)
+        previous = getattr(self, "band_range_", None) if continuing else None
+        if previous is not None and len(previous) == len(low):
+            low, high = np.minimum(low, previous[:, 0]), np.maximum(high, previous[:, 1])
+        self.band_range_ = np.column_stack([low, high]).astype(np.float64)
+
+    def _band_range_to_check(self):
+        """``band_range_`` where values far outside it warn, else None.
+
+        Only for networks that see raw band values (``passthrough=True``, the
+        MLP), as fitted: normalized differences do not change when all bands
+        are scaled by one factor, so an ND network takes digital numbers as it
+        takes reflectance.
+        """
+        fitted = getattr(self, "_network_params_", None)
+        if fitted is None or not (fitted["passthrough"] or fitted["architecture"] == "mlp"):
+            return None
+        return getattr(self, "band_range_", None)
 
     def _fitted_param(self, name):
         """``epsilon`` or ``variant`` as fitted (``epsilon_``), the parameter before fit."""
@@ -230,6 +265,59 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
     def _y_validation_kwargs(self):
         """Extra ``validate_data`` arguments for ``y`` (overridden for regression)."""
         return {}
+
+    @property
+    def module_(self):
+        """The fitted network, a ``torch.nn.Module`` in eval mode (see ``to_torch``).
+
+        The live network that ``predict`` runs: changing its weights changes the
+        predictions but not the attributes read from it at fit (``coef_a_``,
+        ``indices_`` ...). ``to_torch()`` returns a copy to change.
+        """
+        check_is_fitted(self)
+        return self._module
+
+    def to_torch(self):
+        """A standalone copy of the fitted network, as a ``torch.nn.Module`` on the CPU.
+
+        For fine-tuning or embedding the network in a larger torch model: a deep
+        copy (changing it leaves the estimator as it is) with the ND layer
+        (:class:`sknd.nn.NormalizedDifference`: pairs and weights), the default
+        recipe's standardization as a fixed layer, and the dense layers. It maps
+        float32 band rows ``(N, n_features_in_)`` to the raw outputs the
+        estimator trained: logits for ``NDClassifier`` (one, of ``classes_[1]``,
+        for two classes; one per class otherwise, for softmax), and for
+        ``NDRegressor`` the targets standardized by their training mean and
+        standard deviation; ``NDTransformer``'s network predicts its ``y`` in
+        the same way. For the ND layer alone, see
+        :meth:`sknd.nn.NormalizedDifference.from_estimator`.
+
+        Returns
+        -------
+        module : torch.nn.Module
+            In training mode, its parameters requiring gradients.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torch
+        >>> from sknd import NDClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
+        >>> y = (X[:, 3] > X[:, 2]).astype(int)
+        >>> clf = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
+        >>> network = clf.to_torch()
+        >>> logits = network(torch.as_tensor(X, dtype=torch.float32))
+        >>> bool(np.array_equal(logits.detach().numpy()[:, 0] > 0, clf.predict(X) == 1))
+        True
+        """
+        check_is_fitted(self)
+        return copy.deepcopy(self._module).cpu().train()
 
     def _nd_layer(self):
         """The trained ND layer, or None for the MLP baseline."""
@@ -311,6 +399,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
             non_negative=self._fitted_param("variant") == "reflectance",
             estimator_name=type(self).__name__,
             feature_names=getattr(self, "feature_names_in_", None),
+            band_range=self._band_range_to_check(),
         )
 
     def export_formulas(self, format="numpy", top=None, precision=None, sensor=None):
@@ -421,7 +510,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         module = state.get("_module")
         if module is not None and any(p.device.type != "cpu" for p in module.parameters()):
             # Pickles must load on CPU-only machines; inference moves the net back to the GPU.
-            state["_module"] = copy.deepcopy(module).cpu()
+            state = _on_cpu(state)
         state["_sknd_version"] = __version__
         return state
 

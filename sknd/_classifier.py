@@ -7,12 +7,12 @@ from ._base import BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
-    FIT_WEIGHTS_DOC,
+    FIT_OPTIONS_DOC,
     NOTES_DOC,
     PARAMETERS_DOC,
     Substitution,
 )
-from ._fitting import restore_on_failure
+from ._fitting import restore_on_failure, validation_data_by_keyword
 from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]
@@ -94,6 +94,7 @@ class NDClassifier(ClassifierMixin, BaseND):
         passthrough=False,
         recipe="sknd",
         warm_start=False,
+        callbacks=None,
         class_weight=None,
     ):
         super().__init__(
@@ -118,6 +119,7 @@ class NDClassifier(ClassifierMixin, BaseND):
             passthrough=passthrough,
             recipe=recipe,
             warm_start=warm_start,
+            callbacks=callbacks,
         )
         self.class_weight = class_weight
 
@@ -134,10 +136,11 @@ class NDClassifier(ClassifierMixin, BaseND):
     def _make_task(self, y, sample_weight=None, classes=None):
         return ClassificationTask(y, classes)
 
+    @validation_data_by_keyword
     @restore_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
-    @Substitution(fit_weights=FIT_WEIGHTS_DOC)
-    def fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
+    @Substitution(fit_options=FIT_OPTIONS_DOC)
+    def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None, groups=None):
         """Train the network on band values ``X`` and labels ``y``.
 
         Parameters
@@ -146,10 +149,7 @@ class NDClassifier(ClassifierMixin, BaseND):
             Band values, at least two bands.
         y : array-like of shape (n_samples,)
             Class labels of any type.
-        X_val, y_val : array-like, default=None
-            Explicit validation set for early stopping, used instead of the
-            internal ``validation_fraction`` split.
-        {fit_weights}
+        {fit_options}
 
         Returns
         -------

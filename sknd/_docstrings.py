@@ -11,7 +11,7 @@ import textwrap
 __all__ = [
     "ATTRIBUTES_DOC",
     "CLASS_WEIGHT_DOC",
-    "FIT_WEIGHTS_DOC",
+    "FIT_OPTIONS_DOC",
     "NOTES_DOC",
     "PARAMETERS_DOC",
     "TRANSFORMER_PARAMETERS_DOC",
@@ -200,6 +200,18 @@ _OTHER_PARAMETERS_DOC = """\
         ``recipe``) must be unchanged, and ``y`` may only hold classes of the
         first fit; others (``lr``, ``max_epochs`` ...) may change.
         ``partial_fit`` always continues.
+    callbacks : list of (str, skorch.callbacks.Callback), default=None
+        skorch callbacks run by ``fit`` and ``partial_fit``, e.g.
+        ``[("lr", LRScheduler("StepLR", step_size=30)), ("progress",
+        ProgressBar())]``; stored as given, each fit runs copies (the fitted
+        ones are ``net_.callbacks_``). They follow sknd's own (finite
+        training, ``valid_score``) and precede its early stopping, and see
+        every epoch. Callbacks with epoch-level events keep the fast training
+        step; one that implements a batch-level event for training batches
+        (``ProgressBar``, a per-batch ``LRScheduler``, ``on_grad_computed``)
+        makes the whole fit use skorch's autograd step, which sends every
+        event. What each path sends, and the callbacks refused, are listed
+        on the user guide's training page.
 """
 
 #: The last parameter of NDClassifier and NDTransformer.
@@ -212,14 +224,8 @@ CLASS_WEIGHT_DOC = """\
         continuous target with ``class_weight`` raises a ``ValueError``.
 """
 
-#: ``sample_weight`` and ``groups`` of every estimator's ``fit``.
-FIT_WEIGHTS_DOC = """\
-    groups : array-like of shape (n_samples,), default=None
-        Group labels (fields, plots, spatial blocks). With early stopping and
-        no ``X_val``, the internal validation split holds out whole groups
-        (:class:`~sklearn.model_selection.GroupShuffleSplit`), so correlated
-        samples never sit on both sides. Routed by scikit-learn's metadata
-        routing after ``set_fit_request(groups=True)``.
+#: ``sample_weight``, ``X_val``, ``y_val`` and ``groups`` of every estimator's ``fit``.
+FIT_OPTIONS_DOC = """\
     sample_weight : array-like of shape (n_samples,), default=None
         Non-negative weight of each sample: weight ``k`` counts as ``k``
         copies of the sample in the training loss (the batch mean of
@@ -228,6 +234,16 @@ FIT_WEIGHTS_DOC = """\
         recipe's statistics and convex fits. An explicit ``X_val`` is not
         weighted. Routed by metadata routing after
         ``set_fit_request(sample_weight=True)``.
+    X_val, y_val : array-like, default=None
+        Explicit validation set for early stopping, used instead of the
+        internal ``validation_fraction`` split. Keyword only, as in
+        scikit-learn's ``HistGradientBoostingClassifier.fit``.
+    groups : array-like of shape (n_samples,), default=None
+        Group labels (fields, plots, spatial blocks). With early stopping and
+        no ``X_val``, the internal validation split holds out whole groups
+        (:class:`~sklearn.model_selection.GroupShuffleSplit`), so correlated
+        samples never sit on both sides. Routed by scikit-learn's metadata
+        routing after ``set_fit_request(groups=True)``.
 """
 
 #: The parameters of NDClassifier and NDRegressor, in the order of their signature.
@@ -254,7 +270,8 @@ ATTRIBUTES_DOC = """\
         Number of output units.
     history_ : pandas.DataFrame
         One row per epoch: ``epoch``, ``train_loss``, ``valid_loss`` and
-        ``valid_score`` (NaN without a validation set). ``fit`` (also with
+        ``valid_score`` (NaN without a validation set), then a column per
+        number the ``callbacks`` record (e.g. ``event_lr``). ``fit`` (also with
         ``warm_start``) starts a new history, each ``partial_fit`` call appends
         its epoch.
     loss_curve_ : list of float
@@ -290,6 +307,14 @@ ATTRIBUTES_DOC = """\
         The bands resolved at fit time: their names and, under a ``sensor``,
         common names and wavelengths. Later changes of ``bands`` or
         ``sensor`` do not relabel a fitted model.
+    band_range_ : ndarray of shape (n_features_in_, 2)
+        Smallest and largest value of each band in the data fitted on (all
+        ``partial_fit`` parts and warm starts). A network that sees raw band
+        values (``passthrough=True``, ``architecture="mlp"``) warns when it
+        predicts on values more than 10 times a band's largest magnitude
+        here, naming the bands and the factor (other units, e.g. digital
+        numbers for a model of reflectance); ND layers alone do not change
+        when all bands are scaled by one factor.
     epsilon_ : float
         ``epsilon`` as the network was fitted with; ``transform``,
         ``export_formulas`` and :mod:`sknd.raster` use it, so that
@@ -309,6 +334,15 @@ ATTRIBUTES_DOC = """\
     passthrough_importances_ : ndarray of shape (n_features_in_,) or (0,)
         With ``passthrough=True``, the importance of each standardized raw
         band, measured like ``index_importances_``; empty otherwise.
+    net_ : skorch.NeuralNet
+        The skorch net of the last ``fit`` or ``partial_fit`` call, without
+        its data: ``net_.history`` (every key the callbacks recorded, e.g.
+        ``event_lr``), ``net_.callbacks_`` (the fitted copies of
+        ``callbacks``), ``net_.optimizer_``. Training it directly bypasses
+        the estimator: use ``fit``, ``partial_fit`` or ``to_torch()``.
+    module_ : torch.nn.Module
+        The fitted network (``net_.module_``), which ``predict`` runs; see
+        ``to_torch()`` for a copy to change or fine-tune.
 """
 
 NOTES_DOC = """\

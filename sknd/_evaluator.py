@@ -90,13 +90,24 @@ class FastNetwork:
     #: a few pixels; values then differ from the kernels' in the last bits.
     compiled = True
 
-    def __init__(self, steps, finish, dtype, *, non_negative, estimator_name, feature_names):
+    def __init__(
+        self,
+        steps,
+        finish,
+        dtype,
+        *,
+        non_negative,
+        estimator_name,
+        feature_names,
+        band_range=None,
+    ):
         self.steps = steps
         self.finish = finish
         self.dtype = dtype
         self.non_negative = non_negative
         self.estimator_name = estimator_name
         self.feature_names = feature_names
+        self.band_range = band_range
         width = max([step.width for step in steps] + [1])
         self.block_rows = int(
             np.clip(_BLOCK_BYTES // (8 * width), _MIN_BLOCK_ROWS, _MAX_BLOCK_ROWS)
@@ -189,6 +200,7 @@ class FastNetwork:
                 feature_names=self.feature_names,
                 non_negative=self.non_negative,
                 source_dtype=source_dtype,
+                band_range=getattr(self, "band_range", None),  # None: pickled before it existed
             )
         except ValueError as error:
             raise ValueError(

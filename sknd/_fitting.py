@@ -10,7 +10,7 @@ fitting method all or nothing.
 import copy
 import functools
 import threading
-from numbers import Integral
+from numbers import Integral, Number, Real
 
 import numpy as np
 import pandas as pd
@@ -31,6 +31,7 @@ from ._training import (
     TensorBatches,
     TensorDataset,
     ValidationScore,
+    user_callbacks,
 )
 from ._validation import check_training_memory
 from ._weights import check_part, fit_weights, weight_tensor
@@ -38,7 +39,7 @@ from .bands import band_pair_indices, resolve_bands
 from .networks import build_network, default_hidden_units, describe, rows_per_pass
 from .nn import all_pairs, resolve_pairs
 
-__all__ = ["FittingMixin", "restore_on_failure"]
+__all__ = ["FittingMixin", "restore_on_failure", "validation_data_by_keyword"]
 
 
 # Fits of one process draw initial weights from torch's global generator under this lock
@@ -81,12 +82,30 @@ def _same_param(before, now):
     """Whether a parameter value is unchanged (array-likes compared by value)."""
     if before is now:
         return True
+    # Equal values of another type (np.float64(1e-6), np.int64(5), np.True_: param grids,
+    # numpy round trips) are the same value; a bool is no number here (True is not 1).
+    flags = (bool, np.bool_)
+    if isinstance(before, flags) or isinstance(now, flags):
+        return isinstance(before, flags) and isinstance(now, flags) and bool(before) == bool(now)
+    if isinstance(before, Number) and isinstance(now, Number):
+        return bool(before == now)
     if isinstance(before, str) or isinstance(now, str) or np.ndim(before) == np.ndim(now) == 0:
         return type(before) is type(now) and before == now
     try:
         return np.array_equal(np.asarray(before, dtype=object), np.asarray(now, dtype=object))
     except ValueError:  # ragged
         return False
+
+
+#: What skorch and sknd's loop record every epoch besides history_'s own columns.
+_SKORCH_RECORDS = (
+    "batches",
+    "dur",
+    "train_loss_best",
+    "valid_loss_best",
+    "train_batch_count",
+    "valid_batch_count",
+)
 
 
 def _cpu_copy(state):
@@ -134,6 +153,11 @@ def _report_recipe(task, penalty, tuned, start, selected, gain):
     )
 
 
+def _start_score(module, task, valid, rows):
+    """Early stopping's epoch 0: the monitored validation value of ``module``."""
+    return _recipe.validation(module, task, valid, rows).monitored(task)
+
+
 # ids of the estimator objects being fitted now (see restore_on_failure).
 _objects_in_fit = set()
 _fitting_lock = threading.Lock()
@@ -178,6 +202,30 @@ def restore_on_failure(fit):
         finally:
             with _fitting_lock:
                 _objects_in_fit.discard(id(self))
+
+    return wrapper
+
+
+def validation_data_by_keyword(fit):
+    """Refuse ``fit(X, y, X_val, y_val)``: ``fit``'s third argument is ``sample_weight``.
+
+    As in scikit-learn (``HistGradientBoostingClassifier.fit(X, y, sample_weight=None, *,
+    X_val=None, y_val=None)``); sknd's ``fit`` took ``X_val`` third before 0.1.0. A call
+    in that form would train with the validation bands as sample weights: a ``TypeError``
+    says how to call it instead.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        # X, y, sample_weight: a 2-D "sample_weight" is a table of bands.
+        if len(args) > 3 or (len(args) == 3 and np.ndim(args[2]) == 2):
+            raise TypeError(
+                f"{type(self).__name__}.fit takes validation data by keyword only, as "
+                "scikit-learn's estimators do: fit(X, y, sample_weight=None, *, X_val=None, "
+                "y_val=None, groups=None). Its third positional argument is sample_weight; "
+                "call fit(X, y, X_val=X_val, y_val=y_val)."
+            )
+        return fit(self, *args, **kwargs)
 
     return wrapper
 
@@ -277,7 +325,8 @@ class FittingMixin:
         if continuing:
             self._check_network_params(how)
             X, y = self._validate_X_y(X, y, reset=False)
-            task = self._task
+            self._record_band_range(X, continuing=True)
+            task = self._task.continued(y)
             codes = task.encode(y)
             if np.ndim(codes) == 2 and codes.shape[1] != task.n_outputs:
                 raise ValueError(
@@ -293,6 +342,7 @@ class FittingMixin:
         self._network_params_ = {name: getattr(self, name) for name in self._NETWORK_PARAMS}
         self._band_names_given = self.bands is not None
         X, y = self._validate_X_y(X, y, reset=True)
+        self._record_band_range(X, continuing=False)
         # Band names (DataFrame columns or bands=) are frozen at fit time; they
         # label indices_, export_formulas and get_feature_names_out.
         self.bands_ = resolve_bands(
@@ -390,8 +440,17 @@ class FittingMixin:
         return self._new_network(X_train, c_train, w_train, task, seed, device)
 
     def _net(self, module, task, device, seed, max_epochs, callbacks, valid_data=None):
-        """The skorch net that trains ``module`` (an initialised instance) on ``device``."""
+        """The skorch net that trains ``module`` (an initialised instance) on ``device``.
+
+        ``callbacks`` are sknd's; the user's (copies of ``self.callbacks``) run after
+        them but before sknd's early stopping, which so scores and keeps the weights
+        training starts from once a callback such as ``LoadInitState`` has set them,
+        and restores its best epoch last.
+        """
         rows = rows_per_pass(module)
+        stopping = [item for item in callbacks if item[0] == "early_stopping"]
+        own = [item for item in callbacks if item[0] != "early_stopping"]
+        users = user_callbacks(self.callbacks, early_stopping=bool(stopping))
         return Net(
             module=module,
             criterion=task.criterion,
@@ -407,7 +466,7 @@ class FittingMixin:
             iterator_valid=TensorBatches,
             iterator_valid__batch_size=rows,
             # First, so that a non-finite epoch stops fit before any other callback uses it.
-            callbacks=[("finite_training", FiniteTraining()), *callbacks],
+            callbacks=[("finite_training", FiniteTraining()), *own, *users, *stopping],
             device=device,
             verbose=self.verbose,
         )
@@ -453,11 +512,13 @@ class FittingMixin:
                             module, X_train, target, task, rows, penalty, w_train, valid
                         )
             if X_valid is not None and self.early_stopping:
+                # Epoch 0 is scored when training starts: a callback (LoadInitState) may
+                # load other weights than those selected here.
+                start_score = None
+                if selected is not None:
+                    start_score = functools.partial(_start_score, task=task, valid=valid, rows=rows)
                 stopper = EarlyStopping(
-                    task.monitor,
-                    task.lower_is_better,
-                    self.patience,
-                    start_score=None if selected is None else selected.monitored(task),
+                    task.monitor, task.lower_is_better, self.patience, start_score=start_score
                 )
                 callbacks.append(("early_stopping", stopper))
             net = self._net(module, task, device, seed, self.max_epochs, callbacks, valid_data)
@@ -527,13 +588,22 @@ class FittingMixin:
             state = getattr(self, "_optimizer_state", None) if continuing else None
             if state is not None:
                 net.optimizer_.load_state_dict(state)
-                for group in net.optimizer_.param_groups:  # set_params may change them
-                    group["lr"], group["weight_decay"] = self.lr, self.weight_decay
+                # set_params may have changed them; otherwise the optimizer keeps its values
+                # (a callback such as LRScheduler may have set the learning rate).
+                if (self.lr, self.weight_decay) != self._optimizer_params:
+                    for group in net.optimizer_.param_groups:
+                        group["lr"], group["weight_decay"] = self.lr, self.weight_decay
+            if continuing:
+                # The epochs so far: skorch callbacks continue from them (a scheduler's step;
+                # torch schedulers resume from the groups' initial_lr, set by the first one).
+                net.history = copy.deepcopy(self.net_.history)
+                for group in net.optimizer_.param_groups:
+                    group.setdefault("initial_lr", group["lr"])
             net.partial_fit(train_data, None)
-        previous = self.history_ if continuing else None
-        self._set_fitted_state(net, task, pairs, X, weight, previous)
+        self._set_fitted_state(net, task, pairs, X, weight)
         self.learning_gain_ = None  # no validation part to measure it on
         self._optimizer_state = _cpu_copy(net.optimizer_.state_dict())
+        self._optimizer_params = (self.lr, self.weight_decay)
         self._finish_fit()
 
     def _finish_fit(self):
@@ -558,23 +628,26 @@ class FittingMixin:
         scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
         return mean, scale
 
-    def _set_fitted_state(self, net, task, pairs, X_train, w_train=None, previous=None):
+    def _set_fitted_state(self, net, task, pairs, X_train, w_train=None):
         """Expose the trained network's results as numpy/pandas attributes.
 
-        ``previous`` is the ``history_`` of earlier ``partial_fit`` calls, continued.
+        ``net`` is kept as ``net_``; its history holds the epochs of earlier
+        ``partial_fit`` calls too.
         """
         module = net.module_.eval()
+        columns = ["epoch", "train_loss", "valid_loss", "valid_score"]
+        # Then the numbers a user's callbacks record each epoch (event_lr, scores).
+        columns += [
+            key
+            for key in dict.fromkeys(key for row in net.history for key in row)
+            if key not in _SKORCH_RECORDS
+            and key not in columns
+            and all(isinstance(row.get(key, 0.0), Real) for row in net.history)
+        ]
         history = pd.DataFrame(
-            {
-                "epoch": net.history[:, "epoch"],
-                "train_loss": net.history[:, "train_loss"],
-                "valid_loss": [row.get("valid_loss", np.nan) for row in net.history],
-                "valid_score": [row.get("valid_score", np.nan) for row in net.history],
-            }
+            {key: [row.get(key, np.nan) for row in net.history] for key in columns}
         )
-        if previous is not None:
-            history["epoch"] += len(previous)
-            history = pd.concat([previous, history], ignore_index=True)
+        self.net_ = net
         self._module = module
         self._task = task
         self.n_outputs_ = task.n_outputs

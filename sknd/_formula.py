@@ -33,6 +33,12 @@ VARIANTS = ("reflectance", "signed", "softplus")
 #: Above this input, ``torch.nn.functional.softplus`` returns the input itself.
 SOFTPLUS_THRESHOLD = 20.0
 
+#: Range of ``epsilon`` (the estimators' parameter and :class:`sknd.nn.NormalizedDifference`).
+#: Below about 5e-20 its square underflows float32 and all-zero rows get infinite gradients
+#: (below 1e-45 it is 0 and they get 0 / 0); far above any band value it flattens every
+#: index to 0.
+EPSILON_RANGE = (1e-15, 1e15)
+
 
 def check_variant(variant):
     """Raise a ``ValueError`` unless ``variant`` is one of :data:`VARIANTS`."""

@@ -164,9 +164,12 @@ def apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1, col
 
     ``columns`` (a list of band positions, or None for all bands in order)
     picks and orders the bands ``func`` takes; only those decide no-data.
+    ``nodata`` is one value, or an array of one per band (NaN: none).
     """
     if out.size == 0 or pixels.size == 0:  # an empty scene: nothing to call the estimator on
         return out
+    if np.ndim(nodata) == 1 and columns is not None:
+        nodata = np.asarray(nodata)[columns]
     n_bands = pixels.shape[-1]
     tail = spec.tail
 
@@ -260,10 +263,16 @@ def _invalid_pixels(X, nodata):
     if len(suspect):
         invalid = np.zeros(len(X), dtype=bool)
         invalid[suspect] = np.isnan(X[suspect]).any(axis=1)
-    if nodata is not None and not (isinstance(nodata, float) and np.isnan(nodata)):
-        # Column by column: .any(axis=1) over a handful of bands is several times slower.
-        equal = X[:, 0] == nodata
-        for band in range(1, X.shape[1]):
-            equal |= X[:, band] == nodata
-        invalid = equal if invalid is None else invalid | equal
+    if nodata is None:
+        return invalid
+    values = np.broadcast_to(np.asarray(nodata), (X.shape[1],)).tolist()
+    # Column by column: .any(axis=1) over a handful of bands is several times slower.
+    for band, value in enumerate(values):
+        if isinstance(value, float) and np.isnan(value):
+            continue  # NaN is no-data anyway
+        equal = X[:, band] == value
+        if invalid is None:
+            invalid = equal
+        else:
+            invalid |= equal
     return invalid

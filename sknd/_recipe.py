@@ -51,7 +51,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
+from sklearn.linear_model import LogisticRegression, Ridge
 
 from ._tasks import ClassificationTask
 from .networks import describe, first_nd_layer, forward_rows
@@ -164,7 +164,8 @@ def _one_standard_error(losses, weight):
     """
     means = np.average(losses, axis=1, weights=weight)
     best = int(np.nanargmin(means))
-    n = len(losses[best]) if weight is None else np.sum(weight) ** 2 / np.sum(weight**2)
+    # Weights count as copies of rows (as everywhere in sknd): n is their sum.
+    n = len(losses[best]) if weight is None else np.sum(weight)
     spread = np.sqrt(np.average((losses[best] - means[best]) ** 2, weights=weight))
     return int(np.flatnonzero(means <= means[best] + spread / np.sqrt(n))[0])
 
@@ -190,19 +191,43 @@ def _tuned_logistic(output, features, target, n_classes, sample_weight, valid):
     return float(C)
 
 
+def _leave_one_out_errors(features, target, sample_weight, alphas):
+    """Squared leave-one-out errors of ridge fits (unpenalized intercept), one row per alpha.
+
+    Closed form from the thin SVD of the weighted, centred features: the residual of
+    row ``i`` refitted without it is ``e_i / (1 - h_i)``, ``h_i`` its leverage. A weight
+    ``w`` counts as ``w`` copies of a row and leaving one out leaves out one copy, whose
+    leverage is the row's over ``w``: the errors are those of the repeated rows (scikit-
+    learn's ``RidgeCV`` leaves out the whole weighted row). Errors are summed over the
+    targets.
+    """
+    n = len(features)
+    weight = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    used = weight > 0
+    features, target, weight = features[used], target[used], weight[used]
+    target = target.reshape(len(target), -1)
+    root = np.sqrt(weight)[:, None]
+    mean_f = np.average(features, axis=0, weights=weight)
+    mean_t = np.average(target, axis=0, weights=weight)
+    U, s, _ = np.linalg.svd(root * (features - mean_f), full_matrices=False)
+    projected = U.T @ (root * (target - mean_t))
+    errors = np.empty((len(alphas), n))
+    errors[:, ~used] = 0.0
+    for row, alpha in enumerate(alphas):
+        shrink = s**2 / (s**2 + alpha)
+        fitted = (U @ (shrink[:, None] * projected)) / root
+        leverage = 1.0 / weight.sum() + (U**2 @ shrink) / weight
+        loo = (target - mean_t - fitted) / (1.0 - leverage)[:, None]
+        errors[row, used] = (loo**2).sum(axis=1)
+    return errors
+
+
 def _tuned_ridge(output, features, target, sample_weight):
-    """``alpha`` chosen by generalized cross-validation (RidgeCV's efficient leave-one-out
-    errors, by the one-standard-error rule); fits ``output``."""
+    """``alpha`` chosen on the leave-one-out errors (generalized cross-validation) by the
+    one-standard-error rule; fits ``output``."""
     total = len(features) if sample_weight is None else float(np.sum(sample_weight))
     alphas = ALPHA_PATH_PER_ROW[::-1] * total  # strongest first
-    model = RidgeCV(alphas=alphas, store_cv_results=True)
-    model.fit(features, target, sample_weight=sample_weight)
-    # (rows, [targets,] alphas) squared leave-one-out errors: one row per alpha, summed
-    # over the targets.
-    errors = model.cv_results_.reshape(len(features), -1, len(alphas)).sum(axis=1).T
-    if sample_weight is not None:  # RidgeCV's errors are those of sqrt(weight) * y
-        weight = np.asarray(sample_weight, dtype=np.float64)
-        errors = np.divide(errors, weight, out=np.zeros_like(errors), where=weight > 0)
+    errors = _leave_one_out_errors(features, target, sample_weight, alphas)
     alpha = alphas[_one_standard_error(errors, sample_weight)]
     _set_layer(output, Ridge(alpha=alpha).fit(features, target, sample_weight=sample_weight))
     return float(alpha)

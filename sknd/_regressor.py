@@ -5,12 +5,12 @@ from sklearn.base import RegressorMixin, _fit_context
 from ._base import BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
-    FIT_WEIGHTS_DOC,
+    FIT_OPTIONS_DOC,
     NOTES_DOC,
     PARAMETERS_DOC,
     Substitution,
 )
-from ._fitting import restore_on_failure
+from ._fitting import restore_on_failure, validation_data_by_keyword
 from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]
@@ -81,6 +81,7 @@ class NDRegressor(RegressorMixin, BaseND):
         passthrough=False,
         recipe="sknd",
         warm_start=False,
+        callbacks=None,
     ):
         super().__init__(
             depth=depth,
@@ -104,6 +105,7 @@ class NDRegressor(RegressorMixin, BaseND):
             passthrough=passthrough,
             recipe=recipe,
             warm_start=warm_start,
+            callbacks=callbacks,
         )
 
     def __sklearn_tags__(self):
@@ -117,10 +119,11 @@ class NDRegressor(RegressorMixin, BaseND):
     def _y_validation_kwargs(self):
         return {"multi_output": True, "y_numeric": True}
 
+    @validation_data_by_keyword
     @restore_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
-    @Substitution(fit_weights=FIT_WEIGHTS_DOC)
-    def fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
+    @Substitution(fit_options=FIT_OPTIONS_DOC)
+    def fit(self, X, y, sample_weight=None, *, X_val=None, y_val=None, groups=None):
         """Train the network on band values ``X`` and targets ``y``.
 
         Parameters
@@ -129,10 +132,7 @@ class NDRegressor(RegressorMixin, BaseND):
             Band values, at least two bands.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Continuous targets; several columns train one output unit each.
-        X_val, y_val : array-like, default=None
-            Explicit validation set for early stopping, used instead of the
-            internal ``validation_fraction`` split.
-        {fit_weights}
+        {fit_options}
 
         Returns
         -------

@@ -5,6 +5,7 @@ and regression (output units, loss, early-stopping monitor, decoding of the
 network output) lives here.
 """
 
+import copy
 from numbers import Number
 
 import numpy as np
@@ -92,6 +93,11 @@ class ClassificationTask:
             self.classes, self.encoded = np.unique(y, return_inverse=True)
         else:  # every class of the data set (partial_fit), y holds some of them
             check_label_kinds(classes, "classes")
+            if np.ndim(classes) != 1 or len(np.unique(classes)) < 2:
+                raise ValueError(
+                    f"classes={classes!r} must list every class of the data set, at least 2 "
+                    "(e.g. classes=np.unique(y_all) over all the parts partial_fit will see)."
+                )
             check_classification_targets(classes)
             self.classes = np.unique(classes)
             self.encoded = self.encode(np.asarray(y))
@@ -100,6 +106,10 @@ class ClassificationTask:
                 "The target has only one class: a classifier needs samples of at least "
                 f"2 classes in the data, but the data contains only one class: {self.classes[0]!r}."
             )
+
+    def continued(self, y):
+        """The task for more training on ``y`` (warm start, ``partial_fit``): the same."""
+        return self
 
     @property
     def binary(self):
@@ -202,6 +212,30 @@ class RegressionTask:
         # A constant target is predicted as that constant, whatever the network outputs.
         self.decode_scale = np.where(scale > 0, scale, 0.0)
         self.encoded = y
+
+    def continued(self, y):
+        """The task for more training on ``y`` (warm start, ``partial_fit``).
+
+        A target constant so far (a first ``partial_fit`` block of bare soil,
+        biomass 0) is decoded as that constant whatever the network outputs
+        (scale 0): training on could never change a prediction. Such columns
+        take the scale and mean of ``y`` once ``y`` varies, in a new task (the
+        fitted one stays as it was, should this call fail).
+        """
+        frozen = self.decode_scale == 0
+        if not frozen.any():
+            return self
+        fresh = RegressionTask(y)
+        if fresh.n_outputs != self.n_outputs:
+            return self  # the caller says that the columns differ
+        varies = frozen & (fresh.decode_scale > 0)
+        if not varies.any():
+            return self
+        task = copy.copy(self)
+        task.mean = np.where(varies, fresh.mean, self.mean)
+        task.scale = np.where(varies, fresh.scale, self.scale)
+        task.decode_scale = np.where(varies, fresh.decode_scale, self.decode_scale)
+        return task
 
     @property
     def n_outputs(self):

@@ -14,16 +14,39 @@ keeps them and removes per-batch overhead that dominates small networks:
   implement them.
 
 The history keeps skorch's per-epoch keys (``epoch``, ``dur``,
-``train_loss``, ``valid_loss`` and their ``*_best`` flags, batch counts);
-per-batch records are not kept. A user's ``KeyboardInterrupt`` propagates
-instead of silently ending ``fit``.
+``train_loss``, ``valid_loss`` and their ``*_best`` flags, batch counts).
+Batches whose events are sent get skorch's per-batch records
+(``train_loss`` / ``valid_loss`` and ``*_batch_size``), which skorch's
+batch-level callbacks read. A user's ``KeyboardInterrupt`` propagates
+instead of silently ending ``fit``; skorch's ``EarlyStopping``, which stops
+by raising one, ends training as sknd's does.
+
+Events of each path, as the estimators document them (the user guide's
+training page, "Callbacks"):
+
+- fast path (the fused epoch): ``on_train_begin``, ``on_epoch_begin``,
+  ``on_batch_begin`` / ``on_batch_end`` of validation batches only,
+  ``on_epoch_end``, ``on_train_end``; with a user's callbacks, each training
+  batch gets a per-batch record holding its size (``train_batch_size``) but
+  no loss;
+- plain path (skorch's ``train_step``, autograd), taken for the whole fit
+  when a callback implements a batch-level event for training batches:
+  every skorch event, ``on_grad_computed`` included.
 """
 
 import copy
 
 import torch
 from skorch import NeuralNet
-from skorch.callbacks import Callback, EpochTimer, PrintLog
+from skorch.callbacks import (
+    Callback,
+    EpochScoring,
+    EpochTimer,
+    LRScheduler,
+    PassthroughScoring,
+    PrintLog,
+)
+from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
 
 from ._adam import FlatAdam
 from ._fused import FusedTrainer, Unsupported
@@ -120,6 +143,9 @@ class ValidationScore(Callback):
             self.targets_.append(batch[1])
             self.outputs_.append(y_pred)
 
+    def on_train_end(self, net, **kwargs):
+        self.targets_, self.outputs_ = [], []  # the fitted net keeps no data
+
     def on_epoch_end(self, net, **kwargs):
         if self.outputs_:
             weights = None
@@ -131,6 +157,10 @@ class ValidationScore(Callback):
             net.history.record("valid_score", float(value))
 
 
+#: Validation scores (accuracies, R^2) closer than this count as equal in :class:`EarlyStopping`.
+SCORE_TOLERANCE = 1e-4
+
+
 class EarlyStopping(Callback):
     """Stop after ``patience`` epochs without improvement and restore the best weights.
 
@@ -140,10 +170,22 @@ class EarlyStopping(Callback):
         History key to watch, e.g. ``"valid_score"`` or ``"valid_loss"``.
     lower_is_better : bool
     patience : int
-    start_score : float or None, default=None
+    start_score : float, callable or None, default=None
         Score of the starting model ("epoch 0"): training then has to beat it,
         and the starting weights are restored if it never does
-        (``best_epoch_ = 0``). Ties keep the earlier epoch.
+        (``best_epoch_ = 0``). A callable
+        ``start_score(module)`` scores the module training starts from, after
+        the callbacks before this one (e.g. skorch's ``LoadInitState``) have
+        set its weights.
+
+    A score other than the loss (the weighted accuracy) counts as tied with
+    the best when within :data:`SCORE_TOLERANCE` of it (scikit-learn's
+    ``MLPClassifier`` ignores changes below its ``tol=1e-4`` too), and ties are
+    broken by the (weighted) validation loss, lower is better; other ties keep
+    the earlier epoch. An accuracy saturates: with few validation samples of
+    weight (class weights 1000 : 0.0001 leave one or two), the first epoch
+    that classifies them right would otherwise be kept, however far from
+    trained, while the loss keeps measuring how well they are separated.
     """
 
     def __init__(self, monitor, lower_is_better, patience, start_score=None):
@@ -154,20 +196,32 @@ class EarlyStopping(Callback):
 
     def on_train_begin(self, net, **kwargs):
         self.best_score_ = None
+        self.best_loss_ = None
         self.best_epoch_ = None
         self.best_state_ = None
         self.wait_ = 0
         if self.start_score is not None:
-            self.best_score_ = self.start_score
+            score = self.start_score
+            self.best_score_ = score(net.module_) if callable(score) else score
             self.best_epoch_ = 0
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
 
+    def _improves(self, score, loss):
+        if self.best_score_ is None:
+            return True
+        tolerance = 0.0 if loss is None else SCORE_TOLERANCE
+        if abs(score - self.best_score_) > tolerance:
+            return score < self.best_score_ if self.lower_is_better else score > self.best_score_
+        # A tie: the lower loss wins (the starting model's loss is unknown: it keeps its tie).
+        return loss is not None and self.best_loss_ is not None and loss < self.best_loss_
+
     def on_epoch_end(self, net, **kwargs):
-        score = net.history[-1, self.monitor]
-        if self.best_score_ is None or (
-            score < self.best_score_ if self.lower_is_better else score > self.best_score_
-        ):
+        row = net.history[-1]
+        score = row[self.monitor]
+        loss = row.get("valid_loss") if self.monitor != "valid_loss" else None
+        if self._improves(score, loss):
             self.best_score_ = score
+            self.best_loss_ = loss
             self.best_epoch_ = len(net.history)
             self.best_state_ = copy.deepcopy(net.module_.state_dict())
             self.wait_ = 0
@@ -179,6 +233,11 @@ class EarlyStopping(Callback):
     def on_train_end(self, net, **kwargs):
         if self.best_state_ is not None:
             net.module_.load_state_dict(self.best_state_)
+        # The fitted net keeps one copy of the weights and no validation data (which a
+        # callable start_score holds).
+        self.best_state_ = None
+        if callable(self.start_score):
+            self.start_score = None
 
 
 def weighted_loss(criterion, y_pred, y_true, weight):
@@ -189,11 +248,80 @@ def weighted_loss(criterion, y_pred, y_true, weight):
 
 _BATCH_EVENTS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
 
+#: Callbacks sknd adds itself (a user's callback may not take their names).
+OWN_CALLBACKS = ("epoch_timer", "print_log", "finite_training", "valid_score", "early_stopping")
+
+
+def user_callbacks(callbacks, *, early_stopping):
+    """Fresh copies of an estimator's ``callbacks`` for one fit, checked.
+
+    ``callbacks`` is the estimator's parameter, ``[(name, callback), ...]`` of
+    skorch callbacks, never modified (each fit trains with copies: the fitted
+    ones are in ``net_.callbacks_``). ``early_stopping``: whether sknd's own
+    early stopping runs in this fit. A ``ValueError`` says what to change for
+    anything else, for names sknd uses, and for callbacks the training loop
+    cannot serve.
+    """
+    if callbacks is None:
+        return []
+    example = "e.g. callbacks=[('lr', LRScheduler('StepLR', step_size=10))]"
+    items = list(callbacks)  # a list: the estimators' parameter constraints checked it
+    for item in items:
+        if not (
+            isinstance(item, tuple)
+            and len(item) == 2
+            and isinstance(item[0], str)
+            and isinstance(item[1], Callback)
+        ):
+            raise ValueError(
+                "callbacks must be a list of (name, callback) pairs, each callback an "
+                f"instance of a skorch.callbacks.Callback, {example}; got {item!r}."
+            )
+    names = [name for name, _ in items]
+    for name in names:
+        if name in OWN_CALLBACKS:
+            raise ValueError(
+                f"The callback name {name!r} is sknd's own ({', '.join(OWN_CALLBACKS)}): "
+                "give your callback another name."
+            )
+        if names.count(name) > 1:
+            raise ValueError(f"The callback name {name!r} is used twice: names must be unique.")
+    for name, callback in items:
+        if early_stopping and isinstance(callback, SkorchEarlyStopping) and callback.load_best:
+            raise ValueError(
+                f"The callback {name!r} (skorch's EarlyStopping with load_best=True) would "
+                "restore its best weights, and sknd's early stopping restores its own after "
+                "it. Pass early_stopping=False (with X_val, y_val) to let yours decide, or "
+                "load_best=False to let it only stop training earlier."
+            )
+        if isinstance(callback, PassthroughScoring) and callback.on_train:
+            raise ValueError(
+                f"The callback {name!r} (PassthroughScoring(on_train=True)) averages per-batch "
+                "records of training batches, which sknd's fast training path does not send. "
+                "sknd records train_loss per epoch itself (history_, net_.history); score "
+                "training data with EpochScoring(..., on_train=True) instead."
+            )
+    return copy.deepcopy(items)
+
+
+def _stops_training(callback):
+    """Whether ``callback`` raised its ``KeyboardInterrupt`` to stop training (skorch's way)."""
+    return isinstance(callback, SkorchEarlyStopping) and callback.misses_ >= callback.patience
+
 
 def _wants_training_batches(callback):
-    """Whether ``callback`` implements a batch-level event for training batches."""
+    """Whether ``callback`` implements a batch-level event for training batches.
+
+    skorch's ``LRScheduler`` stepping every epoch and ``EpochScoring`` of
+    validation data (or without caching) implement ``on_batch_end`` but act on
+    no training batch.
+    """
     if not getattr(callback, "wants_training_batches", True):
         return False
+    if isinstance(callback, LRScheduler):
+        return callback.step_every == "batch"
+    if isinstance(callback, EpochScoring):
+        return bool(callback.on_train and callback.use_caching)
     return any(
         getattr(type(callback), event, None) is not getattr(Callback, event)
         for event in _BATCH_EVENTS
@@ -223,15 +351,47 @@ class Net(NeuralNet):
         # PassthroughScoring would need per-batch records). PrintLog formats a table row
         # every epoch even when it prints nothing (0.6 ms, 4% of a small fit): only with verbose.
         callbacks = [("epoch_timer", EpochTimer())]
-        if self.verbose:
+        # A user's PrintLog replaces verbose's (one table, as the user set it up).
+        own_log = any(
+            isinstance(item[1] if isinstance(item, tuple) else item, PrintLog)
+            for item in self.callbacks or []
+        )
+        if self.verbose and not own_log:
             callbacks.append(("print_log", PrintLog()))
         return callbacks
+
+    def notify(self, method_name, **cb_kwargs):
+        """skorch's ``notify``; a stop at ``on_epoch_end`` waits until every callback saw it.
+
+        A callback that stops training (sknd's :class:`EarlyStopping`, skorch's
+        ``EarlyStopping`` by its ``KeyboardInterrupt``) ends the loop once the
+        callbacks after it have handled the epoch too (``Checkpoint``, scores,
+        the printed log). Any other exception propagates at once.
+        """
+        if method_name != "on_epoch_end":
+            return super().notify(method_name, **cb_kwargs)
+        self.on_epoch_end(self, **cb_kwargs)
+        stop = False
+        for _, callback in self.callbacks_:
+            try:
+                callback.on_epoch_end(self, **cb_kwargs)
+            except _StopTraining:
+                stop = True
+            except KeyboardInterrupt:
+                if not _stops_training(callback):
+                    raise
+                stop = True
+        if stop:
+            raise _StopTraining
 
     def initialize_callbacks(self):
         super().initialize_callbacks()
         self.training_batch_listeners_ = [
             cb for _, cb in self.callbacks_ if _wants_training_batches(cb)
         ]
+        # A user's callbacks may read skorch's per-batch records (Checkpoint reads the
+        # last one): the fused epoch then writes one per batch, with its size.
+        self.batch_records_ = any(name not in OWN_CALLBACKS for name, _ in self.callbacks_)
         return self
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
@@ -280,6 +440,14 @@ class Net(NeuralNet):
                     self.fused_trainer_ = None
                     self.fused_failed_ = True
                 else:
+                    # What torch's LR schedulers check for (they warn otherwise): the
+                    # optimizer stepped, through FlatAdam's fused update.
+                    self.optimizer_._opt_called = True
+                    if self.batch_records_:
+                        for start in range(0, n_samples, iterator.batch_size):
+                            self.history.new_batch()
+                            size = min(iterator.batch_size, n_samples - start)
+                            self.history.record_batch(prefix + "_batch_size", size)
                     self._record_epoch_loss(prefix, total, n_samples, n_batches)
                     return
         notify = not training or bool(self.training_batch_listeners_)
@@ -295,6 +463,9 @@ class Net(NeuralNet):
             n_samples += size
             n_batches += 1
             if notify:
+                # skorch's per-batch records, which its batch-level callbacks read.
+                self.history.record_batch(prefix + "_loss", step["loss"].item())
+                self.history.record_batch(prefix + "_batch_size", size)
                 self.notify("on_batch_end", batch=batch, training=training, **step)
         self._record_epoch_loss(prefix, total, n_samples, n_batches)
 
@@ -322,7 +493,18 @@ class Net(NeuralNet):
         self.notify("on_train_end", X=X, y=y)
         if isinstance(self.optimizer_, FlatAdam):
             self.optimizer_.release()
+        # The fitted estimator keeps this net (net_): without the training data.
+        self.fused_trainer_ = None
+        self.train_split = None
         return self
+
+    # Plain pickling: net_.module_ stays the module the estimator holds. (skorch pickles
+    # modules apart, for GPU nets; the estimators copy a GPU model to the CPU as a whole.)
+    def __getstate__(self):
+        return self.__dict__.copy()
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
 
 class FiniteTraining(Callback):

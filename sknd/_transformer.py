@@ -11,12 +11,12 @@ from ._base import BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
-    FIT_WEIGHTS_DOC,
+    FIT_OPTIONS_DOC,
     NOTES_DOC,
     TRANSFORMER_PARAMETERS_DOC,
     Substitution,
 )
-from ._fitting import restore_on_failure
+from ._fitting import restore_on_failure, validation_data_by_keyword
 from ._tasks import infer_task
 
 __all__ = ["NDTransformer"]
@@ -106,6 +106,7 @@ class NDTransformer(TransformerMixin, BaseND):
         passthrough=False,
         recipe="sknd",
         warm_start=False,
+        callbacks=None,
         class_weight=None,
     ):
         super().__init__(
@@ -130,6 +131,7 @@ class NDTransformer(TransformerMixin, BaseND):
             passthrough=passthrough,
             recipe=recipe,
             warm_start=warm_start,
+            callbacks=callbacks,
         )
         self.class_weight = class_weight
         self.n_indices = n_indices
@@ -148,10 +150,11 @@ class NDTransformer(TransformerMixin, BaseND):
     def _y_validation_kwargs(self):
         return {"multi_output": True}
 
+    @validation_data_by_keyword
     @restore_on_failure
     @_fit_context(prefer_skip_nested_validation=True)
-    @Substitution(fit_weights=FIT_WEIGHTS_DOC)
-    def fit(self, X, y=None, X_val=None, y_val=None, groups=None, sample_weight=None):
+    @Substitution(fit_options=FIT_OPTIONS_DOC)
+    def fit(self, X, y=None, sample_weight=None, *, X_val=None, y_val=None, groups=None):
         """Learn indices that predict ``y`` from band values ``X``.
 
         Parameters
@@ -164,9 +167,7 @@ class NDTransformer(TransformerMixin, BaseND):
             learned by a classifier or a regressor network accordingly.
             Required: ``None`` (what ``fit_transform(X)`` passes without a
             target) raises a ``ValueError``.
-        X_val, y_val : array-like, default=None
-            Explicit validation set for early stopping.
-        {fit_weights}
+        {fit_options}
 
         Returns
         -------

@@ -183,11 +183,15 @@ def check_min_bands(X, estimator_name):
         )
 
 
-def check_band_values(X, *, name, estimator_name, feature_names, non_negative, source_dtype):
+def check_band_values(
+    X, *, name, estimator_name, feature_names, non_negative, source_dtype, band_range=None
+):
     """Reject NaN, infinite, overflowing and (for reflectance) negative band values.
 
     One ``min`` and one ``max`` (which propagate NaN) decide whether all is
     well, without temporaries; masks are built only to describe a failure.
+    With ``band_range`` (the fitted ``band_range_``), values far beyond it
+    warn (see :func:`warn_far_outside`).
     """
     if X.size == 0:
         return
@@ -233,6 +237,47 @@ def check_band_values(X, *, name, estimator_name, feature_names, non_negative, s
             "such as -9999 are usually no-data fill values: mask those rows. For signed inputs "
             "such as standardized features, use variant='signed' or variant='softplus'."
         )
+    if band_range is not None:
+        warn_far_outside(X, band_range, peak, name, estimator_name, feature_names)
+
+
+#: Band values beyond this many times the largest magnitude the band had at fit warn:
+#: orders of magnitude (other units), not the few percent by which new data may exceed it.
+RANGE_FACTOR = 10.0
+
+
+def warn_far_outside(X, band_range, peak, name, estimator_name, feature_names):
+    """Warn when bands of ``X`` reach far beyond their range at fit (``band_range_``).
+
+    ``peak`` is the largest magnitude in ``X``: only when it exceeds the
+    smallest limit are the bands' own extremes computed.
+    """
+    scale = np.abs(np.asarray(band_range, dtype=np.float64)).max(axis=1)
+    # A band that was 0 at fit has no magnitude to compare with.
+    limit = np.where(scale > 0, scale, np.inf) * RANGE_FACTOR
+    if X.shape[1] != len(limit) or not peak > limit.min():
+        return
+    reach = np.maximum(-X.min(axis=0).astype(np.float64), X.max(axis=0).astype(np.float64))
+    far = np.flatnonzero(reach > limit)
+    if not len(far):
+        return
+    names = ([str(n) for n in feature_names] if feature_names is not None else None) or [
+        f"column {k}" for k in range(X.shape[1])
+    ]
+    described = ", ".join(
+        f"{names[k]!r} up to {reach[k]:.4g} ({reach[k] / scale[k]:.2g} times its largest "
+        f"magnitude at fit, {scale[k]:.4g})"
+        for k in far[:5]
+    )
+    more = f" and {len(far) - 5} more" if len(far) > 5 else ""
+    warnings.warn(
+        f"Band values in {name} lie far outside those {estimator_name} was fitted on: "
+        f"{described}{more}. The model uses raw band values (passthrough=True or "
+        "architecture='mlp'), so its predictions there are extrapolations: pass the bands in "
+        "the units of the training data (e.g. reflectance 0-1, not digital numbers 0-10000).",
+        UserWarning,
+        stacklevel=5,
+    )
 
 
 def warn_about_training_values(X, *, epsilon, variant, nd_layer):

@@ -51,6 +51,7 @@ __all__ = [
     "SENSORS",
     "Band",
     "BandMatchWarning",
+    "BandPositionWarning",
     "band_pair_indices",
     "get_sensor",
     "match_bands",
@@ -344,7 +345,7 @@ def band_pair_indices(pairs, bands):
     Raises
     ------
     ValueError
-        If a name matches no band.
+        If a name matches no band, or a pair names one band twice.
 
     Examples
     --------
@@ -361,19 +362,28 @@ def band_pair_indices(pairs, bands):
         return pairs
     if not any(isinstance(value, str) for pair in items for value in pair):
         return pairs
-    return [
+    indices = [
         tuple(value if not isinstance(value, str) else _band_index(value, bands) for value in pair)
         for pair in items
     ]
+    for pair, (i, j) in zip(items, indices):
+        if i == j and isinstance(i, int) and 0 <= i < len(bands):
+            raise ValueError(
+                f"The pair {pair!r} names band {bands[i].name!r} twice: a normalized "
+                "difference needs two different bands."
+            )
+    return indices
 
 
 # ------------------------------------------------------------- matching bands
 class BandMatchWarning(UserWarning):
-    """An image's bands were matched to a model's bands other than by their names.
+    """An image's bands were matched to a model's bands through common names.
 
-    Raised as a warning by :mod:`sknd.raster` when an image without band names
-    is matched by position to a model that has names, and when a model's bands
-    are found in an image of another sensor through common names.
+    Raised as a warning by :mod:`sknd.raster` when a model's bands are found
+    in an image of another sensor through common names (a model fitted on
+    Landsat 8 bands applied to a Sentinel-2 scene); the message lists the
+    mapping. Harmless, and raised on every such call: silencing it does not
+    silence :class:`BandPositionWarning`, which is no subclass of it.
 
     Examples
     --------
@@ -381,6 +391,26 @@ class BandMatchWarning(UserWarning):
     >>> from sknd.bands import BandMatchWarning
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore", BandMatchWarning)
+    """
+
+
+class BandPositionWarning(UserWarning):
+    """An image's bands were taken by position although their names say otherwise.
+
+    Raised as a warning by :mod:`sknd.raster` when ``bands="positional"``
+    (``--bands positional``) takes an image's bands in order while their
+    names match the model's bands in another order: the map is then made of
+    the wrong bands. (An image without names is refused unless
+    ``bands="positional"`` is given.) A class of its own, apart from the
+    harmless :class:`BandMatchWarning`, so that silencing one never silences
+    the other.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from sknd.bands import BandPositionWarning
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("error", BandPositionWarning)
     """
 
 
@@ -474,12 +504,19 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
                 return positions, _mapping(model, image, positions), key
             found.append((key, positions, image))
     if not found:
-        key, missing = best if best is not None else (None, list(model))
+        if best is not None:
+            key, missing = best
+        else:  # no reading of the image's names at all (e.g. a name given twice)
+            key = None
+            missing = [band for band in model if band.name not in image_names] or list(model)
         where = f" read as {SENSORS[key].long_name} bands" if key else ""
         described = ", ".join(
             f"{band.name!r} ({band.common_name or 'no common name'})" for band in missing
         )
         hint = "" if image_sensor else "; name the image's sensor (sensor=) if it has a preset"
+        repeated = sorted({name for name in image_names if image_names.count(name) > 1})
+        if repeated:
+            hint = f"; the image names band(s) {repeated} more than once" + hint
         if any(band.common_name is None for band in missing):
             hint += (
                 "; bands without a common name only match identical names: fit the model "

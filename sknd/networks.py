@@ -127,11 +127,12 @@ class AppendNormalizedDifference(nn.Module):
 
     Parameters
     ----------
-    n_features : int
-        Number of input bands.
-    pairs, epsilon, variant, dim
+    n_features : int, default=None
+        Number of input bands; by default the length of ``bands``.
+    pairs, epsilon, variant, dim, bands, sensor
         As for :class:`~sknd.nn.NormalizedDifference` (``dim``: the channel
-        axis, 1 for ``(N, C, H, W)``).
+        axis, 1 for ``(N, C, H, W)``; ``bands``: band names, so that ``pairs``
+        can name them).
 
     Attributes
     ----------
@@ -146,12 +147,29 @@ class AppendNormalizedDifference(nn.Module):
     >>> block(torch.rand(2, 4, 16, 16)).shape
     torch.Size([2, 6, 16, 16])
     >>> model = nn.Sequential(block, nn.Conv2d(block.n_outputs, 8, 3, padding=1))
+    >>> named = AppendNormalizedDifference(
+    ...     bands=["B2", "B3", "B4", "B8"], sensor="sentinel2", pairs=[("nir", "red")]
+    ... )
+    >>> named.n_outputs
+    5
     """
 
-    def __init__(self, n_features, pairs="all", epsilon=1e-6, variant="reflectance", dim=1):
+    def __init__(
+        self,
+        n_features=None,
+        pairs="all",
+        epsilon=1e-6,
+        variant="reflectance",
+        dim=1,
+        *,
+        bands=None,
+        sensor=None,
+    ):
         super().__init__()
-        self.nd = NormalizedDifference(n_features, pairs, epsilon, variant, dim=dim)
-        self.n_outputs = n_features + self.nd.n_pairs
+        self.nd = NormalizedDifference(
+            n_features, pairs, epsilon, variant, dim=dim, bands=bands, sensor=sensor
+        )
+        self.n_outputs = self.nd.n_features + self.nd.n_pairs
 
     def forward(self, x):
         return torch.cat([x, self.nd(x)], self.nd.dim)

@@ -46,13 +46,14 @@ against autograd:
 """
 
 import itertools
+import numbers
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._formula import TORCH_MATMUL_MAX_INPUTS, VARIANTS, check_variant
+from ._formula import EPSILON_RANGE, TORCH_MATMUL_MAX_INPUTS, VARIANTS, check_variant
 from ._nd_torch import (
     PairPlan,
     band_table,
@@ -67,6 +68,7 @@ from ._nd_torch import (
     slice_forward,
     unband,
 )
+from .bands import band_pair_indices, resolve_bands
 
 __all__ = [
     "MATMUL_MAX_INPUTS",
@@ -196,6 +198,8 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_out):
+        if torch.is_grad_enabled():  # create_graph=True: a backward that is differentiable
+            return _differentiable_backward(ctx, grad_out)
         x, a, c, *kept = ctx.saved_tensors
         plan = ctx.plan
         need_input = ctx.needs_input_grad[0]
@@ -225,10 +229,35 @@ class _NormalizedDifferenceFunction(torch.autograd.Function):
         return grad_x, grad_a, grad_c, None, None
 
 
+def _differentiable_backward(ctx, grad_out):
+    """The gradients as autograd graphs, for double backward (gradient penalties, Hessians).
+
+    The closed-form backward writes into buffers (``out=``, in place), which
+    autograd cannot differentiate. With ``create_graph=True`` the outputs are
+    recomputed by the gather formulation, whose operations autograd can
+    follow, and differentiated by autograd: the same values, graphs attached.
+    """
+    x, a, c = ctx.saved_tensors[:3]
+    plan = ctx.plan
+    inputs = [t for t, needed in zip((x, a, c), ctx.needs_input_grad[:3]) if needed]
+    u = layer_input(x, plan.variant, plan.epsilon)
+    weights = plan.gather_weights(F.softplus(torch.cat([a, c])))
+    out = gather_forward(u, weights, plan, keep_gathered=True)[0]
+    grads = iter(torch.autograd.grad(out, inputs, grad_out, create_graph=True))
+    return (*(next(grads) if needed else None for needed in ctx.needs_input_grad[:3]), None, None)
+
+
 def _check_method(method):
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
 
+
+#: Inputs beyond this magnitude are computed in float64 (see ``check_input``): with band
+#: weights up to 1e8, float32 sums stay finite below it.
+_HUGE_INPUT = 1e30
+
+#: Infinite inputs (and float64 ones beyond it) are computed as this value: their limit.
+_INFINITE_AS = 1e300
 
 #: Input dtypes computed in float32 (and returned in their own dtype): the
 #: denominators of nearby bands lose every digit in 8 or 11 bits of mantissa.
@@ -317,18 +346,47 @@ def normalized_difference(
     return _forward(x, a, c, dim, plan_of, method)
 
 
+def _band_layout(n_features, pairs, bands, sensor, name):
+    """``(n_features, pairs, band names or None)`` of a layer; names resolved by sknd.bands."""
+    if bands is None:
+        if sensor is not None:
+            raise ValueError(
+                f"{name}(sensor={sensor!r}) needs bands=[...]: the names of the input's "
+                "channels, in their order."
+            )
+        if n_features is None:
+            raise TypeError(f"{name} needs n_features (the number of bands) or bands=[...].")
+        try:
+            named = not isinstance(pairs, str) and any(
+                isinstance(value, str) for pair in pairs for value in pair
+            )
+        except TypeError:  # not pairs: resolve_pairs says so
+            named = False
+        if named:
+            raise ValueError(
+                f"{name} got pairs by name, {pairs!r}, but no band names: pass "
+                "bands=[...], the names of the input's channels in their order, e.g. "
+                "bands=['blue', 'green', 'red', 'nir']."
+            )
+        return n_features, pairs, None
+    resolved = resolve_bands(bands, n_features=n_features, sensor=sensor)
+    return len(resolved), band_pair_indices(pairs, resolved), tuple(b.name for b in resolved)
+
+
 class NormalizedDifference(nn.Module):
     """Normalized Difference layer with learnable band weights.
 
     Parameters
     ----------
-    n_features : int
-        Number of input bands.
+    n_features : int, default=None
+        Number of input bands; by default the length of ``bands``.
     pairs : "all" or array-like of shape (n_pairs, 2), default="all"
-        Band pairs to compute. ``"all"`` uses every pair ``i < j`` in
-        :func:`itertools.combinations` order.
+        Band pairs to compute: ``(i, j)`` band positions or, with ``bands``,
+        band names, e.g. ``[("nir", "red")]``. ``"all"`` uses every pair
+        ``i < j`` in :func:`itertools.combinations` order.
     epsilon : float, default=1e-6
-        Stabilising constant, must be positive.
+        Stabilising constant, in ``[1e-15, 1e15]`` (as the estimators'
+        ``epsilon``).
     variant : {"reflectance", "signed", "softplus"}, default="reflectance"
         ``"reflectance"`` expects non-negative inputs (bands of a spectrum);
         ``"signed"`` and ``"softplus"`` accept any real input.
@@ -338,17 +396,34 @@ class NormalizedDifference(nn.Module):
         Axis of the input holding the bands. The default reads ``(N, C)``
         tables, ``(N, C, H, W)`` image patches and ``(N, C, T)`` series (the
         layout of ``nn.Conv2d``), computing every pair at every pixel with the
-        output's ``n_pairs`` channels in place of the bands; ``-1`` reads
-        channels-last layouts such as ``(N, H, W, C)``. The result equals the
-        layer applied pixel by pixel.
+        output's ``n_pairs`` channels in place of the bands; ``-3`` reads
+        unbatched ``(C, H, W)`` images and ``(N, C, H, W)`` batches alike;
+        ``-1`` reads channels-last layouts such as ``(N, H, W, C)``. The
+        result equals the layer applied pixel by pixel.
     check_input : bool, default=True
-        Check each input in eager mode with one reduction (its minimum): NaN
-        raises a ``ValueError``, and so does a negative value for
-        ``variant="reflectance"``, whose outputs are only bounded for
+        Check each input in eager mode with one reduction (its minimum and
+        maximum): NaN raises a ``ValueError``, and so does a negative value
+        for ``variant="reflectance"``, whose outputs are only bounded for
         non-negative inputs (stacked on another ND layer, use ``"signed"``).
-        The check reads the value back to the host (a synchronisation on a
-        GPU); ``False`` skips it. Skipped under ``torch.compile`` and
-        ``torch.export``, which trace no data-dependent branches.
+        Inputs holding values beyond ``1e30`` in magnitude (where float32
+        sums overflow into ``inf / inf``) are computed in float64, with
+        infinite values (and any beyond ``1e300``) taken as ``+-1e300``: the
+        outputs are then the limits (``N = 1`` for an infinite ``b_i`` and a
+        finite ``b_j``) and the pixel's other indices are unaffected. The
+        check reads the values back to the host (a synchronisation on a
+        GPU); ``False`` skips it, and with it this handling. Skipped under
+        ``torch.compile`` and ``torch.export``, which trace no data-dependent
+        branches.
+    bands : sequence of str, default=None
+        Names of the input's bands, in order, so that ``pairs`` can name
+        them: the estimators' vocabulary of :mod:`sknd.bands` (exact names,
+        common names such as ``"red"`` or ``"nir"``, and a ``sensor``'s
+        spellings). An unknown name or a pair naming one band twice raises a
+        ``ValueError``.
+    sensor : str, default=None
+        Sensor preset of ``bands`` (see :func:`sknd.bands.get_sensor`), e.g.
+        ``"sentinel2"``: ``bands=["B2", "B3", "B4", "B8"]`` then also answer
+        to ``"blue"`` ... ``"nir"``.
 
     Attributes
     ----------
@@ -357,6 +432,12 @@ class NormalizedDifference(nn.Module):
         classic normalized difference.
     pairs : torch.Tensor of shape (n_pairs, 2)
         The band pairs (a buffer, saved with the state dict).
+    bands : tuple of str or None
+        The band names given, or None.
+
+    See Also
+    --------
+    NormalizedDifference.from_estimator : The layer an sknd estimator learned.
 
     Examples
     --------
@@ -374,22 +455,54 @@ class NormalizedDifference(nn.Module):
     >>> deep = nn.Sequential(layer, NormalizedDifference(6, variant="signed"))
     >>> deep(torch.rand(8, 4)).shape
     torch.Size([8, 15])
+
+    Bands and pairs by name, and one unbatched ``(C, H, W)`` image:
+
+    >>> ndvi = NormalizedDifference(
+    ...     bands=["blue", "green", "red", "nir"], pairs=[("nir", "red")], dim=-3
+    ... )
+    >>> ndvi.pairs.tolist()
+    [[3, 2]]
+    >>> ndvi(torch.rand(4, 16, 16)).shape
+    torch.Size([1, 16, 16])
     """
 
     def __init__(
         self,
-        n_features,
+        n_features=None,
         pairs="all",
         epsilon=1e-6,
         variant="reflectance",
         method="auto",
         dim=1,
         check_input=True,
+        *,
+        bands=None,
+        sensor=None,
     ):
         super().__init__()
+        n_features, pairs, bands = _band_layout(
+            n_features, pairs, bands, sensor, type(self).__name__
+        )
         check_variant(variant)
-        if not epsilon > 0:
-            raise ValueError(f"epsilon must be positive, got {epsilon!r}.")
+        if isinstance(n_features, bool) or not isinstance(n_features, numbers.Integral):
+            raise TypeError(f"n_features must be an int (the number of bands), got {n_features!r}.")
+        if n_features < 2:
+            raise ValueError(
+                f"n_features must be at least 2: a normalized difference combines two bands, "
+                f"got {n_features} (a layer without outputs)."
+            )
+        low, high = EPSILON_RANGE
+        if (
+            isinstance(epsilon, bool)
+            or not isinstance(epsilon, numbers.Real)
+            or not (low <= epsilon <= high)
+        ):
+            raise ValueError(
+                f"epsilon must be a number in [{low:g}, {high:g}], got {epsilon!r}: below, its "
+                "square underflows float32 (all-zero pixels get infinite gradients); above, "
+                "it flattens every index to 0."
+            )
         _check_method(method)
         if isinstance(dim, bool) or not isinstance(dim, int):
             raise TypeError(f"dim must be an int (the axis of the bands), got {dim!r}.")
@@ -400,10 +513,76 @@ class NormalizedDifference(nn.Module):
         self.method = method
         self.dim = dim
         self.check_input = bool(check_input)
+        self.bands = bands
         self.register_buffer("pairs", pairs)
         self.a = nn.Parameter(torch.zeros(len(pairs)))
         self.c = nn.Parameter(torch.zeros(len(pairs)))
         self._plans = {}
+
+    @classmethod
+    def from_estimator(cls, estimator, *, dim=1, method="auto", check_input=True):
+        """The ND layer a fitted sknd estimator learned: its pairs, weights and bands.
+
+        A torch model (a CNN on image patches, say) then starts from the
+        indices the estimator found on a pixel table instead of from the
+        classic ones. Only the layer is taken: not the dense layers, the
+        default recipe's standardization of its outputs, nor an AttND gate.
+
+        Parameters
+        ----------
+        estimator : NDClassifier, NDRegressor or NDTransformer
+            Fitted, with an ND layer (not ``architecture="mlp"``).
+        dim, method, check_input
+            As for the constructor.
+
+        Returns
+        -------
+        layer : NormalizedDifference
+            A new layer with the estimator's ``pairs_``, ``coef_a_`` and
+            ``coef_c_`` (its outputs in the order of ``indices_``),
+            ``epsilon_``, ``variant_`` and band names.
+
+        Raises
+        ------
+        ValueError
+            If the estimator is not fitted or has no ND layer.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknd import NDClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
+        >>> y = (X[:, 3] > X[:, 2]).astype(int)
+        >>> clf = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
+        >>> layer = NormalizedDifference.from_estimator(clf)
+        >>> layer(torch.rand(2, 4, 8, 8)).shape
+        torch.Size([2, 6, 8, 8])
+        """
+        name = type(estimator).__name__
+        if not hasattr(estimator, "pairs_"):
+            raise ValueError(
+                f"This {name} instance is not fitted yet: call fit before "
+                "NormalizedDifference.from_estimator."
+            )
+        if len(estimator.pairs_) == 0:
+            raise ValueError(
+                f"This {name} has no ND layer (architecture={estimator.architecture!r}): "
+                "fit it with architecture='nd' or 'attnd'."
+            )
+        layer = cls(
+            pairs=estimator.pairs_,
+            epsilon=estimator.epsilon_,
+            variant=estimator.variant_,
+            method=method,
+            dim=dim,
+            check_input=check_input,
+            bands=[str(band) for band in estimator.band_names_],
+        )
+        with torch.no_grad():
+            layer.a.copy_(torch.as_tensor(estimator.coef_a_))
+            layer.c.copy_(torch.as_tensor(estimator.coef_c_))
+        return layer
 
     @property
     def n_pairs(self):
@@ -441,11 +620,18 @@ class NormalizedDifference(nn.Module):
         return self.pair_plan(dtype, device)
 
     def forward(self, x):
-        self._check(x)
+        if self._check(x):
+            # Beyond float32's sums: in float64, infinities as a large finite value (limits).
+            wide = x.to(torch.float64).clamp(-_INFINITE_AS, _INFINITE_AS)
+            out = _forward(wide, self.a, self.c, self.dim, self._plan_of, self.method)
+            return out.to(x.dtype)
         return _forward(x, self.a, self.c, self.dim, self._plan_of, self.method)
 
     def _check(self, x):
-        """Clear errors for inputs the layer cannot compute (see ``check_input``)."""
+        """Clear errors for inputs the layer cannot compute (see ``check_input``).
+
+        Returns whether ``x`` holds values beyond :data:`_HUGE_INPUT` (or infinite).
+        """
         name = type(self).__name__
         if not isinstance(x, torch.Tensor):
             raise TypeError(f"{name} expects a torch.Tensor, got {type(x).__name__}.")
@@ -467,6 +653,13 @@ class NormalizedDifference(nn.Module):
                 f"shape {tuple(x.shape)}: dim must be in [{-x.dim()}, {x.dim() - 1}]."
             )
         if x.shape[self.dim] != self.n_features:
+            if x.dim() == 3 and x.shape[0] == self.n_features and self.dim == 1:
+                raise ValueError(
+                    f"{name} expects {self.n_features} bands along dim=1, got shape "
+                    f"{tuple(x.shape)}: an unbatched (C, H, W) image? Build the layer with "
+                    "dim=-3, which reads (C, H, W) and (N, C, H, W) alike, or add a batch "
+                    "axis, x.unsqueeze(0)."
+                )
             raise ValueError(
                 f"{name} expects {self.n_features} bands along dim={self.dim}, got shape "
                 f"{tuple(x.shape)} ({x.shape[self.dim]} there). Pass the bands it was "
@@ -474,13 +667,25 @@ class NormalizedDifference(nn.Module):
                 "dim=-1 for channels-last)."
             )
         if not self.check_input or torch.compiler.is_compiling() or x.numel() == 0:
-            return
-        low = float(x.detach().min())
+            return False
+        low, high = (float(value) for value in torch.aminmax(x.detach()))
         if low != low:
             raise ValueError(
                 f"{name} got NaN in its input: fill or mask missing band values first."
             )
         if low < 0 and self.variant == "reflectance":
+            mean, std = float(x.detach().mean()), float(x.detach().std())
+            if abs(mean) < 0.5 and 0.5 < std < 2:
+                raise ValueError(
+                    f"{name}(variant='reflectance') needs non-negative band values, got a "
+                    f"minimum of {low:.4g}, and the input looks standardized (mean "
+                    f"{mean:.2g}, standard deviation {std:.2g}). Put the layer before the "
+                    "normalization, on the band values themselves (e.g. "
+                    "nn.Sequential(NormalizedDifference(...), nn.BatchNorm2d(n_pairs))): a "
+                    "normalized difference of standardized bands is no longer an index of "
+                    "the spectrum (it depends on the normalization's means, and is unbounded "
+                    "near zero sums). variant='signed' computes it anyway."
+                )
             raise ValueError(
                 f"{name}(variant='reflectance') needs non-negative band values, got a "
                 f"minimum of {low:.4g}; its outputs are only bounded in [-1, 1] for "
@@ -488,6 +693,7 @@ class NormalizedDifference(nn.Module):
                 "layer, use variant='signed' or 'softplus' (check_input=False skips this "
                 "check)."
             )
+        return max(-low, high) > _HUGE_INPUT
 
     def __getstate__(self):
         # The plans are caches of index tensors: rebuilt on first use, never pickled.
@@ -500,10 +706,12 @@ class NormalizedDifference(nn.Module):
         # Layers pickled before the channel axis and the input check existed.
         state.setdefault("dim", 1)
         state.setdefault("check_input", True)
+        state.setdefault("bands", None)
         super().__setstate__(state)
 
     def extra_repr(self):
+        bands = "" if self.bands is None else f", bands={list(self.bands)}"
         return (
             f"n_features={self.n_features}, n_pairs={self.n_pairs}, "
-            f"epsilon={self.epsilon:g}, variant={self.variant!r}, dim={self.dim}"
+            f"epsilon={self.epsilon:g}, variant={self.variant!r}, dim={self.dim}{bands}"
         )

@@ -161,6 +161,9 @@ def test_band_pair_indices():
     ]
     with pytest.raises(ValueError, match="Unknown band 'green'"):
         band_pair_indices([("green", "nir")], free)  # only grouped green bands
+    # Two spellings of one band: named in the error, not left as a pair (i, i).
+    with pytest.raises(ValueError, match=r"\('nir', 'B08'\) names band 'B08' twice"):
+        band_pair_indices([("B04", "B02"), ("nir", "B08")], bands)
 
 
 # ------------------------------------------------- presets and vocabularies (issue 13)
@@ -363,3 +366,11 @@ def test_match_bands_ambiguous_names_need_the_sensor():
         1,
         2,
     ]
+
+
+def test_a_band_named_twice_is_said_so_and_only_missing_bands_are_named():
+    with pytest.raises(ValueError, match=r"'green' \(green\) have no counterpart") as info:
+        match_bands(["blue", "green", "red", "nir"], ["blue", "red", "red", "nir"])
+    message = str(info.value)
+    assert "['red'] more than once" in message
+    assert "'blue' (blue)" not in message and "'nir' (nir)" not in message

@@ -270,6 +270,22 @@ def test_run_experiments_refuses_mixed_labels():
         run_experiments(X, MIXED, n_splits=3, verbose=0)
 
 
+# ------------------------------------------------------------------ fit's signature
+def test_sample_weight_is_fits_third_argument_and_validation_data_a_keyword():
+    X, y = make_data()
+    weight = np.random.default_rng(0).uniform(0.5, 2, len(y))
+    positional = NDClassifier(**FAST).fit(X, y, weight)
+    keyword = NDClassifier(**FAST).fit(X, y, sample_weight=weight)
+    np.testing.assert_array_equal(positional.coef_a_, keyword.coef_a_)
+    # The old call fit(X, y, X_val, y_val), and fit(X, y, X_val): a TypeError saying how.
+    model = NDClassifier(**FAST)
+    for args in [(X, y, X[:20], y[:20]), (X, y, X[:20])]:
+        with pytest.raises(TypeError, match=r"by keyword only.*fit\(X, y, X_val=X_val"):
+            model.fit(*args)
+        assert not hasattr(model, "n_features_in_")
+    model.fit(X, y, X_val=X[:20], y_val=y[:20])
+
+
 def test_concurrent_fits_of_one_object_are_refused():
     import threading
 

@@ -91,7 +91,9 @@ def test_mlp_has_no_indices():
 def test_early_stopping_restores_the_best_epoch():
     X, y = spectra(n_samples=300)
     X_val, y_val = spectra(n_samples=100, seed=1)
-    clf = NDClassifier(max_epochs=60, patience=5, lr=0.05, random_state=0)
+    # The paper's recipe: the default one refits the output layer on the training and
+    # validation rows after the restore (tests/test_recipe.py), which moves the score on X_val.
+    clf = NDClassifier(max_epochs=60, patience=5, lr=0.05, random_state=0, recipe="paper")
     clf.fit(X, y, X_val=X_val, y_val=y_val)
     assert clf.best_epoch_ is not None
     assert clf.n_iter_ <= 60
@@ -106,6 +108,46 @@ def test_early_stopping_off_trains_all_epochs_without_validation():
     assert clf.n_iter_ == 7
     assert clf.history_["valid_score"].isna().all()
     assert clf.best_epoch_ is None and clf.best_validation_score_ is None
+
+
+@pytest.mark.parametrize("Estimator", [NDClassifier, NDRegressor, NDTransformer])
+def test_fit_signature_is_scikit_learns(Estimator):
+    import inspect
+
+    parameters = inspect.signature(Estimator.fit).parameters
+    assert list(parameters) == ["self", "X", "y", "sample_weight", "X_val", "y_val", "groups"]
+    keyword_only = [p for p in parameters.values() if p.kind is p.KEYWORD_ONLY]
+    assert [p.name for p in keyword_only] == ["X_val", "y_val", "groups"]
+    partial = inspect.signature(Estimator.partial_fit).parameters
+    assert list(partial)[:3] == ["self", "X", "y"] and list(partial)[-1] == "sample_weight"
+
+
+def test_module_and_to_torch():
+    from sklearn.exceptions import NotFittedError
+
+    X, y = spectra()
+    clf = NDClassifier(**FAST)
+    assert not hasattr(clf, "module_")
+    with pytest.raises(NotFittedError):
+        clf.to_torch()
+    clf.fit(X, y)
+    assert clf.module_ is clf.net_.module_
+    network = clf.to_torch()
+    assert network is not clf.module_ and network.training
+    assert all(p.requires_grad and p.device.type == "cpu" for p in network.parameters())
+    logits = network(torch.as_tensor(X, dtype=torch.float32)).detach().double()
+    np.testing.assert_allclose(torch.softmax(logits, 1).numpy(), clf.predict_proba(X), atol=1e-5)
+    # A copy: fine-tuning it leaves the estimator as it was.
+    before = clf.predict_proba(X)
+    with torch.no_grad():
+        for parameter in network.parameters():
+            parameter.add_(1.0)
+    np.testing.assert_array_equal(clf.predict_proba(X), before)
+
+    reg = NDRegressor(**FAST).fit(X, X[:, 0] / X[:, 1])
+    output = reg.to_torch()(torch.as_tensor(X, dtype=torch.float32)).detach().double().numpy()
+    # The standardized target: predict rescales it.
+    np.testing.assert_allclose(np.corrcoef(output[:, 0], reg.predict(X))[0, 1], 1.0)
 
 
 def test_validation_requires_both_parts():

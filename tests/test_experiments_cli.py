@@ -172,6 +172,18 @@ def test_spatial_blocks_show_the_leakage_of_random_folds(tmp_path):
           "--spatial-blocks", "3", "--coords", "x,y"], "coords", "not both"),
         (["--task", "regression", "--target", "E1", "--exclude", "E2,FOLDCOL", "--sensor",
           "sentinel2"], None, "--sensor sentinel2: Unknown band name(s) ['R400'"),
+        # Messages that blamed another cause: "not numeric", a two-line fit failure,
+        # scikit-learn's "train_size = 1", a traceback once every model had trained.
+        (["--task", "regression", "--target", "E1", "--spatial-blocks", "10", "--coords",
+          "x,x"], "coords", "--coords names the column 'x' twice"),
+        (["--target", "E1", "--task", "regression", "--bands", "R400,R410,R400"], None,
+         "--bands names ['R400'] more than once"),
+        (["--target", "E1", "--task", "regression", "--max-samples", "1"], None,
+         "--max-samples must be at least 2 rows, got 1"),
+        (["--target", "FOLDCOL", "--max-samples", "4"], None,
+         "--max-samples 4 keeps fewer rows than the 6 classes"),
+        (["--target", "E1", "--task", "regression", "--output", "{tmp}/data.csv/out"], None,
+         "cannot be created: {tmp}/data.csv is a file, not a folder"),
     ],
 )  # fmt: skip
 def test_usage_errors_exit_2_with_a_message(tmp_path, capsys, extra, frame_change, message):
@@ -191,11 +203,12 @@ def test_usage_errors_exit_2_with_a_message(tmp_path, capsys, extra, frame_chang
         frame.loc[2, "FOLDCOL"] = np.nan
     csv = tmp_path / "data.csv"
     frame.to_csv(csv, index=False)
+    extra = [option.replace("{tmp}", str(tmp_path)) for option in extra]
     with pytest.raises(SystemExit) as exc:
-        main(["--dataset", str(csv), *extra, "--quiet", "--output", str(tmp_path / "o")])
+        main(["--dataset", str(csv), "--quiet", "--output", str(tmp_path / "o"), *extra])
     assert exc.value.code == 2
     err = capsys.readouterr().err
-    assert message in err
+    assert message.replace("{tmp}", str(tmp_path)) in err
     assert "Traceback" not in err
 
 

@@ -103,7 +103,7 @@ def test_prediction_methods(models, X, container):
 @given(
     X=tables(n_bands=4),
     nodata=st.sampled_from([None, 0, 0.0, -9999, np.nan, "0", [0, 0]]),
-    fill_value=st.sampled_from([None, -1, np.nan, 0.5, "x", 1j]),
+    fill_value=st.sampled_from([None, -1, np.nan, 0.5, "x", 1j, 0, 1.0]),
     n_jobs=st.sampled_from([1, 2]),
 )
 def test_raster(models, X, nodata, fill_value, n_jobs):
@@ -114,6 +114,7 @@ def test_raster(models, X, nodata, fill_value, n_jobs):
     )
     if result is None:
         return
+    assert fill_value not in (0, 1), "a fill value equal to a class makes no-data a class"
     assert result.shape == image.shape[:-1]
     with np.errstate(all="ignore"):
         values = X.astype(np.float64) if X.dtype.kind in "biuf" else None
@@ -155,6 +156,135 @@ def test_fit_parameters(params):
         return
     proba = fitted.predict_proba(X)
     assert np.all(np.isfinite(proba)) and np.all((proba >= 0) & (proba <= 1))
+
+
+BAND_NAMES = ["blue", "green", "red", "nir"]
+
+
+@pytest.fixture(scope="module")
+def named_model():
+    X, y = _data()
+    frame = pd.DataFrame(X, columns=BAND_NAMES)
+    return NDClassifier(max_epochs=3, passthrough=True, random_state=0).fit(frame, y)
+
+
+@FUZZ
+@given(
+    order=st.permutations(range(4)),
+    keep=st.integers(4, 4) | st.integers(2, 3),
+    naming=st.sampled_from(["coordinate", "long_name", "sel", "isel", "none", "bands"]),
+    positional=st.booleans(),
+)
+def test_raster_band_order(named_model, order, keep, naming, positional):
+    # An image's bands in any order, named by a band coordinate, by file descriptions after
+    # .sel/.isel (rioxarray keeps long_name stale), by bands=, or not at all: the map is that
+    # of the right bands, or the call is refused; never a map of other bands.
+    import warnings
+
+    xr = pytest.importorskip("xarray")
+    from sknd.bands import BandPositionWarning
+
+    rng = np.random.default_rng(1)
+    pixels = rng.uniform(0.05, 0.5, (12, 4))
+    truth = named_model.predict_proba(pd.DataFrame(pixels, columns=BAND_NAMES))
+    order = list(order)[:keep]
+    data = pixels.T.reshape(4, 3, 4)
+    if naming in ("sel", "isel"):  # a whole file, then a reordered subset of its bands
+        scene = xr.DataArray(data, dims=("band", "y", "x"), coords={"band": [1, 2, 3, 4]})
+        scene.attrs["long_name"] = tuple(BAND_NAMES)
+        numbers = [k + 1 for k in order]
+        scene = scene.sel(band=numbers) if naming == "sel" else scene.isel(band=order)
+    else:
+        scene = xr.DataArray(data[order], dims=("band", "y", "x"))
+        if naming == "coordinate":
+            scene = scene.assign_coords(band=[BAND_NAMES[k] for k in order])
+        elif naming == "long_name":
+            scene.attrs["long_name"] = tuple(BAND_NAMES[k] for k in order)
+    bands = [BAND_NAMES[k] for k in order] if naming == "bands" else None
+    bands = "positional" if positional else bands
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        proba = _finite_or_refused(raster.predict_proba, named_model, scene, bands=bands)
+    if proba is None:
+        return
+    assert keep == 4, "a model of 4 bands predicted from fewer"
+    values = np.moveaxis(proba.values, 0, -1).reshape(-1, 2)
+    if not positional:
+        np.testing.assert_allclose(values, truth, atol=1e-6)
+    elif order != [0, 1, 2, 3] and naming not in ("none", "bands"):
+        # Positions that the image's own names contradict: said, in a class of its own.
+        assert any(issubclass(w.category, BandPositionWarning) for w in caught)
+
+
+@FUZZ
+@given(
+    class_weight=st.dictionaries(
+        st.sampled_from([0, 1, 2]),
+        st.sampled_from([1.0, 0.0, -1.0, np.nan, np.inf, 1e300, 1000.0, 1e-4, "2"]),
+        max_size=3,
+    )
+    | st.none(),
+    classes=st.sampled_from([None, [], [0], [0, 1], [0, 1, 2]]),
+    first_constant=st.booleans(),
+)
+def test_partial_fit_and_weights(class_weight, classes, first_constant):
+    # partial_fit's classes, class weights like sample weights, and a regressor whose first
+    # block has a constant target: a clear ValueError, or a model that keeps learning.
+    from sknd import NDRegressor
+
+    X, y = _data(90)
+    clf = NDClassifier(max_epochs=2, random_state=0, class_weight=class_weight)
+    fitted = _finite_or_refused(clf.partial_fit, X[:30], y[:30], classes=classes)
+    if fitted is not None:
+        assert classes is not None and len(classes) >= 2
+        proba = fitted.partial_fit(X[30:], y[30:]).predict_proba(X)
+        assert np.isfinite(proba).all()
+        values = [] if class_weight is None else list(class_weight.values())
+        assert all(isinstance(v, float) and 0 <= v <= 1e15 for v in values), class_weight
+    target = 10 * (X[:, 3] - X[:, 2])
+    reg = NDRegressor(random_state=0)
+    reg.partial_fit(X[:30], np.zeros(30) if first_constant else target[:30])
+    for _ in range(3):
+        reg.partial_fit(X[30:], target[30:])
+    assert np.ptp(reg.predict(X)) > 0, "the first block's constant froze the model"
+
+
+@FUZZ
+@given(
+    values=st.lists(
+        st.sampled_from([0.0, 0.2, 1.0, 3e38, 1e30, -2.0, np.inf, -np.inf, np.nan]),
+        min_size=6,
+        max_size=6,
+    ),
+    variant=st.sampled_from(["reflectance", "signed", "softplus"]),
+    method=st.sampled_from(["gather", "matmul"]),
+    dtype=st.sampled_from(["float32", "float64"]),
+    epsilon=st.sampled_from([1e-6, 1e-15, 1e-50, np.inf, 1e15]),
+)
+def test_torch_layer(values, variant, method, dtype, epsilon):
+    # The raw torch layer: NaN and negative reflectance refused; infinite and huge inputs give
+    # bounded outputs, and one band's inf leaves the pixel's other indices as they were.
+    torch = pytest.importorskip("torch")
+    from sknd.nn import NormalizedDifference
+
+    try:
+        layer = NormalizedDifference(3, variant=variant, method=method, epsilon=epsilon)
+    except ValueError as exc:
+        assert "epsilon" in str(exc) and not 1e-15 <= epsilon <= 1e15
+        return
+    x = torch.tensor(values, dtype=getattr(torch, dtype)).reshape(2, 3)
+    out = _finite_or_refused(layer.to(x.dtype), x)
+    if out is None:
+        return
+    assert torch.isfinite(out).all() and (out.abs() <= 1).all(), (values, out)
+    for row in range(2):
+        tame = x[row : row + 1].clone()
+        wild = tame.abs() > 1e29  # infinite or huge
+        tame[wild] = 0.5
+        expected = layer(tame)
+        for p, (i, j) in enumerate(layer.pairs.tolist()):
+            if not (wild[0, i] or wild[0, j]):
+                torch.testing.assert_close(out[row, p], expected[0, p], atol=1e-6, rtol=0)
 
 
 def _label_kind(value):
@@ -232,9 +362,11 @@ def csv_path(tmp_path_factory):
 @given(
     option=st.sampled_from(
         ["--folds", "--depths", "--max-epochs", "--n-jobs", "--models", "--noise-levels",
-         "--hidden-units", "--patience", "--pairs", "--noise-repeats", "--n-estimators"]
+         "--hidden-units", "--patience", "--pairs", "--noise-repeats", "--n-estimators",
+         "--bands", "--max-samples", "--sensor"]
     ),
-    value=st.sampled_from(["0", "1", "-1", "", "nan", "inf", "1e400", "bogus", "2,x", "1.5"]),
+    value=st.sampled_from(["0", "1", "-1", "", "nan", "inf", "1e400", "bogus", "2,x", "1.5",
+                           "B2,B2", "B2,B3"]),
 )  # fmt: skip
 def test_cli_usage_errors(csv_path, capsys, option, value):
     argv = ["--dataset", str(csv_path), "--quick", "--quiet", "--no-figures", "--folds", "2"]

@@ -1,12 +1,14 @@
 """Fuzzing of ``python -m sknd.raster`` (sknd/raster/_cli.py) with hypothesis, derandomized.
 
-Random option values (no-data and fill values, band names, sensors, strip rows,
-threads, compression, outputs) with small GeoTIFFs, files that are not rasters
-and saved objects that are not models. The contract (docs/contract.md): exit
-code 0 and a readable map, or exit code 2 with one ``error:`` line on stderr,
-never a traceback. The command runs in-process (its ``main``), once as a process.
+Random option values (no-data and fill values, band names or positions,
+sensors, strip rows, threads, compression, outputs) with small GeoTIFFs (complex
+ones too), files that are not rasters and saved objects that are not models.
+The contract (docs/contract.md): exit code 0 and a readable map whose no-data
+value is no class, or exit code 2 with one ``error:`` line on stderr, never a
+traceback. The command runs in-process (its ``main``), once as a process.
 """
 
+import json
 import subprocess
 import sys
 import warnings
@@ -46,6 +48,8 @@ def files(tmp_path_factory):
         "nd_classifier": NDClassifier(**fast).fit(X, y),
         "nd_transformer": NDTransformer(n_indices=2, **fast).fit(X, y),
         "int_classes": LogisticRegression().fit(X, (y == "veg").astype(int) * 300),
+        # Labels -1 / +1: the default fill -1 was one of them.
+        "sign_classes": LogisticRegression().fit(X, np.where(y == "veg", 1, -1)),
         "regressor": LinearRegression().fit(X, X["nir"] - X["red"]),
         "unfitted": LogisticRegression(),
         "not_a_model": {"weights": [1, 2]},
@@ -76,11 +80,13 @@ def files(tmp_path_factory):
         "huge": np.where(base > 0.5, 1e30, base).astype(np.float32),
         "nan": np.where(base > 0.5, np.nan, base).astype(np.float32),
         "three_bands": base[:3],
+        "complex": (base + 1j * base).astype(np.complex64),
     }
     for name, data in scenes.items():
         paths[name] = folder / f"{name}.tif"
         names = {"unnamed": None, "reversed": BANDS[::-1], "three_bands": BANDS[:3]}
-        write_geotiff(paths[name], data, descriptions=names.get(name, BANDS))
+        nodata = None if name == "complex" else -9999.0
+        write_geotiff(paths[name], data, nodata=nodata, descriptions=names.get(name, BANDS))
     paths["npy"] = folder / "scene.npy"
     np.save(paths["npy"], base)
     paths["dir"] = folder
@@ -89,13 +95,21 @@ def files(tmp_path_factory):
 
 # Models and scenes that can succeed are drawn three times as often, so that most runs
 # exercise the options; the others are refused whatever the options say.
-VALID_MODELS = ["logreg", "nd_classifier", "nd_transformer", "int_classes", "regressor", "nd_file"]
+VALID_MODELS = [
+    "logreg",
+    "nd_classifier",
+    "nd_transformer",
+    "int_classes",
+    "sign_classes",
+    "regressor",
+    "nd_file",
+]
 MODELS = st.sampled_from(
     VALID_MODELS * 3 + ["unfitted", "not_a_model", "garbage", "missing", "truncated_file"]
 )
 VALID_SCENES = ["named", "reversed", "int16", "nan"]
 SCENES = st.sampled_from(
-    VALID_SCENES * 3 + ["unnamed", "negative", "huge", "three_bands", "npy", "missing"]
+    VALID_SCENES * 3 + ["unnamed", "negative", "huge", "three_bands", "complex", "npy", "missing"]
 )
 NUMBERS = ["0", "-1", "2", "0.5", "nan", "inf", "-inf", "1e300", "-1e40", "65536", "-32769",
            "-9999", "abc", ""]  # fmt: skip
@@ -114,6 +128,7 @@ OPTIONS = st.lists(
                     ",,,",
                     "B2,B3,B4,B8",
                     "blue,blue,red,nir",
+                    "positional",
                 ]
             ),
         ),  # fmt: skip
@@ -122,7 +137,7 @@ OPTIONS = st.lists(
             st.just("--block-rows"), st.sampled_from(["0", "-3", "1", "4", "1000000000", "x"])
         ),
         st.tuples(st.just("--n-jobs"), st.sampled_from(["0", "-1", "1", "3", "x"])),
-        st.tuples(st.just("--compress"), st.sampled_from(["lzw", "deflate", "bogus", ""])),
+        st.tuples(st.just("--compress"), st.sampled_from(["lzw", "deflate", "bogus", "", "jpeg"])),
         st.sampled_from([("--proba",), ("--indices",), ("--positional",), ("--cog",)]),
     ),
     max_size=4,
@@ -147,10 +162,16 @@ def _check_map(path, n_rows=6, n_columns=5):
     with rasterio.open(path) as src:
         data = src.read()
         nodata = src.nodata
+        codes = src.tags().get("flag_values")
     assert data.shape[1:] == (n_rows, n_columns)
     if data.dtype.kind == "f":
         valid = ~np.isnan(data) if nodata is None or np.isnan(nodata) else data != nodata
         assert np.isfinite(data[valid]).all()
+    if codes is not None:
+        # A class map's no-data value is no class code.
+        values = json.loads(codes)
+        assert nodata not in values, (nodata, codes)
+        assert np.isin(data[data != nodata], values).all()
 
 
 @settings(
@@ -177,6 +198,7 @@ def test_raster_cli_exits_0_or_2_with_one_line(files, capsys, model, scene, opti
         assert len(errors) == 1 and err.rstrip().endswith(errors[0]), (argv, err)
         assert errors[0].startswith(PREFIX) and len(errors[0]) > len(PREFIX), (argv, err)
     else:
+        assert scene != "complex", "complex bands would lose their imaginary part"
         _check_map(out)
 
 

@@ -138,6 +138,33 @@ def test_regressor_partial_fit_keeps_the_first_target_scaling_and_columns():
     _assert_unchanged(reg, state)
 
 
+def test_a_constant_first_target_does_not_freeze_the_regressor():
+    # A first block of bare soil (biomass 0) froze the target scale at 0: every later
+    # partial_fit or warm start trained without effect, the model predicted 0 forever.
+    X, _ = _data(800, 4)
+    y = 10 * (X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2])
+    reg = NDRegressor(random_state=0)
+    reg.partial_fit(X[:100], np.zeros(100))
+    np.testing.assert_allclose(reg.predict(X), 0.0, atol=1e-6)  # still exactly constant
+    state = _state(reg)
+    with pytest.raises(ValueError, match="NaN"):
+        reg.partial_fit(np.where(X > 0.45, np.nan, X), y)
+    _assert_unchanged(reg, state)  # the failed call kept the frozen scale too
+    for _ in range(4):
+        for part in np.array_split(np.arange(100, 800), 4):
+            reg.partial_fit(X[part], y[part])
+    assert reg.score(X, y) > 0.8
+    # Two targets, the second constant at first: it learns too, the first keeps its scale.
+    two = NDRegressor(random_state=0).partial_fit(X[:100], np.column_stack([y[:100], 0 * y[:100]]))
+    scale = two._task.scale[0]
+    for part in np.array_split(np.arange(100, 800), 4):
+        two.partial_fit(X[part], np.column_stack([y[part], -y[part]]))
+    assert two._task.scale[0] == scale and np.ptp(two.predict(X)[:, 1]) > 1
+    ws = NDRegressor(random_state=0, warm_start=True, max_epochs=5)
+    ws.fit(X[:100], np.full(100, 2.0)).fit(X, y)
+    assert ws.predict(X).std() > 1
+
+
 def test_transformer_partial_fit_updates_the_selected_indices():
     X, y = _data()
     nd = NDTransformer(n_indices=3, random_state=0).partial_fit(X, y)
@@ -185,6 +212,33 @@ def test_warm_start_refuses_a_changed_network_and_keeps_the_model(change):
     # partial_fit continues the same network, and refuses the same way.
     with pytest.raises(ValueError, match=f"{name} changed"):
         clf.set_params(**change).partial_fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "name, value, other, changed",
+    [
+        ("epsilon", 1e-6, np.float64(1e-6), np.float64(2e-6)),
+        ("hidden_units", 5, np.int64(5), np.int64(6)),
+        ("passthrough", True, np.True_, np.False_),
+    ],
+)
+def test_warm_start_takes_an_equal_value_of_another_type(name, value, other, changed):
+    # Param grids and get_params/set_params round trips through numpy give np.float64(1e-6)
+    # for 1e-6: the same network, which warm_start and partial_fit used to refuse.
+    X, y = _data()
+    clf = NDClassifier(warm_start=True, max_epochs=2, random_state=0, **{name: value}).fit(X, y)
+    clf.set_params(**{name: other}).fit(X, y)
+    clf.partial_fit(X, y)
+    with pytest.raises(ValueError, match=f"{name} changed"):
+        clf.set_params(**{name: changed}).fit(X, y)
+
+
+def test_partial_fit_refuses_fewer_than_two_classes_by_name():
+    X, y = _data()
+    for estimator in (NDClassifier(), NDTransformer()):
+        for classes in ([], [1], np.array([])):
+            with pytest.raises(ValueError, match=r"classes=.* at least 2"):
+                estimator.partial_fit(X, y, classes=classes)  # was an IndexError
 
 
 def test_fit_without_warm_start_starts_afresh_after_partial_fit():

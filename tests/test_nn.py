@@ -437,6 +437,89 @@ def test_bad_input_is_a_clear_error(x, error, match):
         NormalizedDifference(4)(x)
 
 
+def test_unbatched_images_with_dim_minus_3_and_a_hint_without_it():
+    x = torch.rand(2, 4, 5, 6)
+    layer = NormalizedDifference(4, dim=-3)
+    torch.testing.assert_close(layer(x[0]), layer(x)[0])
+    torch.testing.assert_close(layer(x), NormalizedDifference(4)(x))
+    with pytest.raises(ValueError, match=r"unbatched \(C, H, W\) image\? .*dim=-3"):
+        NormalizedDifference(4)(x[0])
+
+
+def test_standardized_input_points_to_the_layer_before_normalization():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.rand(64, 4, 8, 8, generator=gen)
+    standardized = (x - x.mean((0, 2, 3), keepdim=True)) / x.std((0, 2, 3), keepdim=True)
+    with pytest.raises(ValueError, match=r"looks standardized.*before the\s+normalization"):
+        NormalizedDifference(4)(standardized)
+    # Other negative input keeps the signed-variant advice.
+    with pytest.raises(ValueError, match="variant='signed' or 'softplus'"):
+        NormalizedDifference(4)(x - 0.1)
+
+
+def test_bands_and_pairs_by_name():
+    x = torch.rand(3, 4)
+    named = NormalizedDifference(bands=["blue", "green", "red", "nir"], pairs=[("nir", "red")])
+    assert named.n_features == 4 and named.bands == ("blue", "green", "red", "nir")
+    torch.testing.assert_close(named(x), NormalizedDifference(4, pairs=[(3, 2)])(x))
+    assert "bands=['blue', 'green', 'red', 'nir']" in repr(named)
+    # A sensor's spellings and common names, mixed with positions.
+    s2 = NormalizedDifference(
+        bands=["B2", "B3", "B4", "B8"], sensor="sentinel2", pairs=[("nir", "B04"), (1, "B08")]
+    )
+    assert s2.pairs.tolist() == [[3, 2], [1, 3]]
+    assert NormalizedDifference(bands=["b", "r", "n"]).n_pairs == 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(bands=["blue", "red"], pairs=[("nir", "red")]), ValueError, "Unknown band 'nir'"),
+        (dict(bands=["red", "nir"], pairs=[("nir", "nir")]), ValueError, "names band 'nir' twice"),
+        (
+            dict(bands=["B4", "B8"], sensor="sentinel2", pairs=[("nir", "B08")]),
+            ValueError,
+            "names band 'B8' twice",
+        ),
+        (dict(bands=["B4", "B99"], sensor="sentinel2"), ValueError, "Unknown band name"),
+        (dict(n_features=3, bands=["red", "nir"]), ValueError, "Got 2 bands for 3"),
+        (dict(n_features=3, pairs=[("nir", "red")]), ValueError, "no band names: pass bands"),
+        (dict(n_features=3, sensor="sentinel2"), ValueError, "needs bands="),
+        (dict(), TypeError, "needs n_features"),
+    ],
+)
+def test_bad_band_names_are_clear_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        NormalizedDifference(**kwargs)
+
+
+def test_layer_from_a_fitted_estimator():
+    from sknd import NDClassifier, NDTransformer
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.05, 0.5, size=(300, 4))
+    y = (X[:, 3] > 1.5 * X[:, 2]).astype(int)
+    nd = NDTransformer(n_indices=2, bands=["B2", "B3", "B4", "B8"], max_epochs=10, random_state=0)
+    nd.fit(X, y)
+    layer = NormalizedDifference.from_estimator(nd, dim=-1)
+    assert layer.bands == ("B2", "B3", "B4", "B8") and layer.dim == -1
+    np.testing.assert_array_equal(layer.pairs.numpy(), nd.pairs_)
+    np.testing.assert_allclose(layer.a.detach().numpy(), nd.coef_a_, rtol=1e-6)
+    # Its outputs are the learned indices: transform's columns among them.
+    out = layer(torch.as_tensor(X, dtype=torch.float32)).detach().double().numpy()
+    np.testing.assert_allclose(out[:, nd.selected_indices_], nd.transform(X), atol=1e-6)
+    # ... on image patches too, as the first layer of a CNN.
+    image = torch.as_tensor(X[:16].T.reshape(1, 4, 4, 4), dtype=torch.float32)
+    patch = NormalizedDifference.from_estimator(nd)(image)
+    np.testing.assert_allclose(patch[0, :, 1, 2].detach(), out[6], atol=1e-6)
+
+    with pytest.raises(ValueError, match="not fitted yet"):
+        NormalizedDifference.from_estimator(NDClassifier())
+    with pytest.raises(ValueError, match="no ND layer"):
+        mlp = NDClassifier(architecture="mlp", max_epochs=1, random_state=0).fit(X, y)
+        NormalizedDifference.from_estimator(mlp)
+
+
 def test_wrong_dim_is_a_clear_error():
     with pytest.raises(ValueError, match=r"dim must be in \[-2, 1\]"):
         NormalizedDifference(4, dim=2)(torch.rand(3, 4))
@@ -493,7 +576,7 @@ def test_autocast_leaves_the_layer_in_float32():
 def test_old_pickles_get_the_defaults_of_new_settings():
     layer = NormalizedDifference(3)
     state = layer.__getstate__()
-    del state["dim"], state["check_input"]
+    del state["dim"], state["check_input"], state["bands"]
     restored = NormalizedDifference.__new__(NormalizedDifference)
     restored.__setstate__(state)
     assert restored(torch.rand(2, 3, 4)).shape == (2, 3, 4)
@@ -522,3 +605,70 @@ def test_exported_layer_equals_the_eager_layer():
     program = torch.export.export(layer, (x,), dynamic_shapes=({0: batch},))
     other = torch.randn(7, 4, 5, 5)
     torch.testing.assert_close(program.module()(other), layer(other))
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("method", ["gather", "matmul"])
+@pytest.mark.parametrize("shape", [(5, 4), (2, 4, 3, 3)])
+def test_double_backward(variant, method, shape):
+    # create_graph=True (a gradient penalty) failed inside torch: "functions with out=...
+    # arguments don't support automatic differentiation".
+    layer = NormalizedDifference(4, variant=variant, method=method).double()
+    with torch.no_grad():
+        layer.a.normal_(generator=torch.Generator().manual_seed(0))
+        layer.c.normal_(generator=torch.Generator().manual_seed(1))
+    x = torch.rand(*shape, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    if variant != "reflectance":
+        x = x - 0.5
+    x.requires_grad_()
+
+    def layer_of(x, a, c):
+        return torch.func.functional_call(layer, {"a": a, "c": c}, (x,))
+
+    assert torch.autograd.gradgradcheck(layer_of, (x, layer.a, layer.c))
+    # The gradients of the first pass are those of the closed form.
+    (gx,) = torch.autograd.grad(layer(x).square().sum(), x, create_graph=True)
+    (closed,) = torch.autograd.grad(layer(x).square().sum(), x)
+    torch.testing.assert_close(gx, closed)
+    gx.square().sum().backward()
+    assert torch.isfinite(layer.a.grad).all()
+
+
+@pytest.mark.parametrize("method", ["gather", "matmul"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_infinite_and_huge_inputs_give_the_limits(method, dtype):
+    # +inf passed the input check and turned every index of its pixel NaN, and float32 sums
+    # of finite values near the maximum overflowed into inf / inf.
+    layer = NormalizedDifference(3, method=method).to(dtype)
+    x = torch.tensor([[float("inf"), 0.2, 0.3], [0.4, float("inf"), float("inf")]], dtype=dtype)
+    out = layer(x)
+    assert out.dtype == dtype and torch.isfinite(out).all()
+    expected = torch.tensor([[1.0, 1.0, -0.2], [-1.0, -1.0, 0.0]])
+    torch.testing.assert_close(out.float(), expected, atol=2e-3, rtol=0)
+    if dtype != torch.float16:
+        with torch.no_grad():
+            layer.a.fill_(3.0)  # band weights of about 3: float32 sums of 3e38 overflow
+        big = torch.tensor([[3e38, 2e38, 1.0]], dtype=dtype)
+        out = layer(big)
+        reference = normalized_difference(big.double(), layer.a.double(), layer.c.double(),
+                                          layer.pairs)  # fmt: skip
+        torch.testing.assert_close(out.double(), reference, atol=1e-6, rtol=0)
+    signed = NormalizedDifference(3, variant="signed", method=method).to(dtype)
+    low = signed(torch.tensor([[-float("inf"), 0.2, 0.3]], dtype=dtype))
+    torch.testing.assert_close(low.float()[0, :2], torch.tensor([-1.0, -1.0]), atol=2e-3, rtol=0)
+    # Gradients stay finite (zero for the infinite band, which the clamp holds).
+    x = torch.tensor([[float("inf"), 0.2, 0.3]], dtype=torch.float32, requires_grad=True)
+    NormalizedDifference(3, method=method)(x).sum().backward()
+    assert torch.isfinite(x.grad).all() and x.grad[0, 0] == 0
+
+
+def test_layer_of_fewer_than_two_bands_and_epsilon_out_of_range_are_refused():
+    with pytest.raises(ValueError, match="n_features must be at least 2"):
+        NormalizedDifference(1)  # was a layer with 0 outputs
+    with pytest.raises(TypeError, match="n_features must be an int"):
+        NormalizedDifference(2.0)
+    for epsilon in (1e-50, float("inf"), float("nan"), -1e-6, 1e16, "1e-6", True):
+        with pytest.raises(ValueError, match=r"epsilon must be a number in \[1e-15, 1e\+15\]"):
+            NormalizedDifference(3, epsilon=epsilon)
+    NormalizedDifference(3, epsilon=1e-15)
+    NormalizedDifference(3, epsilon=np.float32(1e15))

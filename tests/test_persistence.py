@@ -297,21 +297,18 @@ def test_gpu_model_pickle_holds_a_cpu_copy_and_leaves_the_live_model_alone(
     expected = model.predict_proba(X)
     model.set_params(device="cuda")  # as if trained with device="cuda"
     live_module = model._module
-    moved = []
-    original_cpu = torch.nn.Module.cpu
-
-    def spy_cpu(self):
-        moved.append(self)
-        return original_cpu(self)
-
-    monkeypatch.setattr(torch.nn.Module, "cpu", spy_cpu)
+    live_parameters = [(p, p.data_ptr()) for p in live_module.parameters()]
     parameters_report_cuda()
     state = model.__getstate__()
     blob = pickle.dumps(model)
     monkeypatch.undo()
-    # The pickle holds a copy moved to the CPU; the live (GPU) model is not touched.
-    assert state["_module"] is not live_module and moved and moved[0] is state["_module"]
-    assert model._module is live_module
+    # The pickle holds a copy on the CPU (with the fitted net, which holds that same copy);
+    # the live (GPU) model is not touched.
+    assert state["_module"] is not live_module and state["net_"].module_ is state["_module"]
+    assert model._module is live_module and model.net_.module_ is live_module
+    assert [(p, p.data_ptr()) for p in live_module.parameters()] == live_parameters
+    copied = {p.data_ptr() for p in state["_module"].parameters()}
+    assert copied.isdisjoint(ptr for _, ptr in live_parameters)
     assert all(p.device.type == "cpu" for p in state["_module"].parameters())
     # On a CPU-only machine the copy loads and predicts, although device="cuda".
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)

@@ -214,6 +214,19 @@ def test_fill_value_keeps_label_dtype(clf, string_clf):
     assert (proba[0, 0] == 0).all()
 
 
+def test_fill_value_equal_to_a_class_is_refused(clf, string_clf):
+    image = _with_nodata(_image())
+    with pytest.raises(ValueError, match=r"fill_value 2 is one of the classes \[0, 1, 2\]"):
+        raster.predict(clf, image, fill_value=2)
+    with pytest.raises(ValueError, match="one of the classes"):
+        raster.predict(clf, image, fill_value=1.0)  # the same label as a float
+    with pytest.raises(ValueError, match="one of the classes"):
+        raster.predict(string_clf, image, fill_value="soil")
+    # The probabilities and other labels' kinds do not collide.
+    raster.predict_proba(clf, image, fill_value=1.0)
+    assert raster.predict(string_clf, image, fill_value=0)[0, 0] == 0
+
+
 def test_nodata_value_on_integer_image():
     X, y = _training_data()
     X = np.round(X * 10_000)
@@ -733,20 +746,22 @@ def _named_table_clf(names, seed=0):
     return LogisticRegression().fit(pd.DataFrame(X, columns=names), y)
 
 
-def test_unnamed_bands_are_taken_by_position_with_a_warning(named_clf):
+def test_unnamed_bands_are_refused_unless_positional(named_clf):
+    # Taken by position, a scene stored in another band order gave a wrong map with only a
+    # warning (57 % agreement in a user's workflow): positions must be asked for.
     image = _image()
     expected = named_clf.predict(pd.DataFrame(image.reshape(-1, 4), columns=BANDS))
-    with pytest.warns(BandMatchWarning, match=r"no names.*by position.*'blue'.*bands="):
-        labels = raster.predict(named_clf, image)
-    np.testing.assert_array_equal(labels.ravel(), expected)
+    with pytest.raises(ValueError, match=r"no names.*'blue'.*bands=\[\.\.\.\].*'positional'"):
+        raster.predict(named_clf, image)
     # rioxarray's band numbers 1..n are not names either.
     numbered = _dataarray().assign_coords(band=[1, 2, 3, 4])
-    with pytest.warns(BandMatchWarning, match="no names"):
+    with pytest.raises(ValueError, match="no names"):
         raster.predict(named_clf, numbered)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        raster.predict(named_clf, image, bands="positional")
+        labels = raster.predict(named_clf, image, bands="positional")
         raster.predict(named_clf, numbered, bands="positional")
+    np.testing.assert_array_equal(labels.ravel(), expected)
     # Unnamed and a different count: an error that says how to name them.
     with pytest.raises(ValueError, match="5 bands without names.*bands="):
         raster.predict(named_clf, _image(n_bands=5))
@@ -760,9 +775,9 @@ def test_bands_argument_names_the_image_bands(named_clf):
         warnings.simplefilter("error")
         proba = raster.predict_proba(named_clf, reversed_image, bands=BANDS[::-1])
     np.testing.assert_allclose(proba, reference)
-    # A reversed image taken by position gives another map: the warning is warranted.
-    with pytest.warns(BandMatchWarning):
-        assert not np.allclose(raster.predict_proba(named_clf, reversed_image), reference)
+    # A reversed image without names is refused, not taken by position (another map).
+    with pytest.raises(ValueError, match="no names"):
+        raster.predict_proba(named_clf, reversed_image)
     with pytest.raises(ValueError, match="3 band names in bands= for an image of 4 bands"):
         raster.predict(named_clf, image, bands=BANDS[:3])
     with pytest.raises(ValueError, match="'nir' \\(nir\\) have no counterpart"):
@@ -782,6 +797,51 @@ def test_long_name_band_descriptions_are_band_names(named_clf):
         warnings.simplefilter("error")
         proba = raster.predict_proba(named_clf, described)
     np.testing.assert_allclose(proba.values, expected.values)
+
+
+@pytest.mark.parametrize("select", ["sel", "isel"])
+def test_band_descriptions_follow_sel_and_isel(named_clf, select):
+    # rioxarray keeps the file's descriptions (long_name) in the file's order when .sel/.isel
+    # reorder the bands: names were read from the stale attribute, a wrong map without a word.
+    image = _dataarray().assign_coords(band=[1, 2, 3, 4])
+    image.attrs["long_name"] = tuple(BANDS)
+    expected = raster.predict_proba(named_clf, image, bands="positional")
+    order = [3, 1, 4, 2]  # red, blue, nir, green
+    if select == "sel":
+        reordered = image.sel(band=order)
+    else:
+        reordered = image.isel(band=[k - 1 for k in order])
+    assert reordered.attrs["long_name"] == tuple(BANDS)  # stale, as rioxarray leaves it
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        proba = raster.predict_proba(named_clf, reordered)
+    xr.testing.assert_allclose(proba, expected)
+    # A subset keeps its bands' names: a model of fewer bands finds them.
+    two = _named_table_clf(["red", "nir"])
+    subset = image.sel(band=[4, 3])
+    np.testing.assert_allclose(
+        raster.predict_proba(two, subset).values,
+        raster.predict_proba(two, image.sel(band=[3, 4]), bands="positional").values,
+    )
+    # Band numbers the descriptions cannot name: no names, refused.
+    with pytest.raises(ValueError, match="no names"):
+        raster.predict(named_clf, image.assign_coords(band=[0, 1, 2, 3]))
+
+
+def test_positions_contradicted_by_names_warn_in_a_class_of_their_own(named_clf):
+    from sknd.bands import BandPositionWarning
+
+    image = _dataarray(bands=BANDS[::-1])
+    with pytest.warns(BandPositionWarning, match=r"positional.*positions \[3, 2, 1, 0\]"):
+        raster.predict(named_clf, image, bands="positional")
+    # Silencing the harmless common-name warning does not silence this one.
+    assert not issubclass(BandPositionWarning, BandMatchWarning)
+    assert not issubclass(BandMatchWarning, BandPositionWarning)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        raster.predict(named_clf, _dataarray(), bands="positional")  # names agree
+        # names that match nothing: positions are all there is
+        raster.predict(named_clf, _dataarray(bands=["a", "b", "c", "d"]), bands="positional")
 
 
 def test_dataframe_image_matched_by_column_names(named_clf):
@@ -845,6 +905,31 @@ def test_fillvalue_attribute_is_nodata(named_clf):
         assert labels[0, 0] == -1 and (labels[1:] >= 0).all()
         proba = raster.predict_proba(named_clf, candidate).values
         assert np.isnan(proba[:, 0, 0]).all() and np.isfinite(proba[:, 1:]).all()
+
+
+def test_fillvalue_per_band_and_in_the_encoding_is_nodata(named_clf):
+    # Both were ignored: no-data pixels were predicted as classes.
+    image = _dataarray().astype(np.float32).assign_coords(band=[1, 2, 3, 4])
+    image.attrs["long_name"] = tuple(BANDS)
+    image[0, 0, 0] = -9999.0  # band 1's nodata
+    image[2, 1, 1] = 0.0  # band 3's nodata
+    image[1, 2, 2] = 0.0  # a valid 0 in band 2, whose nodata is -1
+    per_band = image.copy()
+    per_band.attrs["_FillValue"] = np.array([-9999.0, -1.0, 0.0, np.nan])
+    labels = raster.predict(named_clf, per_band, fill_value=-1).values
+    assert labels[0, 0] == -1 and labels[1, 1] == -1 and labels[2, 2] >= 0
+    assert (labels >= 0).sum() == labels.size - 2
+    # The per-band values follow .sel like the band descriptions: band 3 first.
+    reordered = raster.predict(named_clf, per_band.sel(band=[3, 1, 2, 4]), fill_value=-1)
+    np.testing.assert_array_equal(reordered.values, labels)
+    named = per_band.assign_coords(band=BANDS)
+    named.attrs["_FillValue"] = np.array([-9999.0, -1.0, 0.0])
+    with pytest.raises(ValueError, match="_FillValue holds 3 values for its 4 bands"):
+        raster.predict(named_clf, named)
+    encoded = image.copy()
+    encoded.encoding["_FillValue"] = np.float32(-9999.0)  # as xarray keeps it once decoded
+    labels = raster.predict(named_clf, encoded, fill_value=-1).values
+    assert labels[0, 0] == -1 and (labels >= 0).sum() == labels.size - 1
 
 
 # rioxarray releases for Python 3.11 multiply affine 3 transforms with `*`, which warns.

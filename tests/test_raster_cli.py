@@ -15,7 +15,7 @@ from raster_files import write_geotiff
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from sknd import NDTransformer
-from sknd.bands import BandMatchWarning
+from sknd.bands import BandPositionWarning
 from sknd.raster._cli import main as run_command
 
 rasterio = pytest.importorskip("rasterio")
@@ -162,12 +162,19 @@ def test_regression_and_fill_value(tmp_path):
     assert (data[0, 0, :5] == -5).all() and profile["nodata"] == -5
 
 
-def test_unnamed_scene_warns_or_takes_positions(tmp_path, model_path):
+def test_unnamed_scene_is_refused_unless_positional(tmp_path, model_path, capsys):
     scene, _ = _scene(tmp_path / "scene.tif", described=False)
     out = tmp_path / "out.tif"
-    with pytest.warns(BandMatchWarning, match="no names"):
-        assert main([str(model_path), str(scene), str(out)]) == 0
+    assert main([str(model_path), str(scene), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "no names" in err and "--bands positional" in err and "bands=" not in err
+    assert not out.exists()
     assert main([str(model_path), str(scene), str(out), "--positional"]) == 0
+    assert main([str(model_path), str(scene), str(out), "--bands", "positional"]) == 0
+    # Positions that the scene's own band descriptions contradict: a warning of its own class.
+    described, _ = _scene(tmp_path / "described.tif", order=BANDS[::-1])
+    with pytest.warns(BandPositionWarning, match="positions"):
+        assert main([str(model_path), str(described), str(out), "--bands", "positional"]) == 0
     names = ",".join(BANDS)
     assert main([str(model_path), str(scene), str(out), "--bands", names]) == 0
 
@@ -187,6 +194,12 @@ def test_unnamed_scene_warns_or_takes_positions(tmp_path, model_path):
         ("fill is a class code", "--fill-value 1 is the code of the class 'veg'"),
         ("unwritable label", "control characters"),
         ("cog into a folder", "cannot write"),
+        # An unknown preset was accepted when the names matched as given.
+        ("unknown sensor", "Unknown sensor 'bogus'"),
+        # Complex bands lost their imaginary part without a word.
+        ("complex scene", "the scene's bands must hold real band values"),
+        # GDAL's refusal to compress float32 as JPEG ended in a traceback.
+        ("jpeg compression", "BitsPerSample 32 not allowed for JPEG (--compress jpeg on float32"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, message):
@@ -221,10 +234,21 @@ def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, me
     elif case == "cog into a folder":
         (tmp_path / "out.tif").mkdir()
         extra = ["--cog"]
-    assert main([model, str(scene), str(tmp_path / "out.tif"), *extra]) == 2
-    assert message.replace("\\", "") in capsys.readouterr().err.replace("\\", "")
-    if case in ("fill is a class code", "unwritable label"):  # refused before writing
-        assert not (tmp_path / "out.tif").exists() and not list(tmp_path.glob(".sknd-*"))
+    elif case == "unknown sensor":
+        extra = ["--sensor", "bogus"]
+    elif case == "complex scene":
+        rng = np.random.default_rng(0)
+        values = rng.uniform(0.01, 0.5, (4, 6, 5)) + 1j * rng.uniform(0, 1, (4, 6, 5))
+        write_geotiff(scene, values.astype(np.complex64), nodata=None, descriptions=BANDS)
+    elif case == "jpeg compression":
+        extra = ["--proba", "--compress", "jpeg"]
+    out = tmp_path / "out.tif"
+    assert main([model, str(scene), str(out), "--no-progress", *extra]) == 2
+    err = capsys.readouterr().err
+    assert message.replace("\\", "") in err.replace("\\", "")
+    assert len(err.strip().splitlines()) == 1
+    if case != "cog into a folder":  # refused before writing, or the unfinished map removed
+        assert not out.exists() and not list(tmp_path.glob(".sknd-*"))
 
 
 def test_values_the_model_refuses_exit_2_and_leave_no_map(tmp_path, capsys):
@@ -248,6 +272,60 @@ def test_values_the_model_refuses_exit_2_and_leave_no_map(tmp_path, capsys):
     assert err.startswith("python -m sknd.raster: error: scene rows 8-15: Negative values")
     assert len(err.strip().splitlines()) == 1 and not out.exists()
     assert main([str(path), str(scene), str(out), "--n-jobs", "-1", "--no-progress"]) == 0
+
+
+def test_class_fill_is_no_class_label(tmp_path, capsys):
+    # Labels -1 / +1 met the default fill -1: every pixel of class -1 read back as no-data.
+    X, _ = _training()
+    y = np.where(X["nir"] > X["red"], 1, -1)
+    path = tmp_path / "signs.joblib"
+    joblib.dump(LogisticRegression().fit(X, y), path)
+    scene, table = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "out.tif"
+    assert main([str(path), str(scene), str(out), "--no-progress"]) == 0
+    data, profile, _, _ = _read(out)
+    model = joblib.load(path)
+    codes = np.searchsorted(model.classes_, model.predict(table)).reshape(40, 30)
+    assert profile["nodata"] not in (0, 1)  # the codes of -1 and +1
+    valid = np.ones((40, 30), dtype=bool)
+    valid[0, :5] = valid[3, 3] = False
+    np.testing.assert_array_equal(data[0][valid], codes[valid])
+    assert (data[0][~valid] == profile["nodata"]).all()
+    assert main([str(path), str(scene), str(out), "--fill-value", "1", "--no-progress"]) == 2
+    assert "--fill-value 1 is the code of the class" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("stop", ["SIGTERM", "SIGHUP", "KeyboardInterrupt"])
+def test_a_stopped_command_removes_its_map_and_says_so(
+    tmp_path, model_path, capsys, monkeypatch, stop
+):
+    # SIGTERM (a timeout, a job scheduler, docker stop) and SIGHUP ended the process at once,
+    # leaving a partial GeoTIFF that opened as a valid map; Ctrl-C printed a traceback.
+    import os
+    import signal
+    import time
+
+    from sknd.raster import _cli
+
+    scene, _ = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "out.tif"
+    process = _cli._process
+
+    def stopped_midway(src, dst, *args, **kwargs):
+        process(src, dst, *args, **kwargs)  # the map is written, not yet closed
+        if stop == "KeyboardInterrupt":
+            raise KeyboardInterrupt
+        os.kill(os.getpid(), getattr(signal, stop))
+        time.sleep(5)  # the handler interrupts this
+
+    monkeypatch.setattr(_cli, "_process", stopped_midway)
+    before = signal.getsignal(signal.SIGTERM)
+    code = main([str(model_path), str(scene), str(out), "--no-progress"])
+    number = signal.SIGINT if stop == "KeyboardInterrupt" else getattr(signal, stop)
+    assert code == 128 + number and not out.exists()
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "no map written" in err
+    assert signal.getsignal(signal.SIGTERM) is before  # the handlers are put back
 
 
 def test_module_runs_as_a_command(tmp_path, model_path):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 import torch
-from sklearn.linear_model import LogisticRegression, RidgeCV
+from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -87,12 +87,38 @@ def test_regression_warm_start_is_ridge_cv_on_standardized_targets():
         classic_index(X, all_pairs(4), epsilon=1e-6 / np.log(2))
     )
     target = (y - y.mean()) / y.std()
-    reference = RidgeCV(alphas=_recipe.ALPHA_PATH_PER_ROW * len(X)).fit(features, target)
-    assert model.start_regularization_ == pytest.approx(reference.alpha_)
-    assert reference.alpha_ != _recipe.DEFAULT_ALPHA
+    # The leave-one-out errors of RidgeCV, and the one-standard-error rule on them.
+    alphas = _recipe.ALPHA_PATH_PER_ROW[::-1] * len(X)
+    errors = RidgeCV(alphas=alphas, store_cv_results=True).fit(features, target).cv_results_.T
+    means = errors.mean(axis=1)
+    best = np.argmin(means)
+    alpha = alphas[np.flatnonzero(means <= means[best] + errors[best].std() / len(X) ** 0.5)[0]]
+    assert model.start_regularization_ == pytest.approx(alpha)
+    assert alpha != _recipe.DEFAULT_ALPHA
+    reference = Ridge(alpha=alpha).fit(features, target)
     expected = reference.predict(features) * y.std() + y.mean()
     np.testing.assert_allclose(model.predict(X), expected, rtol=1e-4)
     assert model.learning_gain_ is None  # no validation part to measure it on
+
+
+def test_leave_one_out_errors_are_those_of_repeated_rows():
+    # Integer weights count as copies: leaving one copy out, as on the repeated rows (the
+    # closed form is checked against refits without each row).
+    rng = np.random.default_rng(9)
+    X, y = rng.normal(size=(30, 4)), rng.normal(size=30)
+    weight = rng.integers(1, 4, size=30)
+    alphas = np.array([10.0, 0.1])
+    errors = _recipe._leave_one_out_errors(X, y, weight.astype(float), alphas)
+    repeated = _recipe._leave_one_out_errors(
+        np.repeat(X, weight, 0), np.repeat(y, weight), None, alphas
+    )
+    np.testing.assert_allclose(repeated[:, np.cumsum(weight) - 1], errors)
+    refits = [
+        [(y[i] - Ridge(alpha=a).fit(np.delete(X, i, 0), np.delete(y, i)).predict(X[[i]])[0]) ** 2
+         for i in range(30)]
+        for a in alphas
+    ]  # fmt: skip
+    np.testing.assert_allclose(_recipe._leave_one_out_errors(X, y, None, alphas), refits)
 
 
 def test_logistic_start_penalty_is_chosen_by_validation_log_loss():

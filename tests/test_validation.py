@@ -586,3 +586,47 @@ def test_integer_and_boolean_bands(dtype):
     X, y = make_data("classifier")
     Xi = (X * 200).astype(dtype)
     assert_finite_output(make("classifier").fit(Xi, y).predict_proba(Xi), len(X))
+
+
+# ---------------------------------------------------------------------------------------
+# Scenes in other units than the training data
+@pytest.mark.parametrize("params", [{"passthrough": True}, {"architecture": "mlp"}])
+def test_values_far_outside_the_training_range_warn_for_raw_band_networks(params):
+    # A passthrough model trained on reflectance 0-1 labelled a scene of digital numbers as
+    # one class without a word.
+    import pandas as pd
+
+    from sknd import raster
+
+    X, y = make_data("classifier", n_samples=60)
+    frame = pd.DataFrame(X, columns=["blue", "green", "red", "nir"])
+    clf = make("classifier", **params).fit(frame, y)
+    np.testing.assert_allclose(clf.band_range_, np.column_stack([X.min(0), X.max(0)]))
+    digital = frame * 10_000
+    digital["blue"] = frame["blue"]  # one band in the training units: not named
+    with pytest.warns(
+        UserWarning, match=r"far outside .* 'green' up to .* \(1e\+04 times"
+    ) as caught:
+        clf.predict(digital)
+    message = str(caught[0].message)
+    assert "'blue'" not in message and "'nir'" in message
+    with pytest.warns(UserWarning, match=r"far outside .*'red'"):
+        raster.predict(clf, digital.to_numpy().reshape(6, 10, 4), bands=list(frame.columns))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.predict(frame * 5)  # within an order of magnitude (bright clouds, snow): quiet
+        # Pure ND networks take digital numbers as they take reflectance: no warning.
+        make("classifier").fit(X, y).predict(X * 10_000)
+
+
+def test_partial_fit_extends_the_training_range():
+    X, y = make_data("classifier", n_samples=60)
+    clf = make("classifier", passthrough=True)
+    clf.partial_fit(X, y, classes=[0, 1])
+    clf.partial_fit(X * 100, y)
+    np.testing.assert_allclose(clf.band_range_[:, 1], 100 * X.max(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.predict(X * 100)
+    clf.fit(X, y)  # a new fit: the range of its data only
+    np.testing.assert_allclose(clf.band_range_[:, 1], X.max(0))

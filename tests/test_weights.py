@@ -151,3 +151,26 @@ def test_adaboost_accepts_sknd():
     X, y = _bands()
     boost = AdaBoostClassifier(NDClassifier(max_epochs=5, random_state=0), n_estimators=2)
     assert boost.fit(X, y).score(X, y) > 0.5
+
+
+@pytest.mark.parametrize("bad", [-1.0, np.nan, np.inf, 1e300, "2"])
+def test_class_weight_is_validated_like_sample_weight(bad):
+    # A negative class weight was accepted (training maximized that class's loss) and NaN or
+    # inf ended as "Training diverged ... lower the learning rate".
+    X, y = _bands()
+    y3 = np.digitize(X[:, 3] - X[:, 2], [-0.1, 0.1])
+    for labels in (y, y3):
+        with pytest.raises(ValueError, match=r"Invalid class_weight: \{0: .*\} \(class: weight\)"):
+            NDClassifier(class_weight={0: bad, 1: 1.0, 2: 1.0}, **FAST).fit(X, labels)
+    with pytest.raises(ValueError, match="Invalid class_weight"):
+        NDClassifier(class_weight={0: bad, 1: 1.0}, **FAST).partial_fit(X, y, classes=[0, 1])
+
+
+def test_huge_sample_weights_are_refused_by_name():
+    # One weight of 1e300 overflowed the convex fits: "Input y contains infinity" (y is fine).
+    X, y = _bands()
+    weight = np.r_[1e300, np.ones(len(y) - 1)]
+    with pytest.raises(ValueError, match=r"sample_weight reaches 1e\+300.*common factor"):
+        NDRegressor(**FAST).fit(X, X[:, 3] / X[:, 2], sample_weight=weight)
+    with pytest.raises(ValueError, match="sample_weight times class_weight reaches 1e\\+24"):
+        fit_weights(np.full(len(y), 1e12), X, y, class_weight={0: 1e12, 1: 1.0})

@@ -1,6 +1,7 @@
 """Command line of ``python -m sknd.experiments``."""
 
 import argparse
+import os
 import shlex
 import sys
 import warnings
@@ -279,8 +280,8 @@ def main(argv=None):
         else [level / 100 for level in args.noise_levels]
     )
     try:
-        if args.output is not None and args.output.exists() and not args.output.is_dir():
-            raise ValueError(f"--output {args.output} is a file: name a folder for the report.")
+        if args.output is not None:
+            _check_output(args.output)
         for option, value, least in (
             ("--folds", args.folds, 2),
             ("--noise-repeats", args.noise_repeats, 1),
@@ -335,10 +336,11 @@ def main(argv=None):
                 resolve_bands(None, feature_names=list(data.X.columns), sensor=args.sensor)
             except ValueError as exc:
                 raise ValueError(f"--sensor {args.sensor}: {exc}") from None
+        output = args.output or Path("results") / data.name
+        _check_output(output)  # before anything trains, not when the report is written
     except (ValueError, OSError) as exc:
         # A wrong path, column or option is a usage error: say so without a traceback.
         parser.error(str(exc))
-    output = args.output or Path("results") / data.name
     figures = not args.no_figures
     if figures:
         try:
@@ -370,6 +372,21 @@ def main(argv=None):
     if not args.quiet:
         print(f"Done in {experiment.wall_time:.0f} s. Report: {report}", file=sys.stderr)
     return 0
+
+
+def _check_output(output):
+    """Refuse an output folder that cannot be created or written in."""
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"--output {output} is a file: name a folder for the report.")
+    existing = output
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(
+            f"--output {output} cannot be created: {existing} is a file, not a folder."
+        )
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--output {output} cannot be created: {existing} is not writable.")
 
 
 def _run(args, data, estimator_params, noise_levels):

@@ -195,6 +195,16 @@ def load_experiment_data(
         raise ValueError("--spatial-blocks needs the coordinate columns: --coords X_COL,Y_COL.")
     if coords is not None and len(coords) != 2:
         raise ValueError(f"--coords takes two columns (x and y), got {list(coords)}.")
+    if coords is not None and coords[0] == coords[1]:
+        raise ValueError(
+            f"--coords names the column {coords[0]!r} twice: give the x and the y column."
+        )
+    if bands is not None:
+        repeated = sorted({band for band in bands if list(bands).count(band) > 1})
+        if repeated:
+            raise ValueError(f"--bands names {repeated} more than once: give each band once.")
+    if max_samples is not None and max_samples < 2:
+        raise ValueError(f"--max-samples must be at least 2 rows, got {max_samples}.")
     if block_size is not None and not block_size > 0:
         raise ValueError(f"--spatial-blocks must be a positive block size, got {block_size}.")
     notes = []
@@ -263,6 +273,12 @@ def load_experiment_data(
         raise ValueError(f"Need at least two bands, got {list(X.columns)}.")
     if max_samples is not None and max_samples < len(y):
         stratify = y if task == "classification" else None
+        n_classes = len(np.unique(y)) if stratify is not None else 0
+        if max_samples < n_classes:
+            raise ValueError(
+                f"--max-samples {max_samples} keeps fewer rows than the {n_classes} classes: "
+                f"keep at least {n_classes} (one per class), or leave --max-samples out."
+            )
         keep, _ = train_test_split(
             np.arange(len(y)), train_size=max_samples, stratify=stratify, random_state=random_state
         )

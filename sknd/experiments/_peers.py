@@ -250,7 +250,7 @@ class BestPairNDClassifier(ClassifierMixin, _BestPair):
         self : BestPairNDClassifier
             The fitted classifier.
         """
-        super().fit(X, y, X_val, y_val)
+        super().fit(X, y, X_val=X_val, y_val=y_val)
         self.classes_ = self.estimator_.classes_
         return self
 

@@ -27,8 +27,10 @@ file's band descriptions (the ``long_name`` attribute rioxarray reads) or the
 DataFrame's columns. Names of another sensor are translated through the sensor
 presets of :mod:`sknd.bands` (a model fitted on Landsat 8 bands predicts a
 Sentinel-2 scene), with a :class:`~sknd.bands.BandMatchWarning` listing the
-mapping. An image without names is taken by position, with a warning, or
-without one when ``bands="positional"``.
+mapping. An image without names given to a model with names is refused unless
+``bands="positional"`` takes its bands in the model's order (with a
+:class:`~sknd.bands.BandPositionWarning` when the image's own names say
+otherwise). A file's band descriptions follow ``.sel`` and ``.isel``.
 
 :func:`class_map` classifies into integer class codes (the positions in
 ``classes_``, uint8 up to 255 classes) that carry their labels in CF
@@ -63,7 +65,7 @@ from .._docstrings import Substitution
 from .._model_file import SavedModel
 from .._pixels import apply_pixels, prepare
 from ._categorical import CodeTable, adjust_output
-from ._checks import check_image_dtype, check_scalar, image_values
+from ._checks import check_fill_not_a_class, check_image_dtype, check_scalar, image_values
 from ._geotiff import write_class_map
 from ._labels import class_labels, class_map_from_proba
 from ._matching import band_columns
@@ -108,21 +110,24 @@ _IMAGE_PARAMETERS = """\
         or an sknd estimator's ``bands=``), the bands it uses are picked and
         ordered by name, through the sensor presets when the names are of
         another sensor. ``"positional"`` takes the bands in order without
-        looking at names. An image without names is taken by position with
-        a :class:`~sknd.bands.BandMatchWarning`.
+        matching names (a :class:`~sknd.bands.BandPositionWarning` says when
+        the image's names match in another order). An image without names
+        given to a model with names raises a ``ValueError``: name its bands,
+        or pass ``"positional"``.
     sensor : str or None, default=None
         Sensor preset of the image's band names (see
         :func:`sknd.bands.get_sensor`), e.g. ``"sentinel2"`` for a scene
         whose bands are called ``B02``, ``B08``; guessed from the names when
-        None.
+        None. An unknown preset raises a ``ValueError``.
 """
 
 _NODATA_PARAMETER = """\
     nodata : scalar or None, default=None
         Value marking missing data in the input, in addition to NaN. A pixel
         is no-data when any band the estimator uses is NaN or equals
-        ``nodata``. None takes a DataArray's ``_FillValue`` attribute (the
-        file's nodata as rioxarray reads it) when it has one.
+        ``nodata``. None takes a DataArray's ``_FillValue`` (the file's
+        nodata as rioxarray reads it, in the attributes or the encoding; one
+        value, or one per band) when it has one.
 """
 
 _CHUNK_PARAMETERS = """\
@@ -189,6 +194,8 @@ def predict(
         the labels' kind (e.g. ``-1`` for integer classes, ``"nodata"`` for
         string classes) to keep the dtype of ``classes_``; the output dtype is
         the one numpy's type promotion gives for labels and ``fill_value``.
+        A value equal to one of ``classes_`` raises a ``ValueError``: no-data
+        would read as that class.
     {chunk_parameters}
 
     Returns
@@ -210,12 +217,12 @@ def predict(
     >>> from sknd import raster
     >>> rng = np.random.default_rng(0)
     >>> X = rng.uniform(0, 1, size=(100, 3))
-    >>> clf = LogisticRegression().fit(X, X[:, 0] > X[:, 1])
+    >>> clf = LogisticRegression().fit(X, np.where(X[:, 0] > X[:, 1], 1, 2))
     >>> image = rng.uniform(0, 1, size=(4, 5, 3))
     >>> image[0, 0, 2] = np.nan                     # a no-data pixel
-    >>> labels = raster.predict(clf, image, fill_value=False)
-    >>> labels.shape, labels.dtype
-    ((4, 5), dtype('bool'))
+    >>> labels = raster.predict(clf, image, fill_value=0)   # 0: no class
+    >>> labels.shape, labels.dtype, labels[0, 0]
+    ((4, 5), dtype('int64'), np.int64(0))
     >>> raster.predict(clf, image).dtype            # NaN needs floats
     dtype('float64')
     """
@@ -518,6 +525,8 @@ def _apply(
         "dtype": dtype,  # of the output, when not the estimator's
         "codes": codes,  # a CodeTable: labels written as class codes
     }
+    if method == "predict" and codes is None:  # class codes keep their fill apart themselves
+        check_fill_not_a_class(options["fill_value"], estimator)
     if is_dataarray(image) or _is_dask_array(image):
         check_image_dtype(image.dtype)
     if is_dataarray(image):

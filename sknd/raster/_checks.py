@@ -4,7 +4,9 @@ Band values must be real numbers (booleans, integers, floats); masked arrays
 (what rasterio's ``read(masked=True)`` returns) have their masked pixels
 treated as no-data. ``nodata`` and ``fill_value`` are single values of a kind
 that can meet the image and the output: anything else would silently match
-nothing or rewrite every output value.
+nothing or rewrite every output value. A class map's ``fill_value`` is no
+class label: its no-data pixels would read as that class, and that class as
+no-data.
 """
 
 from numbers import Complex, Real
@@ -75,3 +77,37 @@ def check_scalar(value, name, *, numeric):
             + (" Pass the number itself, not a string." if isinstance(value, str) else "")
         )
     return value
+
+
+def check_fill_not_a_class(fill_value, estimator, option="fill_value"):
+    """Refuse a fill value equal to one of ``estimator.classes_`` (a class map's fill)."""
+    classes = getattr(estimator, "classes_", None)
+    if fill_value is None or classes is None or np.ndim(classes) != 1:
+        return
+    labels = np.asarray(classes).tolist()
+    if any(_same_label(label, fill_value) for label in labels):
+        raise ValueError(
+            f"{option} {fill_value!r} is one of the classes {labels[:10]}"
+            f"{' ...' if len(labels) > 10 else ''}: no-data pixels would read as that class and "
+            f"that class as no-data. Pass a {option} that is no class label."
+        )
+
+
+def _same_label(label, value):
+    if isinstance(label, (str, bytes)) != isinstance(value, (str, bytes)):
+        return False
+    return bool(label == value)
+
+
+def band_nodata(values):
+    """No-data values of the bands (None or NaN: none): one value, one per band, or None.
+
+    A single value when the bands agree; else a float array with NaN for bands
+    without one (NaN is no-data anyway).
+    """
+    values = [np.nan if value is None else value for value in values]
+    values = [value.item() if isinstance(value, np.generic) else value for value in values]
+    if len(set(map(repr, values))) == 1:
+        value = values[0]
+        return None if isinstance(value, float) and np.isnan(value) else value
+    return np.asarray(values, dtype=np.float64)

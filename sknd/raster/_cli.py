@@ -19,13 +19,17 @@ GeoTIFF.
 
 Exit codes: 0 on success, 2 on a usage error, an unreadable file, a model
 that is not a fitted scikit-learn estimator, or bands that do not match the
-model's (the message says which).
+model's (the message says which); 130 on Ctrl-C, 143 on SIGTERM and 129 on
+SIGHUP, the unfinished map removed.
 """
 
 import argparse
 import contextlib
 import os
+import re
+import signal
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -34,6 +38,7 @@ from .._model_file import SavedModel, load_model
 from .._pixels import apply_pixels, prepare
 from . import _n_jobs
 from ._categorical import CodeTable, adjust_output
+from ._checks import band_nodata, check_image_dtype
 from ._geotiff import (
     finish_class_map,
     remove_quietly,
@@ -93,11 +98,12 @@ def _parser():
     )
     names = parser.add_mutually_exclusive_group()
     names.add_argument(
-        "--bands", default=None, help="comma-separated names of the scene's bands, in order"
+        "--bands",
+        default=None,
+        help="comma-separated names of the scene's bands, in order, or 'positional' to take "
+        "them in order as the model's bands (a scene without band descriptions needs one)",
     )
-    names.add_argument(
-        "--positional", action="store_true", help="take the scene's bands in order, by position"
-    )
+    names.add_argument("--positional", action="store_true", help="the same as --bands positional")
     parser.add_argument("--sensor", default=None, help="sensor preset of the scene's band names")
     parser.add_argument("--block-rows", type=int, default=None, help="rows per strip")
     parser.add_argument(
@@ -116,14 +122,62 @@ def _parser():
     return parser
 
 
+class _Stopped(BaseException):
+    """SIGTERM or SIGHUP (a timeout, a job scheduler, ``docker stop``, a closed terminal)."""
+
+    def __init__(self, signum):
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _stopped_by_signals():
+    """Turn SIGTERM and SIGHUP into :class:`_Stopped`, so that a cut map is removed.
+
+    Their default action ends the process at once, leaving a partial GeoTIFF
+    that opens as a valid map. Only the main thread can set handlers (the
+    command called from another thread keeps the defaults).
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum, frame):
+        raise _Stopped(signum)
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)  # no SIGHUP on Windows
+        if signum is not None:
+            previous[signum] = signal.signal(signum, stop)
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
 def main(argv=None):
-    """Run the command; return its exit code."""
+    """Run the command; return its exit code.
+
+    2 on a usage error (one line on stderr); 130 on Ctrl-C and 128 + the
+    signal's number on SIGTERM or SIGHUP, with one line and the unfinished
+    map removed.
+    """
     args = _parser().parse_args(argv)
     try:
-        _run(args)
+        with _stopped_by_signals():
+            _run(args)
     except CommandError as exc:
         print(f"python -m sknd.raster: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("python -m sknd.raster: interrupted; no map written.", file=sys.stderr)
+        return 128 + signal.SIGINT
+    except _Stopped as exc:
+        name = signal.Signals(exc.signum).name
+        print(f"python -m sknd.raster: stopped by {name}; no map written.", file=sys.stderr)
+        return 128 + exc.signum
     return 0
 
 
@@ -148,18 +202,28 @@ def _run_in_env(args, rasterio):
     except (rasterio.errors.RasterioError, OSError) as exc:
         raise CommandError(f"cannot read the scene {args.scene!r}: {exc}") from None
     with src:
+        _check_scene_dtypes(src.dtypes)
         descriptions = list(src.descriptions)
         names = descriptions if all(descriptions) else None
-        bands = POSITIONAL if args.positional else _split(args.bands)
+        bands = _split(args.bands)
+        if args.positional or bands == [POSITIONAL]:
+            bands = POSITIONAL
         try:
             columns = band_columns(model, names, src.count, bands=bands, sensor=args.sensor)
         except (ValueError, TypeError) as exc:
             # Said of the Python arguments: name the options instead.
-            message = str(exc).replace("bands=[...]", "--bands").replace("bands=", "--bands")
+            message = str(exc).replace(f"bands={POSITIONAL!r}", f"--bands {POSITIONAL}")
+            message = message.replace("bands=[...]", "--bands B1,B2,...")
+            message = re.sub(r"\bbands= ?", "--bands ", message).replace("(a GeoTIFF: ", "(or ")
             raise CommandError(message.replace("sensor=", "--sensor ")) from None
         n_inputs = src.count if columns is None else len(columns)
-        nodata = args.nodata if args.nodata is not None else src.nodata
-        if nodata is not None and np.isnan(nodata):
+        # The file's no-data values are per band: only the bands read (columns) count.
+        nodata = args.nodata
+        if nodata is None:
+            nodata = band_nodata(
+                list(src.nodatavals) if columns is None else [src.nodatavals[c] for c in columns]
+            )
+        elif np.isnan(nodata):
             nodata = None  # NaN is no-data anyway
         compiled = src.width * src.height >= _COMPILED_MIN_PIXELS
         func, spec, table = _pixel_function(
@@ -202,6 +266,20 @@ def _write_cog(source, output, table, profile, rasterio):
         write_cog(source, output, categorical=table is not None, compress=profile.get("compress"))
     except (rasterio.errors.RasterioError, OSError) as exc:
         raise CommandError(f"cannot write {output!r} as a COG: {exc}") from None
+
+
+def _check_scene_dtypes(dtypes):
+    """Refuse bands that are no real numbers (complex: the imaginary part would be dropped)."""
+    for name in dict.fromkeys(dtypes):
+        try:
+            dtype = np.dtype(name)
+        except TypeError:  # GDAL's complex integers ("complex_int16") have no numpy dtype
+            dtype = np.dtype(np.complex128) if "complex" in name else np.dtype(object)
+        try:
+            check_image_dtype(dtype)
+        except TypeError as exc:
+            message = str(exc).replace("image must hold", "the scene's bands must hold")
+            raise CommandError(message.replace(f"dtype {dtype}", f"dtype {name}")) from None
 
 
 def _split(text):
@@ -395,14 +473,31 @@ def _process(src, dst, func, spec, args, *, nodata, columns):
                     f"scene rows {window.row_off}-{window.row_off + window.height - 1}: {message}"
                 ) from None
             if pending_write is not None:
-                pending_write.result()
+                _written(pending_write, args, spec)
             if spec.n_outputs is None:
                 pending_write = writer.submit(dst.write, out, 1, window=window)
             else:
                 pending_write = writer.submit(dst.write, out, window=window)
             bar.update(window.height)
         if pending_write is not None:
-            pending_write.result()
+            _written(pending_write, args, spec)
+
+
+def _written(pending, args, spec):
+    """Wait for a strip's write; GDAL's refusal (e.g. a compression) as a CommandError."""
+    import rasterio
+
+    try:
+        pending.result()
+    except (rasterio.errors.RasterioError, OSError) as exc:
+        reason = exc.__cause__ or exc  # GDAL's own message ("BitsPerSample 32 not allowed")
+        hint = ""
+        if args.compress:
+            hint = (
+                f" (--compress {args.compress} on {spec.dtype.name} values: pick a compression "
+                "GDAL applies to them, e.g. deflate, lzw or zstd)"
+            )
+        raise CommandError(f"cannot write {args.output!r}: {reason}{hint}") from None
 
 
 def _progress(total, disable):

@@ -5,15 +5,18 @@ command: the image's band names (from ``bands=``, an xarray band coordinate,
 the file's band descriptions or DataFrame columns) are matched to the model's
 (``feature_names_in_``, or an sknd estimator's ``bands=``) with
 :func:`sknd.bands.match_bands`. Bands are only taken by position when the
-image has no names (with a :class:`~sknd.bands.BandMatchWarning`) or when the
-caller says so with ``bands="positional"``.
+model has no names or when the caller says so with ``bands="positional"``; an
+image without names for a model with names is refused (its bands may be in
+any order). Two warnings of their own classes: matching through common names
+(:class:`~sknd.bands.BandMatchWarning`, harmless) and positions that the
+image's own names contradict (:class:`~sknd.bands.BandPositionWarning`).
 """
 
 import warnings
 
 import numpy as np
 
-from ..bands import Band, BandMatchWarning, match_bands
+from ..bands import Band, BandMatchWarning, BandPositionWarning, get_sensor, match_bands
 
 __all__ = []
 
@@ -62,6 +65,8 @@ def band_columns(estimator, image_names, n_bands, *, bands, sensor):
     ``bands`` (checked by :func:`check_bands`) overrides them.
     """
     bands = check_bands(bands, n_bands)
+    if sensor is not None:
+        get_sensor(sensor)  # an unknown preset is an error, also where names match as given
     if isinstance(bands, list):
         image_names = bands
     model = model_band_names(estimator)
@@ -73,22 +78,24 @@ def band_columns(estimator, image_names, n_bands, *, bands, sensor):
                 "or bands=); this one has none, so bands can only be taken by position."
             )
         _check_count(estimator, expected, n_bands)
+        if model is not None and image_names is not None:
+            _warn_if_names_disagree(estimator, model, image_names, sensor)
         return None
     if image_names is None:
+        name = type(estimator).__name__
         if n_bands != len(model):
             raise ValueError(
-                f"The image has {n_bands} bands without names, but "
-                f"{type(estimator).__name__} was fitted on {len(model)} bands {model}; "
-                "name the image's bands with bands=[...] so that they can be matched."
+                f"The image has {n_bands} bands without names, but {name} was fitted on "
+                f"{len(model)} bands {model}; name the image's bands with bands=[...] so that "
+                "they can be matched."
             )
-        warnings.warn(
-            f"The image's bands have no names; they are taken by position as the model's "
-            f"bands {model}. Pass bands=[...] with the image's band names to match them by "
-            "name, or bands='positional' to accept positions.",
-            BandMatchWarning,
-            stacklevel=5,  # band_columns < _apply_ndarray or apply_dataarray < _apply < predict
+        # Taken by position, bands stored in another order give a wrong map without a word.
+        raise ValueError(
+            f"The image's {n_bands} bands have no names, and {name} was fitted on the bands "
+            f"{model}: name the image's bands, in the image's order, with bands=[...] (a "
+            "GeoTIFF: set its band descriptions) so that they are matched by name, or pass "
+            "bands='positional' to take them in the model's order."
         )
-        return None
     positions, mapping, image_sensor = match_bands(
         _model_bands(estimator, model),
         image_names,
@@ -108,6 +115,29 @@ def band_columns(estimator, image_names, n_bands, *, bands, sensor):
     if positions == list(range(n_bands)):
         return None
     return positions
+
+
+def _warn_if_names_disagree(estimator, model, image_names, sensor):
+    """Warn when ``bands="positional"`` takes bands whose names say they are in another order."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", BandMatchWarning)
+            positions = match_bands(
+                _model_bands(estimator, model),
+                image_names,
+                model_sensor=_model_sensor(estimator),
+                image_sensor=sensor,
+            )[0]
+    except ValueError:  # names that do not match: positions are all there is
+        return
+    if positions != list(range(len(model))):
+        warnings.warn(
+            f"bands='positional' takes the image's bands {image_names} in order as the "
+            f"model's bands {model}, but their names match the model's bands at positions "
+            f"{positions}. Leave bands out to match them by name.",
+            BandPositionWarning,
+            stacklevel=5,  # band_columns < _apply_ndarray or apply_dataarray < _apply < predict
+        )
 
 
 def _check_count(estimator, expected, n_bands):

@@ -14,6 +14,7 @@ import numpy as np
 
 from .._pixels import apply_block, prepare
 from ._categorical import adjust_output
+from ._checks import band_nodata
 from ._matching import band_columns, band_name
 
 __all__ = []
@@ -35,34 +36,66 @@ def is_dataarray(image):
 def image_band_names(image, band_dim):
     """The band names a DataArray carries, or None.
 
-    A band coordinate of strings wins; else the ``long_name`` attribute when it
-    holds one name per band (rioxarray reads a GeoTIFF's band descriptions
-    there); integer band numbers (rioxarray's 1..n) are not names.
+    A band coordinate of strings wins; else the ``long_name`` attribute
+    (rioxarray reads a GeoTIFF's band descriptions there), read by
+    :func:`per_band`. Integer band numbers (rioxarray's 1..n) are not names.
     """
-    n_bands = image.sizes[band_dim]
     if band_dim in image.coords:
         labels = image.coords[band_dim].values.tolist()
         if all(isinstance(label, (str, bytes)) for label in labels):
             return [band_name(label) for label in labels]
     long_name = image.attrs.get("long_name")
-    if isinstance(long_name, (tuple, list)) and len(long_name) == n_bands:
-        names = [band_name(name).strip() for name in long_name]
-        if all(names):
-            return names
-    return None
+    if not isinstance(long_name, (tuple, list)):
+        return None
+    names = per_band(image, band_dim, [band_name(name).strip() for name in long_name])
+    return names if names is not None and all(names) else None
 
 
-def _image_nodata(image, nodata):
-    """``nodata``, or the image's ``_FillValue`` (its file's nodata) when None."""
+def per_band(image, band_dim, values):
+    """A per-band attribute (one value per band of the file) for the image's bands, or None.
+
+    ``.sel`` and ``.isel`` reorder or subset the bands and their coordinate,
+    not the attributes: integer band numbers (rioxarray's 1..n) say which of
+    the file's values each band has. Values that cannot be assigned to the
+    bands (another count, band numbers outside 1..n) give None.
+    """
+    values = list(values)
+    if band_dim in image.coords:
+        labels = image.coords[band_dim].values.tolist()
+        if all(_is_integer(k) for k in labels):
+            if not all(1 <= k <= len(values) for k in labels):
+                return None
+            values = [values[int(k) - 1] for k in labels]
+    return values if len(values) == image.sizes[band_dim] else None
+
+
+def _is_integer(label):
+    return isinstance(label, (int, np.integer)) and not isinstance(label, (bool, np.bool_))
+
+
+def _image_nodata(image, band_dim, nodata):
+    """``nodata``, or the image's ``_FillValue`` (its file's nodata) when None.
+
+    ``_FillValue`` is read from the attributes, else from the encoding (where
+    xarray keeps it once it has decoded the file), one value or one per band.
+    """
     if nodata is not None:
         return nodata
-    value = image.attrs.get("_FillValue")
-    if value is None or np.ndim(value) != 0:
+    value = image.attrs.get("_FillValue", image.encoding.get("_FillValue"))
+    if value is None:
         return None
-    value = value.item() if hasattr(value, "item") else value
-    if isinstance(value, float) and np.isnan(value):
-        return None  # NaN is no-data anyway
-    return value
+    if np.ndim(value) == 1:
+        values = per_band(image, band_dim, np.asarray(value).tolist())
+        if values is None:
+            raise ValueError(
+                f"The image's _FillValue holds {np.size(value)} values for its "
+                f"{image.sizes[band_dim]} bands: pass nodata= (one value for every band), or "
+                "set _FillValue to one value per band."
+            )
+        return band_nodata(values)
+    if np.ndim(value) != 0:
+        return None
+    return band_nodata([value])
 
 
 def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options):
@@ -101,7 +134,7 @@ def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opti
         "func": func,
         "spec": spec,
         "chunk_pixels": options["chunk_pixels"],
-        "nodata": _image_nodata(image, options["nodata"]),
+        "nodata": _image_nodata(image, band_dim, options["nodata"]),
         "n_jobs": 1 if lazy else n_jobs,
         "single_threaded_blas": lazy,
         "columns": columns,
