@@ -286,8 +286,9 @@ ATTRIBUTES_DOC = """\
     learning_gain_ : float or None
         Under ``recipe="sknd"`` at depth 2: the validation score (accuracy,
         or R^2) of the trained model minus that of the tuned fixed-index
-        start, before the final refit; 0.0 when learning the indices gained
-        nothing on the validation part. None without a validation part
+        start (under ``warm_start``: of the model it continued), before the
+        final refit; 0.0 when learning the indices gained nothing on the
+        validation part. None without a validation part
         (``early_stopping=False`` and no ``X_val``; ``partial_fit``), for
         deeper networks, the MLP and ``recipe="paper"``.
     start_regularization_ : float or None

@@ -314,7 +314,8 @@ def prepare(module, X_train, target_train, task, rows, sample_weight=None, valid
         _convex_fit(features, target_train, task, output, DEFAULT_ALPHA, sample_weight)
         return DEFAULT_ALPHA, False
     if valid is not None and len(valid[0]) >= MIN_SELECTION_ROWS:
-        X_valid, target_valid, w_valid = valid
+        # The validation rows' features, as the training rows', from a sample on large data.
+        X_valid, target_valid, w_valid = _sample(valid[0], valid[1], task, output, valid[2])
         valid_features = _features(module, X_valid, rows)
         C = _tuned_logistic(
             output,

@@ -309,6 +309,25 @@ def test_convex_fits_of_large_data_use_the_sample_and_stay_close_to_all_rows(mon
     assert np.mean(model.predict(X) == reference.predict(features)) > 0.97
 
 
+def test_the_c_path_scores_a_sample_of_large_validation_parts(monkeypatch):
+    # A small budget stands in for a large data set: 300 validation rows, ~100 scored.
+    monkeypatch.setattr(_recipe, "MIN_CONVEX_ROWS", 100)
+    monkeypatch.setattr(_recipe, "MIN_CLASS_ROWS", 20)
+    monkeypatch.setattr(_recipe, "ROWS_PER_COEFFICIENT", 1)
+    seen = []
+    features = _recipe._features
+    monkeypatch.setattr(
+        _recipe,
+        "_features",
+        lambda module, X, rows: seen.append(len(X)) or features(module, X, rows),
+    )
+    X = _spectra(n_samples=3000, seed=2)
+    y = _classes(X, n_classes=3, seed=2)
+    model = NDClassifier(max_epochs=1, lr=1e-12, random_state=0).fit(X, y)
+    assert seen and max(seen) <= 130  # the C path's validation features, then the refit's
+    assert model.start_regularization_ in _recipe.C_PATH
+
+
 # --------------------------------------------------------------- default pair budget
 @pytest.mark.parametrize("n_bands", [10, 20, 30, 49, 50, 75, 100, 150, 200, 300])
 @pytest.mark.parametrize("n_classes", [2, 3, 5, 10])
