@@ -72,6 +72,9 @@ def save_model(estimator, path):
         "epsilon": float(estimator.epsilon_),
         "variant": str(estimator.variant_),
     }
+    # Each band's range at fit, for networks that see raw band values (the scenes far
+    # outside it warn, as with the estimator); None for the others.
+    content["band_range"] = estimator._band_range_to_check()
     if "classes" in content:
         classes = np.asarray(content["classes"])
         metadata["classes_as_objects"] = classes.dtype == object
@@ -338,7 +341,13 @@ class _Reader:
             "band_names_given": self.boolean(meta, "band_names_given"),
             "epsilon": self.number(meta, "epsilon", positive=True),
             "variant": self.choice(meta, "variant", VARIANTS),
+            "band_range": None,
         }
+        if self.field(meta, "band_range") is not None:
+            band_range = self.array(meta, "band_range", _METADATA, "f", (n_features, 2))
+            if not (band_range[:, 0] <= band_range[:, 1]).all():
+                raise _Malformed(f"{_METADATA}.band_range has a minimum above its maximum")
+            fields["band_range"] = band_range
         keys = set(_COMMON_KEYS)
         if estimator == "NDTransformer":
             keys.add("indices")
@@ -613,6 +622,7 @@ _COMMON_KEYS = (
     "band_names_given",
     "epsilon",
     "variant",
+    "band_range",
 )
 
 
@@ -745,6 +755,7 @@ class SavedModel:
                 non_negative=self.variant_ == "reflectance",
                 estimator_name=self.estimator,
                 feature_names=getattr(self, "feature_names_in_", None),
+                band_range=fields["band_range"],
             )
             n_features = self.n_features_in_
             if method == "transform":
@@ -820,6 +831,7 @@ class SavedModel:
             feature_names=names,
             non_negative=self.variant_ == "reflectance",
             source_dtype=source_dtype,
+            band_range=self._fields["band_range"],
         )
         return X
 

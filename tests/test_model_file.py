@@ -195,6 +195,23 @@ def test_bad_input_is_refused_as_by_the_estimator(tmp_path):
     np.testing.assert_array_equal(model.predict(counts), clf.predict(counts))
 
 
+def test_scenes_far_outside_the_training_range_warn_as_with_the_estimator(tmp_path):
+    X, y = _data()
+    clf = NDClassifier(passthrough=True, **FAST).fit(X, y)
+    model = _round_trip(clf, tmp_path)
+    np.testing.assert_array_equal(model._fields["band_range"], clf.band_range_)
+    counts = X[:20] * 10_000  # digital numbers for a model fitted on reflectance
+    for estimator in (clf, model):
+        with pytest.warns(UserWarning, match="far outside"):
+            estimator.predict(counts)
+        with pytest.warns(UserWarning, match="far outside"):
+            raster.predict(estimator, counts.reshape(4, 5, 4))
+    # An ND network takes digital numbers as it takes reflectance: nothing kept, no warning.
+    plain = _round_trip(NDClassifier(**FAST).fit(X, y), tmp_path, "plain.sknd")
+    assert plain._fields["band_range"] is None
+    np.testing.assert_array_equal(plain.predict(counts), plain.predict(X[:20]))
+
+
 def test_pickle_carries_the_file_and_checks_it_again(tmp_path):
     X, y = _data()
     model = _round_trip(NDClassifier(**FAST).fit(X, y), tmp_path)
