@@ -80,3 +80,117 @@ def test_transformer_matches_transform_and_records_band_names(tmp_path):
 def test_unfitted_estimator_cannot_be_exported(estimator):
     with pytest.raises(NotFittedError):
         to_onnx(estimator)
+
+
+@pytest.fixture(scope="module")
+def exported():
+    """A classifier with string labels and named bands, and its ONNX model."""
+    X = bands(300, n_features=4)
+    y = np.where(X[:, 3] > X[:, 2], "vegetation", "soil")
+    clf = NDClassifier(**FAST, bands=["B2", "B4", "B8", "B11"]).fit(X, y)
+    return clf, to_onnx(clf)
+
+
+def test_metadata_records_what_check_input_needs(exported):
+    _, model = exported
+    metadata = {prop.key: prop.value for prop in model.metadata_props}
+    assert json.loads(metadata["band_names"]) == ["B2", "B4", "B8", "B11"]
+    assert metadata["n_features"] == "4"
+    assert metadata["input_dtype"] == "float32"
+    assert metadata["variant"] == "reflectance"
+
+
+def test_check_input_casts_float64_and_integers_to_float32(exported):
+    from sknd import onnx as sknd_onnx
+
+    _, model = exported
+    X = bands(10, n_features=4).astype(np.float64)[:, ::-1]  # not C-contiguous
+    checked = sknd_onnx.check_input(model, X)
+    assert checked.dtype == np.float32 and checked.flags.c_contiguous
+    np.testing.assert_array_equal(checked, X.astype(np.float32))
+    digital_numbers = np.array([[1200, 900, 3100, 2000]], dtype=np.uint16)
+    np.testing.assert_array_equal(sknd_onnx.check_input(model, digital_numbers), digital_numbers)
+
+
+def test_check_input_refuses_another_number_of_bands(exported):
+    from sknd import onnx as sknd_onnx
+
+    _, model = exported
+    with pytest.raises(ValueError, match=r"shape \(n_samples, 4\).*got shape \(10, 5\)"):
+        sknd_onnx.check_input(model, bands(10, n_features=5))
+    with pytest.raises(ValueError, match="shape"):
+        sknd_onnx.check_input(model, bands(10, n_features=4)[0])  # one pixel, 1D
+    with pytest.raises(ValueError, match="at least one row"):
+        sknd_onnx.check_input(model, np.empty((0, 4), np.float32))
+
+
+def test_check_input_refuses_other_band_names_or_order(exported):
+    from sknd import onnx as sknd_onnx
+
+    pd = pytest.importorskip("pandas")
+    _, model = exported
+    X = bands(10, n_features=4)
+    assert sknd_onnx.check_input(model, X, bands=["B2", "B4", "B8", "B11"]).shape == (10, 4)
+    with pytest.raises(ValueError, match=r"\['B4', 'B2', 'B8', 'B11'\].*in this order"):
+        sknd_onnx.check_input(model, X, bands=["B4", "B2", "B8", "B11"])
+    frame = pd.DataFrame(X, columns=["B2", "B4", "B8", "B12"])
+    with pytest.raises(ValueError, match="B12"):
+        sknd_onnx.check_input(model, frame)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [(np.nan, "NaN"), (np.inf, "infinity"), (-0.2, "Negative"), (1e35, "too large")],
+)
+def test_check_input_refuses_values_the_estimator_refuses(exported, value, message):
+    from sknd import onnx as sknd_onnx
+
+    clf, model = exported
+    X = bands(10, n_features=4).astype(np.float64)
+    X[3, 2] = value
+    with pytest.raises(ValueError, match=message):
+        sknd_onnx.check_input(model, X)
+    with pytest.raises(ValueError, match=message):
+        clf.predict(X)
+
+
+def test_check_input_refuses_non_numbers_and_models_without_metadata(exported, tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from sknd import onnx as sknd_onnx
+
+    _, model = exported
+    with pytest.raises(ValueError, match="numbers"):
+        sknd_onnx.check_input(model, np.array([["a", "b", "c", "d"]]))
+    older = onnx.ModelProto()
+    older.CopyFrom(model)
+    del older.metadata_props[:]
+    onnx.helper.set_model_props(older, {"band_names": "[]", "sknd_version": "0.0.1"})
+    path = tmp_path / "older.onnx"
+    onnx.save(older, path)
+    with pytest.raises(
+        ValueError, match=r"lacks the metadata.*0\.0\.1.*export the estimator again"
+    ):
+        sknd_onnx.check_input(path, bands(10, n_features=4))
+    with pytest.raises(TypeError, match="onnx.ModelProto"):
+        sknd_onnx.check_input(model.SerializeToString(), bands(10, n_features=4))
+
+
+def test_run_in_blocks_equals_one_call_and_the_estimator(exported, tmp_path):
+    from sknd import onnx as sknd_onnx
+
+    clf, model = exported
+    X = bands(1000, n_features=4, seed=2).astype(np.float64)
+    whole = run(model, X.astype(np.float32))
+    path = tmp_path / "model.onnx"
+    to_onnx(clf, path)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    for source in (model, path, session):
+        outputs = sknd_onnx.run(source, X, block_rows=333)  # the last block is short
+        assert list(outputs) == ["label", "probabilities"]
+        np.testing.assert_array_equal(outputs["label"], whole["label"])
+        np.testing.assert_array_equal(outputs["probabilities"], whole["probabilities"])
+    np.testing.assert_array_equal(outputs["label"], clf.predict(X))
+    np.testing.assert_allclose(outputs["probabilities"], clf.predict_proba(X), atol=1e-5)
+    for block_rows in (0, 2.5, True):
+        with pytest.raises(ValueError, match="block_rows"):
+            sknd_onnx.run(model, X, block_rows=block_rows)
