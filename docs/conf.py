@@ -43,7 +43,7 @@ myst_heading_anchors = 3
 # shows up without editing the docs); autosummary writes one page per function and class.
 PUBLIC_MODULES = [
     "sknd", "sknd.nn", "sknd.networks", "sknd.raster", "sknd.inspection", "sknd.plotting",
-    "sknd.bands", "sknd.indices", "sknd.datasets", "sknd.experiments",
+    "sknd.bands", "sknd.indices", "sknd.datasets", "sknd.experiments", "sknd.onnx",
 ]
 
 
