@@ -1,0 +1,89 @@
+"""Single-core throughput of the compiled ND kernel, two checkouts side by side (issue 24, item 5).
+
+``sknd.raster.predict(model, X, n_jobs=1)`` of a depth-2, 10-band ``NDClassifier``
+(45 pairs, one output logit) on a 4 Mpx float32 table, in Mpx/s. Each checkout is
+imported in a fresh subprocess (``PYTHONPATH`` set to it) that loads the same
+pickled model, warms numba and times one predict; the checkouts alternate, and the
+median of the runs of each is compared. The labels of both must be equal.
+
+Run from a checkout, with today's commit beside it::
+
+    git worktree add /tmp/kbase HEAD      # before the change
+    PYTHONPATH=. python benchmarks/bench_kernel.py /tmp/kbase .
+"""
+
+import argparse
+import os
+import pickle
+import statistics
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+N_BANDS = 10
+N_PIXELS = 4_000_000
+
+_CHILD = """
+import pickle, sys, time
+import numpy as np
+import sknd.raster
+with open(sys.argv[1], "rb") as f:
+    model = pickle.load(f)
+X = np.load(sys.argv[2])
+sknd.raster.predict(model, X[:10_000], n_jobs=1)  # compile or load numba's cache
+start = time.perf_counter()
+labels = sknd.raster.predict(model, X, n_jobs=1)
+seconds = time.perf_counter() - start
+np.save(sys.argv[3], labels)
+print(len(X) / seconds / 1e6)
+"""
+
+
+def fit_model(seed=0):
+    """A depth-2 NDClassifier on synthetic 10-band reflectances (all 45 pairs)."""
+    import torch
+
+    from sknd import NDClassifier
+
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.01, 0.6, size=(2000, N_BANDS))
+    y = (X[:, 7] - X[:, 3]) / (X[:, 7] + X[:, 3]) > 0
+    return NDClassifier(depth=2, max_epochs=5, random_state=seed).fit(X, y.astype(int))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("before", help="checkout of today's code")
+    parser.add_argument("after", help="checkout of the changed code")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        model_path, table_path = os.path.join(tmp, "model.pkl"), os.path.join(tmp, "X.npy")
+        with open(model_path, "wb") as f:
+            pickle.dump(fit_model(), f)
+        rng = np.random.default_rng(1)
+        np.save(table_path, rng.uniform(0.01, 0.6, (N_PIXELS, N_BANDS)).astype(np.float32))
+        rates = {"before": [], "after": []}
+        labels = {}
+        for _ in range(args.runs):
+            for name in rates:
+                checkout = os.path.abspath(getattr(args, name))
+                out = os.path.join(tmp, f"{name}.npy")
+                env = dict(os.environ, PYTHONPATH=checkout, OMP_NUM_THREADS="1")
+                result = subprocess.run(
+                    [sys.executable, "-c", _CHILD, model_path, table_path, out],
+                    env=env, capture_output=True, text=True, check=True, cwd=checkout,
+                )  # fmt: skip
+                rates[name].append(float(result.stdout.split()[-1]))
+                labels[name] = np.load(out)
+        for name, values in rates.items():
+            print(f"{name:6s} {statistics.median(values):6.1f} Mpx/s  runs {values}")
+        ratio = statistics.median(rates["after"]) / statistics.median(rates["before"])
+        print(f"ratio  {ratio:.2f}x  labels equal: {np.array_equal(*labels.values())}")
+
+
+if __name__ == "__main__":
+    main()
