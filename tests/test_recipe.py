@@ -284,18 +284,26 @@ def test_convex_rows_sample_large_data_without_bias_and_keep_rare_classes():
     np.testing.assert_allclose(weight, 100_000 / MIN_CONVEX_ROWS)
 
 
+def _small_budget_rows(monkeypatch, function, argument, *, rows, class_rows, per):
+    """Shrink the convex fits' row budget; return the row counts of the table that calls
+    of ``_recipe.<function>`` get as their positional ``argument``."""
+    monkeypatch.setattr(_recipe, "MIN_CONVEX_ROWS", rows)
+    monkeypatch.setattr(_recipe, "MIN_CLASS_ROWS", class_rows)
+    monkeypatch.setattr(_recipe, "ROWS_PER_COEFFICIENT", per)
+    seen = []
+    original = getattr(_recipe, function)
+
+    def spy(*args):
+        seen.append(len(args[argument]))
+        return original(*args)
+
+    monkeypatch.setattr(_recipe, function, spy)
+    return seen
+
+
 def test_convex_fits_of_large_data_use_the_sample_and_stay_close_to_all_rows(monkeypatch):
     # A small budget stands in for a large data set: 3,000 rows, 1,000 in the convex fits.
-    monkeypatch.setattr(_recipe, "MIN_CONVEX_ROWS", 1000)
-    monkeypatch.setattr(_recipe, "MIN_CLASS_ROWS", 50)
-    monkeypatch.setattr(_recipe, "ROWS_PER_COEFFICIENT", 10)
-    seen = []
-    convex_fit = _recipe._convex_fit
-    monkeypatch.setattr(
-        _recipe,
-        "_convex_fit",
-        lambda features, *args: seen.append(len(features)) or convex_fit(features, *args),
-    )
+    seen = _small_budget_rows(monkeypatch, "_convex_fit", 0, rows=1000, class_rows=50, per=10)
     X = _spectra(n_samples=3000, seed=2)
     y = _classes(X, n_classes=3, seed=2)
     model = NDClassifier(max_epochs=1, lr=1e-12, early_stopping=False, random_state=0)
@@ -311,16 +319,7 @@ def test_convex_fits_of_large_data_use_the_sample_and_stay_close_to_all_rows(mon
 
 def test_the_c_path_scores_a_sample_of_large_validation_parts(monkeypatch):
     # A small budget stands in for a large data set: 300 validation rows, ~100 scored.
-    monkeypatch.setattr(_recipe, "MIN_CONVEX_ROWS", 100)
-    monkeypatch.setattr(_recipe, "MIN_CLASS_ROWS", 20)
-    monkeypatch.setattr(_recipe, "ROWS_PER_COEFFICIENT", 1)
-    seen = []
-    features = _recipe._features
-    monkeypatch.setattr(
-        _recipe,
-        "_features",
-        lambda module, X, rows: seen.append(len(X)) or features(module, X, rows),
-    )
+    seen = _small_budget_rows(monkeypatch, "_features", 1, rows=100, class_rows=20, per=1)
     X = _spectra(n_samples=3000, seed=2)
     y = _classes(X, n_classes=3, seed=2)
     model = NDClassifier(max_epochs=1, lr=1e-12, random_state=0).fit(X, y)
