@@ -340,15 +340,12 @@ def refit(module, X, target, task, rows, penalty, sample_weight=None):
 
 
 def _row_losses(task, output, target):
-    """Per-row losses (float64) of raw outputs: the estimators' criteria (MSE: mean over
-    the outputs)."""
-    if not isinstance(task, ClassificationTask):
-        return ((output - target) ** 2).mean(1)
-    if task.binary:
-        return F.binary_cross_entropy_with_logits(
-            output[:, 0], target.to(output.dtype), reduction="none"
-        )
-    return F.cross_entropy(output, target, reduction="none")
+    """Per-row losses (float64) of raw outputs under the estimators' training criterion,
+    averaged over the outputs as in training (:func:`sknd._training.weighted_loss`)."""
+    if isinstance(task, ClassificationTask) and task.binary:
+        target = target.to(output.dtype).reshape(-1, 1)
+    losses = task.criterion(reduction="none")(output, target)
+    return losses.reshape(len(output), -1).mean(1)
 
 
 def _mean(values, weight):
