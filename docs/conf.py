@@ -22,6 +22,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax copied into the site (_static/mathjax): no CDN needed
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",

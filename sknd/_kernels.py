@@ -6,7 +6,7 @@ layer of a ``(n_pixels, n_bands)`` table costs two GEMMs against mostly-zero
 division, each reading and writing ``n_pixels x n_pairs`` values. This kernel
 computes each pair's index in a single pass over tiles of pixels held in
 cache, about 3.5x faster per pixel; :mod:`sknd.raster` uses it when numba is
-installed (``pip install sknd[fast]``) and falls back to numpy otherwise.
+installed (the ``fast`` extra) and falls back to numpy otherwise.
 
 The kernel releases the GIL, so chunks run in parallel threads. Compiled code
 is cached on disk by numba (``cache=True``): only the first call on a machine

@@ -9,7 +9,8 @@
 #                             (e.g. https://download.pytorch.org/whl/cu126 for a CUDA build)
 #   TORCH_CPU_INDEX_URL=URL   where to get a CPU build when the configured index's default is
 #                             a CUDA build (default https://download.pytorch.org/whl/cpu)
-#   EXTRAS=test               sknd's extras, e.g. EXTRAS=test,docs
+#   EXTRAS=test               sknd's extras, e.g. EXTRAS=test,docs; EXTRAS= (empty): none,
+#                             sknd and its dependencies only (what `make demo` needs)
 #
 # Without a GPU and without TORCH_INDEX_URL, the script asks pip (a dry run) which wheel the
 # configured index would install. If that is already a CPU build (a "+cpu" version and no
@@ -20,11 +21,16 @@ venv=${1:-.venv}
 python=${PYTHON:-python3}
 torch_version=${TORCH_VERSION:-2.13.0}
 cpu_index=${TORCH_CPU_INDEX_URL:-https://download.pytorch.org/whl/cpu}
-extras=${EXTRAS:-test}
+extras=${EXTRAS-test}
 
-[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
 say() { echo "install.sh: $*"; }
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" -m venv "$venv"
+    # The pip a venv starts with may predate the metadata sknd's wheel has (Metadata 2.4: the
+    # pip of Python 3.11, 23.2, shows no license or home page in `pip show sknd`; 26.x does).
+    "${pip[@]}" install --quiet --upgrade pip || say "could not upgrade pip (offline?): kept $("${pip[@]}" --version)"
+fi
 
 # Prints "cpu" or "cuda": the build pip would install for torch==$torch_version by default.
 default_torch_build() {
@@ -73,4 +79,8 @@ else
     fi
 fi
 "$venv/bin/python" -c "import torch; print(f'install.sh: torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}')"
-"${pip[@]}" install -e ".[$extras]"
+if [ -n "$extras" ]; then
+    "${pip[@]}" install -e ".[$extras]"
+else
+    "${pip[@]}" install -e .
+fi
