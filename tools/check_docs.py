@@ -118,9 +118,12 @@ def raw_math(site):
             snippet = text[max(0, match.start() - 40):match.end() + 40]
             problems.append(f"{page.relative_to(site)}: raw math in the text: ...{snippet}...")
         for src in re.findall(r'<script[^>]+src="([^"]*mathjax[^"]*)"', html, re.IGNORECASE):
-            if "://" in src or not (page.parent / src.split("?")[0]).is_file():
+            script = page.parent / src.split("?")[0]
+            if "://" in src or not script.is_file():
                 problems.append(f"{page.relative_to(site)}: MathJax from {src}, not from the site")
-    return problems
+            elif not (script.parent / "LICENSE").is_file():
+                problems.append(f"{script.parent}: MathJax without its LICENSE")
+    return list(dict.fromkeys(problems))  # a bundle's problem once, not once per page
 
 
 def _browser():
