@@ -16,7 +16,8 @@ def reset_argv(gallery_conf, script_vars):
     ``reproduce_paper.py`` runs its documented ``--quick`` mode on the smaller dataset:
     its full protocol takes far longer than a docs build. ``sentinel2_indices.py`` and
     ``landsat8_to_sentinel2.py`` write their files (PNG, GeoTIFF, COG, JSON) to
-    ``docs/_build/examples`` (the gallery shows the figures anyway). The other examples take no arguments.
+    ``docs/_build/examples`` (the gallery shows the figures anyway). The other examples take
+    no arguments.
     """
     name = Path(script_vars["src_file"]).name
     if name == "reproduce_paper.py":

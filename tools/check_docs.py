@@ -8,10 +8,11 @@ for a script of ``examples/``, if the gallery shows no figure or prints a path o
 machine (the checkout, the temporary directory), if a page's text outside code and rendered
 math shows raw LaTeX (``$``, ``\(``, ``\[``, ``\frac``...: math MathJax will not render, such
 as a Markdown ``$...$`` span broken by a line that starts with ``+``), or if a page loads
-MathJax from elsewhere than the site (offline, its formulas would stay raw LaTeX). With
-``--screenshots``, a headless Chromium (``chromium`` or ``chromium-browser`` on PATH) also
-renders the NDClassifier page and the gallery to PNG files in DIR, and the check fails if
-either image is blank. ``make docs`` runs it without screenshots.
+MathJax from elsewhere than the site (offline, its formulas would stay raw LaTeX) or
+without MathJax's license beside it. With ``--screenshots``, a headless Chromium
+(``chromium`` or ``chromium-browser`` on PATH) also renders the NDClassifier page and the
+gallery to PNG files in DIR, and the check fails if either image is blank. ``make docs``
+runs it without screenshots.
 """
 
 import argparse
@@ -118,7 +119,7 @@ def raw_math(site):
             snippet = text[max(0, match.start() - 40):match.end() + 40]
             problems.append(f"{page.relative_to(site)}: raw math in the text: ...{snippet}...")
         for src in re.findall(r'<script[^>]+src="([^"]*mathjax[^"]*)"', html, re.IGNORECASE):
-            script = page.parent / src.split("?")[0]
+            script = (page.parent / src.split("?")[0]).resolve()
             if "://" in src or not script.is_file():
                 problems.append(f"{page.relative_to(site)}: MathJax from {src}, not from the site")
             elif not (script.parent / "LICENSE").is_file():
