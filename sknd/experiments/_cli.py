@@ -94,6 +94,7 @@ class Option:
 
     @property
     def default_text(self):
+        """The default as ``--help`` and the docs show it."""
         if self.flag:
             return "off"
         if self.required:

@@ -1,6 +1,6 @@
 """The paper's cross-validation protocol as a pipeline: plan what to fit (models x depths
 x folds, :mod:`._plan`), run the plan's tasks in parallel (each fits one model on one fold
-and scores it clean, under noise and under an illumination change: :mod:`._task`),
+and scores it clean, under noise and under an illumination change: :mod:`._worker`),
 collect their records into tables, which :func:`write_report` turns into the report."""
 
 import numbers
@@ -21,7 +21,7 @@ from ._plan import make_plan
 from ._progress import Progress
 from ._records import class_counts, data_name, screening_notes, versions
 from ._specs import FIXED_INDEX_BASELINE, MODEL_SPECS, TASKS, specs_for
-from ._task import run_task
+from ._worker import run_task
 
 #: The architectures compared in the paper, fitted with :class:`sknd.NDClassifier`.
 PAPER_MODELS = ("nd", "mlp", "attnd")
@@ -251,6 +251,7 @@ def run_experiments(
     {'logreg_bands': 6, 'nd': 6}
     """
     start = time.perf_counter()
+    # Check everything before the first fit, plan what to fit, run, collect the records.
     X, y, name = _checked_data(X, y, task, dataset_name)
     check_run_arguments(
         X,
