@@ -39,9 +39,9 @@ class Plan:
     settings: dict
     #: Parameters of every sknd network row (the caller's, plus the automatic choices).
     network_params: dict
-    #: Hidden width of the networks' default, mirrored in the scikit-learn MLP.
+    #: Hidden width of the scikit-learn MLP: hidden_units, or the networks' default.
     n_hidden: int
-    n_pairs: int
+    n_bands: int
     splits: list
     fold_seeds: np.ndarray
     #: One dict ``model, depth, fold, seed`` per fit, deepest networks first.
@@ -52,7 +52,11 @@ class Plan:
     def metrics(self):
         return SCORE_COLUMNS[self.task]
 
-    def config(self, n_bands):
+    @property
+    def n_pairs(self):
+        return self.n_bands * (self.n_bands - 1) // 2
+
+    def config(self):
         """What a worker needs besides its task and its fold (see :func:`run_task`)."""
         return {
             "dataset": self.dataset,
@@ -63,7 +67,7 @@ class Plan:
                 "network_params": self.network_params,
                 "n_hidden": self.n_hidden,
                 "n_estimators": self.n_estimators,
-                "n_bands": n_bands,
+                "n_bands": self.n_bands,
             },
             "metrics": self.metrics,
             "noise_levels": self.noise_levels,
@@ -112,7 +116,7 @@ def make_plan(
         settings=settings,
         network_params=network_params,
         n_hidden=n_hidden,
-        n_pairs=X.shape[1] * (X.shape[1] - 1) // 2,
+        n_bands=X.shape[1],
         splits=splits,
         fold_seeds=fold_seeds,
         tasks=_tasks(specs, depths, fold_seeds),

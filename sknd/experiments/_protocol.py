@@ -321,7 +321,7 @@ def _run(plan, X, y, *, n_jobs, verbose):
     """Run the plan's tasks (joblib, results as they finish) under a progress bar; the
     notes of the plan, and those only the fits can tell (pair screening), go to stderr."""
     _print_notes(plan.notes, verbose)
-    config = plan.config(n_bands=X.shape[1])
+    config = plan.config()
     progress = Progress(len(plan.tasks), enabled=verbose > 0)
     parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
     outputs = []
