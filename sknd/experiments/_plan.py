@@ -145,7 +145,8 @@ def _training(X, estimator_params, notes):
         notes.append(
             f"Hidden width {n_hidden} units (the networks' default for all {n_pairs} band "
             "pairs: their number clipped to 8..256), mirrored in the scikit-learn MLP; set "
-            "with hidden_units."
+            "with hidden_units. The sknd recipe's deeper networks keep their own default "
+            "width, within the parameters of scikit-learn's default MLP."
         )
     return settings, network_params, n_hidden
 
