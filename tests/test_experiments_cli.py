@@ -314,3 +314,20 @@ def test_options_resolve_to_the_full_or_the_quick_values(argv, expected):
     args = _resolve(build_parser().parse_args(["--dataset", "forest_type", *argv]))
     assert {name: getattr(args, name) for name in expected} == expected
     assert {option.dest for option in OPTIONS} == set(vars(args))
+
+
+def test_additive_noise_is_run_recorded_and_reported(tmp_path):
+    common = ["--dataset", "forest_type", "--models", "logreg_nd", "--folds", "3",
+              "--noise-levels", "0,20", "--quiet", "--no-figures", *FAST]  # fmt: skip
+    runs = {}
+    for kind in ("multiplicative", "additive"):
+        assert main([*common, "--noise-kind", kind, "--output", str(tmp_path / kind)]) == 0
+        settings = pd.read_json(tmp_path / kind / "settings.json", typ="series")
+        assert settings["noise_kind"] == kind
+        runs[kind] = pd.read_csv(tmp_path / kind / "results.csv")
+    report = (tmp_path / "additive" / "report.md").read_text()
+    assert "- Noise: b + eta s z (s: each band's standard deviation" in report
+    clean = [run.loc[run.noise == 0, "accuracy"].to_numpy() for run in runs.values()]
+    np.testing.assert_array_equal(*clean)  # same fits, same clean scores
+    noisy = [run.loc[run.noise > 0, "accuracy"].to_numpy() for run in runs.values()]
+    assert not np.array_equal(*noisy)  # another noise model

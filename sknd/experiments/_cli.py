@@ -18,7 +18,7 @@ from pathlib import Path
 from ..bands import resolve_bands
 from ._checks import check_run_arguments
 from ._data import SHIPPED_DATASETS, load_experiment_data
-from ._noise import PAPER_NOISE_LEVELS
+from ._noise import NOISE_KINDS, PAPER_NOISE_LEVELS
 from ._protocol import run_experiments
 from ._report import write_report
 from ._specs import PAPER_SETTINGS, specs_for
@@ -176,6 +176,10 @@ OPTIONS = (
            type=_float_list, shown=_show([f"{100 * v:g}" for v in PAPER_NOISE_LEVELS])),
     Option("--noise-repeats", "noise draws per level and fold", _NOISE, metavar="N",
            type=int, default=5, quick=2),
+    Option("--noise-kind", "multiplicative: the paper's b + eta abs(b) z; additive: b + eta s z "
+           "with s each band's standard deviation on the training rows, clipped at 0 (sensor "
+           "noise of a fixed size, hardest on dark pixels)", _NOISE, choices=NOISE_KINDS,
+           default="multiplicative"),
     Option("--output", "output directory", _RUN, metavar="DIR", type=Path,
            shown="results/DATASET"),
     Option("--n-jobs", "parallel workers (joblib); each runs one (model, depth, fold) at a "
@@ -225,7 +229,8 @@ def options_markdown():
         if option.group != group:
             group = option.group
             lines.append(f"| **{group}** | | |")
-        lines.append(f"| `{option.usage}` | {option.default_text} | {option.help} |")
+        meaning = option.help.replace("|", "\\|")  # a bare | would end the table's cell
+        lines.append(f"| `{option.usage}` | {option.default_text} | {meaning} |")
     return "\n".join(lines) + "\n"
 
 
@@ -397,6 +402,7 @@ def _run(args, data, estimator_params, noise_levels):
         models=args.models,
         noise_levels=noise_levels,
         noise_repeats=args.noise_repeats,
+        noise_kind=args.noise_kind,
         estimator_params=estimator_params,
         n_estimators=args.n_estimators,
         n_jobs=args.n_jobs,

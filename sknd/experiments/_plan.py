@@ -32,6 +32,7 @@ class Plan:
     depths: list
     noise_levels: list
     noise_repeats: int
+    noise_kind: str
     illumination_factors: list
     n_estimators: int
     keep_estimators: str
@@ -72,6 +73,7 @@ class Plan:
             "metrics": self.metrics,
             "noise_levels": self.noise_levels,
             "noise_repeats": self.noise_repeats,
+            "noise_kind": self.noise_kind,
             "illumination_factors": self.illumination_factors,
             "keep_estimators": self.keep_estimators,
         }
@@ -88,6 +90,7 @@ def make_plan(
     models,
     noise_levels,
     noise_repeats,
+    noise_kind,
     illumination_factors,
     estimator_params,
     n_estimators,
@@ -110,6 +113,7 @@ def make_plan(
         depths=depths,
         noise_levels=[float(level) for level in noise_levels],
         noise_repeats=noise_repeats,
+        noise_kind=noise_kind,
         illumination_factors=list(illumination_factors),
         n_estimators=n_estimators,
         keep_estimators=keep_estimators,

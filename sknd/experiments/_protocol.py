@@ -16,7 +16,7 @@ from sklearn.utils.multiclass import type_of_target
 
 from .._tasks import check_label_kinds
 from ._checks import check_run_arguments
-from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS
+from ._noise import ILLUMINATION_FACTORS, NOISE_KINDS, PAPER_NOISE_LEVELS
 from ._plan import make_plan
 from ._progress import Progress
 from ._records import class_counts, data_name, screening_notes, versions
@@ -104,6 +104,7 @@ class ExperimentResults:
         "models": ["array-like", None],
         "noise_levels": ["array-like"],
         "noise_repeats": [Interval(numbers.Integral, 1, None, closed="left")],
+        "noise_kind": [StrOptions(set(NOISE_KINDS))],
         "illumination_factors": ["array-like"],
         "estimator_params": [dict, None],
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -128,6 +129,7 @@ def run_experiments(
     models=None,
     noise_levels=PAPER_NOISE_LEVELS,
     noise_repeats=5,
+    noise_kind="multiplicative",
     illumination_factors=ILLUMINATION_FACTORS,
     estimator_params=None,
     n_estimators=100,
@@ -172,7 +174,7 @@ def run_experiments(
     - ``"random_forest"``: a random forest on the raw bands, fitted on training +
       validation data.
 
-    Each model is then scored on the test part clean and under multiplicative noise
+    Each model is then scored on the test part clean and under noise
     (:func:`noise_robustness`, mean over ``noise_repeats`` draws) and under illumination
     changes (:func:`illumination_check`): accuracy for classification, R² and RMSE for
     regression.
@@ -200,6 +202,10 @@ def run_experiments(
         Noise levels eta; the first one should be 0 (the clean score).
     noise_repeats : int, default=5
         Noise draws per level, averaged into one result row.
+    noise_kind : {"multiplicative", "additive"}, default="multiplicative"
+        The paper's ``b + eta |b| z``, or ``b + eta s z`` with ``s`` the training rows'
+        standard deviation of each band, clipped at 0 for non-negative bands (sensor noise
+        of a fixed size, which hits dark pixels hardest; :func:`add_additive_noise`).
     illumination_factors : sequence of float, default=(0.5, 0.8, 1.0, 1.25, 2.0)
         Gains applied to all bands in the illumination check.
     estimator_params : dict, default=None
@@ -274,6 +280,7 @@ def run_experiments(
         models=models,
         noise_levels=noise_levels,
         noise_repeats=noise_repeats,
+        noise_kind=noise_kind,
         illumination_factors=illumination_factors,
         estimator_params=estimator_params,
         n_estimators=n_estimators,
@@ -400,6 +407,7 @@ def _settings(plan, X, y, groups, random_state, n_jobs, target_names):
         "baseline": FIXED_INDEX_BASELINE[plan.task],
         "noise_levels": plan.noise_levels,
         "noise_repeats": plan.noise_repeats,
+        "noise_kind": plan.noise_kind,
         "illumination_factors": plan.illumination_factors,
         "estimator_params": {**plan.settings, **plan.network_params},
         "network_overrides": plan.network_params,

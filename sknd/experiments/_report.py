@@ -12,6 +12,12 @@ from ._specs import FIXED_INDEX_BASELINE, MODEL_SPECS
 from ._tables import accuracy_table, main_metric, noise_drop_table, paired_ttest, parameter_table
 
 #: How each score is printed: name in headings, scale, decimals, and whether larger is better.
+#: The report's formula of each noise model (sknd.experiments.NOISE_KINDS).
+_NOISE_FORMULAS = {
+    "multiplicative": "b + eta |b| z",
+    "additive": "b + eta s z (s: each band's standard deviation on the training rows; "
+    "clipped at 0)",
+}
 _FORMATS = {
     "accuracy": ("accuracy (%)", 100, 2),
     "r2": ("R²", 1, 3),
@@ -266,8 +272,9 @@ def _protocol_text(experiment, command, layout):
     )
     lines += _training_lines(s, layout)
     lines.append(_peers_text(s, layout))
+    formula = _NOISE_FORMULAS[s.get("noise_kind", "multiplicative")]
     lines.append(
-        "- Noise: b + eta |b| z at eta = "
+        f"- Noise: {formula} at eta = "
         + ", ".join(f"{100 * v:g}" for v in s.get("noise_levels", []))
         + f" %, mean of {s.get('noise_repeats')} draws per fold."
     )

@@ -1,5 +1,5 @@
 """One task of an experiment's plan, in a joblib worker: fit one model on one fold, score it
-on the test part clean, under multiplicative noise and under an illumination change, and
+on the test part clean, under noise and under an illumination change, and
 return its records (score rows, training curve, coefficients, illumination rows)."""
 
 import time
@@ -40,6 +40,8 @@ def run_task(task, X, y, split, config):
             levels=config["noise_levels"],
             n_repeats=config["noise_repeats"],
             random_state=task["seed"],
+            kind=config["noise_kind"],
+            scale=X.iloc[split[0]].to_numpy(dtype=float).std(axis=0),
         )
         illumination = illumination_check(
             estimator, X_test, y_test, factors=config["illumination_factors"]
