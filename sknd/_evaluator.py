@@ -44,6 +44,9 @@ class _Workspace(threading.local):
         self.buffers = {}
         # The compiled kernels of the call in progress, or None for numpy (FastNetwork.compiled).
         self.kernels = None
+        # The dtype the call in progress computes in. Blocks come in it, except to a first
+        # step that reads the pixel table's own dtype (reads_raw).
+        self.dtype = None
 
     def get(self, key, shape, dtype):
         size = int(np.prod(shape))
@@ -167,11 +170,21 @@ class FastNetwork:
         dtype = self.dtype
         if dtype is None:  # transform keeps float32/float64 as the estimator does
             dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-        if not checked:
-            X = np.ascontiguousarray(X, dtype=dtype)
-            self._check(X, source_dtype)
         workspace = self._workspace
-        workspace.kernels = _compiled_kernels() if self.compiled else None
+        workspace.kernels = kernels = _compiled_kernels() if self.compiled else None
+        workspace.dtype = dtype
+        block_dtype = dtype
+        if (
+            kernels is not None
+            and getattr(self.steps[0] if self.steps else None, "reads_raw", False)
+            and X.dtype in kernels.INPUT_DTYPES
+        ):
+            # The compiled kernel converts the table tile by tile in cache, to the same
+            # values: cast here, the table would be written out in float64 and read back.
+            block_dtype = None
+        if not checked:
+            X = np.ascontiguousarray(X, dtype=block_dtype)
+            self._check(X, source_dtype)
         result = None
         # Blocks of a few thousand rows gain nothing from BLAS threads, and on busy cores
         # lose several-fold (depth 3, 1 Mpx, 2 shared cores: 5x). Reference-counted: cheap
@@ -179,7 +192,7 @@ class FastNetwork:
         with single_threaded_blas():
             for start in range(0, max(len(X), 1), self.block_rows):
                 # Cast block by block (a whole table in float64 would leave the caches).
-                block = np.ascontiguousarray(X[start : start + self.block_rows], dtype=dtype)
+                block = np.ascontiguousarray(X[start : start + self.block_rows], dtype=block_dtype)
                 values = block
                 for step in self.steps:
                     values = step(values, block, workspace)
@@ -231,6 +244,9 @@ class _NDStep(_Step):
     installed, else with numpy in GEMM or gather form.
     """
 
+    #: As the first step, the compiled kernel takes the blocks in their own dtype.
+    reads_raw = True
+
     def __init__(self, pairs, wa, wc, n_features, epsilon, variant):
         self.pairs = pairs
         # The bands of every pair as contiguous arrays, as the compiled kernel takes them.
@@ -255,8 +271,9 @@ class _NDStep(_Step):
     def __call__(self, X, inputs, workspace):
         kernels = workspace.kernels
         if kernels is not None:
-            out = workspace.get((id(self), "t"), (self.width, len(X)), X.dtype)
-            kernels.normalized_differences(X, *self.kernel_arguments(X.dtype), out)
+            dtype = workspace.dtype
+            out = workspace.get((id(self), "t"), (self.width, len(X)), dtype)
+            kernels.normalized_differences(X, *self.kernel_arguments(dtype), out)
             return out.T
         return self._numpy(X, workspace)
 
@@ -317,6 +334,8 @@ class _NDDenseStep:
     outputs to memory; without numba the two steps run one after the other.
     """
 
+    reads_raw = True  # as _NDStep
+
     def __init__(self, nd, dense):
         self.nd = nd
         self.dense = dense
@@ -326,11 +345,10 @@ class _NDDenseStep:
         kernels = workspace.kernels
         if kernels is None:
             return self.dense(self.nd(X, inputs, workspace), inputs, workspace)
-        weight, bias = self.dense._cast(X.dtype)
-        out = workspace.get((id(self), "y"), (self.dense.width, len(X)), X.dtype)
-        kernels.normalized_differences_dense(
-            X, *self.nd.kernel_arguments(X.dtype), weight, bias, out
-        )
+        dtype = workspace.dtype
+        weight, bias = self.dense._cast(dtype)
+        out = workspace.get((id(self), "y"), (self.dense.width, len(X)), dtype)
+        kernels.normalized_differences_dense(X, *self.nd.kernel_arguments(dtype), weight, bias, out)
         return out.T
 
 
