@@ -13,6 +13,7 @@ torch forward pass.
 
 import copy
 import functools
+import math
 import threading
 
 import numpy as np
@@ -49,7 +50,7 @@ class _Workspace(threading.local):
         self.dtype = None
 
     def get(self, key, shape, dtype):
-        size = int(np.prod(shape))
+        size = math.prod(shape)  # np.prod costs microseconds, paid on every block
         buffer = self.buffers.get(key)
         if buffer is None or buffer.size < size or buffer.dtype != dtype:
             buffer = np.empty(max(size, 1), dtype=dtype)
@@ -77,10 +78,12 @@ class FastNetwork:
     regression targets). Rows go through the network in blocks of a few
     thousand, in per-thread buffers. Networks run in float64 from the float32
     weights; the ND outputs alone (``transform``) run in the input's float
-    dtype. On the CPU the estimators' own ``predict``, ``predict_proba`` and
-    ``transform`` run through this evaluator too, so that an estimator, a
-    scene (:mod:`sknd.raster`) and a model file (:mod:`sknd._model_file`)
-    give the same values bit for bit.
+    dtype. A compiled first layer reads the table in its own dtype
+    (:data:`sknd._kernels.INPUT_DTYPES`) and converts it tile by tile, to the
+    same values as a cast of the whole table. On the CPU the estimators' own
+    ``predict``, ``predict_proba`` and ``transform`` run through this
+    evaluator too, so that an estimator, a scene (:mod:`sknd.raster`) and a
+    model file (:mod:`sknd._model_file`) give the same values bit for bit.
 
     Built by :meth:`for_network`, :meth:`for_layers` or :meth:`for_indices`;
     the input checks are those of the estimator's own validation.
@@ -191,7 +194,7 @@ class FastNetwork:
         # inside sknd.raster's chunks, which hold the limit already.
         with single_threaded_blas():
             for start in range(0, max(len(X), 1), self.block_rows):
-                # Cast block by block (a whole table in float64 would leave the caches).
+                # Cast block by block, if at all (a whole table in float64 would leave the caches).
                 block = np.ascontiguousarray(X[start : start + self.block_rows], dtype=block_dtype)
                 values = block
                 for step in self.steps:
