@@ -575,6 +575,22 @@ def test_fast_path_fuses_nd_with_a_narrow_output_layer(params, target, steps):
     assert [type(step).__name__ for step in fast.steps] == steps
 
 
+def _kernel_step(pairs, a, c, variant):
+    """The ND step of the evaluator (epsilon 1e-3), whose kernel arguments the tests pass."""
+    (step,) = _evaluator.FastNetwork.for_indices(
+        pairs,
+        a,
+        c,
+        int(np.max(pairs)) + 1,
+        1e-3,
+        variant,
+        non_negative=False,
+        estimator_name="test",
+        feature_names=None,
+    ).steps
+    return step
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
 def test_compiled_kernels_equal_the_nd_layer(variant, dtype):
@@ -594,17 +610,8 @@ def test_compiled_kernels_equal_the_nd_layer(variant, dtype):
         layer.a.normal_(generator=torch.Generator().manual_seed(0))
         layer.c.normal_(generator=torch.Generator().manual_seed(1))
         expected = layer(torch.from_numpy(X.astype(np.float64))).numpy()
-    (step,) = _evaluator.FastNetwork.for_indices(
-        layer.pairs.numpy(),
-        layer.a.detach().numpy(),
-        layer.c.detach().numpy(),
-        n_bands,
-        1e-3,
-        variant,
-        non_negative=False,
-        estimator_name="test",
-        feature_names=None,
-    ).steps
+    parameters = layer.a.detach().numpy(), layer.c.detach().numpy()
+    step = _kernel_step(layer.pairs.numpy(), *parameters, variant)
     arguments = step.kernel_arguments(np.dtype(dtype))
     out = np.empty((len(step.pairs), n_pixels), dtype=dtype)
     kernels.normalized_differences(X, *arguments, out)
@@ -618,22 +625,11 @@ def test_compiled_kernels_equal_the_nd_layer(variant, dtype):
     np.testing.assert_allclose(dense.T, expected @ weight.T + bias, rtol=10 * tol, atol=10 * tol)
 
 
-def _kernel_step(n_bands, variant, seed=5):
-    """An ND step of all pairs of ``n_bands`` with random weights (its kernel arguments)."""
-    rng = np.random.default_rng(seed)
+def _random_kernel_step(n_bands, variant):
+    """The ND step of all pairs of ``n_bands`` with random raw parameters."""
+    rng = np.random.default_rng(5)
     pairs = np.array([(i, j) for i in range(n_bands) for j in range(i + 1, n_bands)])
-    (step,) = _evaluator.FastNetwork.for_indices(
-        pairs,
-        rng.normal(size=len(pairs)),
-        rng.normal(size=len(pairs)),
-        n_bands,
-        1e-3,
-        variant,
-        non_negative=False,
-        estimator_name="test",
-        feature_names=None,
-    ).steps
-    return step
+    return _kernel_step(pairs, rng.normal(size=len(pairs)), rng.normal(size=len(pairs)), variant)
 
 
 @pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
@@ -642,7 +638,7 @@ def test_compiled_kernels_read_every_input_dtype_as_its_cast(variant):
     kernels = pytest.importorskip("sknd._kernels", reason="the compiled kernels need numba")
     rng = np.random.default_rng(4)
     n_bands, n_pixels = 5, 600  # two full tiles of 256 and a partial one
-    step = _kernel_step(n_bands, variant)
+    step = _random_kernel_step(n_bands, variant)
     n_pairs = len(step.pairs)
     for dtype in kernels.INPUT_DTYPES:
         low = 0 if variant == "reflectance" or dtype.kind == "u" else -200
@@ -676,7 +672,7 @@ def test_compiled_dense_kernel_sums_the_pairs_in_order(variant):
     rng = np.random.default_rng(6)
     n_bands, n_pixels = 6, 600
     X = rng.uniform(0.0 if variant == "reflectance" else -3.0, 3.0, size=(n_pixels, n_bands))
-    step = _kernel_step(n_bands, variant)
+    step = _random_kernel_step(n_bands, variant)
     arguments = step.kernel_arguments(np.dtype(np.float64))
     values = np.empty((len(step.pairs), n_pixels))
     kernels.normalized_differences(X, *arguments, values)
