@@ -697,6 +697,10 @@ def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation):
     np.testing.assert_array_equal(raster.predict(reg, image), expected)
     table = image.reshape(-1, 5)
     np.testing.assert_array_equal(reg.predict(table), expected.ravel())
+    if dtype != np.float32:  # integer bands: indices in float64 (float32 keeps float32)
+        transformer = _sknd_fit(NDTransformer(**FAST))
+        indices = raster.transform(transformer, image.astype(np.float64))
+        np.testing.assert_array_equal(raster.transform(transformer, image), indices)
     if dtype != np.uint16:
         image[2, 3, 1] = -7
         with pytest.raises(ValueError, match="Negative values.*down to -7"):
