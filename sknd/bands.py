@@ -481,6 +481,30 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
             [(name, name, None) for name in model_names],
             None,
         )
+    found, best = _readings(model, image_names, image_sensor)
+    if not found:
+        raise _no_counterpart(model, image_names, image_sensor, best)
+    if len({tuple(positions) for _, positions, _ in found}) > 1:
+        readings = "; ".join(
+            f"{key or 'common names'}: {[image_names[p] for p in positions]}"
+            for key, positions, _ in found
+        )
+        raise ValueError(
+            f"The image's band names {image_names} fit several sensor presets that pick "
+            f"different bands for the model's {model_names} ({readings}); name the image's "
+            "sensor with sensor=."
+        )
+    key, positions, image = found[0]
+    return positions, _mapping(model, image, positions), key
+
+
+def _readings(model, image_names, image_sensor):
+    """The readings of the image's names under which every model band is found.
+
+    Returns ``(found, best)``: ``found`` lists ``(key, positions, image bands)``, only
+    the first when it is decisive (under ``image_sensor``, or under the model's own
+    sensor); ``best`` is ``(key, missing bands)`` of the reading that missed fewest.
+    """
     model_key = next((band.sensor for band in model if band.sensor is not None), None)
     if image_sensor is not None:
         keys = [get_sensor(image_sensor).key]
@@ -501,43 +525,35 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
             best = (key, missing)
         if not missing:
             if image_sensor is not None or key == model_key:
-                return positions, _mapping(model, image, positions), key
+                return [(key, positions, image)], best
             found.append((key, positions, image))
-    if not found:
-        if best is not None:
-            key, missing = best
-        else:  # no reading of the image's names at all (e.g. a name given twice)
-            key = None
-            missing = [band for band in model if band.name not in image_names] or list(model)
-        where = f" read as {SENSORS[key].long_name} bands" if key else ""
-        described = ", ".join(
-            f"{band.name!r} ({band.common_name or 'no common name'})" for band in missing
+    return found, best
+
+
+def _no_counterpart(model, image_names, image_sensor, best):
+    """The error for model bands that no reading of the image's names finds."""
+    if best is not None:
+        key, missing = best
+    else:  # no reading of the image's names at all (e.g. a name given twice)
+        key = None
+        missing = [band for band in model if band.name not in image_names] or list(model)
+    where = f" read as {SENSORS[key].long_name} bands" if key else ""
+    described = ", ".join(
+        f"{band.name!r} ({band.common_name or 'no common name'})" for band in missing
+    )
+    hint = "" if image_sensor else "; name the image's sensor (sensor=) if it has a preset"
+    repeated = sorted({name for name in image_names if image_names.count(name) > 1})
+    if repeated:
+        hint = f"; the image names band(s) {repeated} more than once" + hint
+    if any(band.common_name is None for band in missing):
+        hint += (
+            "; bands without a common name only match identical names: fit the model "
+            "with sensor= (e.g. sensor='landsat8') or name its bands by common name"
         )
-        hint = "" if image_sensor else "; name the image's sensor (sensor=) if it has a preset"
-        repeated = sorted({name for name in image_names if image_names.count(name) > 1})
-        if repeated:
-            hint = f"; the image names band(s) {repeated} more than once" + hint
-        if any(band.common_name is None for band in missing):
-            hint += (
-                "; bands without a common name only match identical names: fit the model "
-                "with sensor= (e.g. sensor='landsat8') or name its bands by common name"
-            )
-        raise ValueError(
-            f"The model's band(s) {described} have no counterpart among the image's bands "
-            f"{image_names}{where}{hint}."
-        )
-    if len({tuple(positions) for _, positions, _ in found}) > 1:
-        readings = "; ".join(
-            f"{key or 'common names'}: {[image_names[p] for p in positions]}"
-            for key, positions, _ in found
-        )
-        raise ValueError(
-            f"The image's band names {image_names} fit several sensor presets that pick "
-            f"different bands for the model's {model_names} ({readings}); name the image's "
-            "sensor with sensor=."
-        )
-    key, positions, image = found[0]
-    return positions, _mapping(model, image, positions), key
+    return ValueError(
+        f"The model's band(s) {described} have no counterpart among the image's bands "
+        f"{image_names}{where}{hint}."
+    )
 
 
 def _plausible(key, names):

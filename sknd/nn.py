@@ -652,6 +652,14 @@ class NormalizedDifference(nn.Module):
                 f"{name}(dim={self.dim}) cannot read the bands of a {x.dim()}-D input of "
                 f"shape {tuple(x.shape)}: dim must be in [{-x.dim()}, {x.dim() - 1}]."
             )
+        self._check_bands_axis(x)
+        if not self.check_input or torch.compiler.is_compiling() or x.numel() == 0:
+            return False
+        return self._check_values(x)
+
+    def _check_bands_axis(self, x):
+        """A clear error when ``x`` does not hold the layer's bands along ``dim``."""
+        name = type(self).__name__
         if x.shape[self.dim] != self.n_features:
             if x.dim() == 3 and x.shape[0] == self.n_features and self.dim == 1:
                 raise ValueError(
@@ -666,8 +674,11 @@ class NormalizedDifference(nn.Module):
                 "built for, or set dim to the axis that holds them (dim=1 for (N, C, H, W), "
                 "dim=-1 for channels-last)."
             )
-        if not self.check_input or torch.compiler.is_compiling() or x.numel() == 0:
-            return False
+
+    def _check_values(self, x):
+        """A clear error for NaN, and for negative values under ``variant="reflectance"``;
+        whether ``x`` holds values beyond :data:`_HUGE_INPUT`."""
+        name = type(self).__name__
         low, high = (float(value) for value in torch.aminmax(x.detach()))
         if low != low:
             raise ValueError(
@@ -700,14 +711,6 @@ class NormalizedDifference(nn.Module):
         state = super().__getstate__()
         state["_plans"] = {}
         return state
-
-    def __setstate__(self, state):
-        state.setdefault("_plans", {})
-        # Layers pickled before the channel axis and the input check existed.
-        state.setdefault("dim", 1)
-        state.setdefault("check_input", True)
-        state.setdefault("bands", None)
-        super().__setstate__(state)
 
     def extra_repr(self):
         bands = "" if self.bands is None else f", bands={list(self.bands)}"

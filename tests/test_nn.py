@@ -573,15 +573,6 @@ def test_autocast_leaves_the_layer_in_float32():
     torch.testing.assert_close(out, layer(x))
 
 
-def test_old_pickles_get_the_defaults_of_new_settings():
-    layer = NormalizedDifference(3)
-    state = layer.__getstate__()
-    del state["dim"], state["check_input"], state["bands"]
-    restored = NormalizedDifference.__new__(NormalizedDifference)
-    restored.__setstate__(state)
-    assert restored(torch.rand(2, 3, 4)).shape == (2, 3, 4)
-
-
 @pytest.mark.parametrize("method", ["gather", "matmul"])
 def test_compiled_layer_has_no_graph_breaks_and_keeps_the_gradients(method):
     torch._dynamo.reset()

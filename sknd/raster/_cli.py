@@ -217,14 +217,7 @@ def _run_in_env(args, rasterio):
             message = re.sub(r"\bbands= ?", "--bands ", message).replace("(a GeoTIFF: ", "(or ")
             raise CommandError(message.replace("sensor=", "--sensor ")) from None
         n_inputs = src.count if columns is None else len(columns)
-        # The file's no-data values are per band: only the bands read (columns) count.
-        nodata = args.nodata
-        if nodata is None:
-            nodata = band_nodata(
-                list(src.nodatavals) if columns is None else [src.nodatavals[c] for c in columns]
-            )
-        elif np.isnan(nodata):
-            nodata = None  # NaN is no-data anyway
+        nodata = _scene_nodata(src, args.nodata, columns)
         compiled = src.width * src.height >= _COMPILED_MIN_PIXELS
         func, spec, table = _pixel_function(
             model, method, n_inputs, src.dtypes, args.fill_value, compiled
@@ -259,6 +252,16 @@ def _run_in_env(args, rasterio):
         finally:
             if args.cog:
                 remove_quietly(target, sidecar(target))
+
+
+def _scene_nodata(src, nodata, columns):
+    """The no-data value of the bands read: ``--nodata``, else the file's."""
+    if nodata is None:
+        # The file's no-data values are per band: only the bands read (columns) count.
+        return band_nodata(
+            list(src.nodatavals) if columns is None else [src.nodatavals[c] for c in columns]
+        )
+    return None if np.isnan(nodata) else nodata  # NaN is no-data anyway
 
 
 def _write_cog(source, output, table, profile, rasterio):
