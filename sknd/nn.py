@@ -373,6 +373,16 @@ def _band_layout(n_features, pairs, bands, sensor, name):
     return len(resolved), band_pair_indices(pairs, resolved), tuple(b.name for b in resolved)
 
 
+def _version_of(tensor):
+    """The tensor's in-place version counter: it grows with every in-place change.
+
+    torch's own counter (``Tensor._version``, what autograd checks saved tensors with)
+    has no public name; tests/test_nn.py::test_pair_plan_follows_in_place_changes_of_pairs
+    fails loudly if it stops counting.
+    """
+    return tensor._version
+
+
 class NormalizedDifference(nn.Module):
     """Normalized Difference layer with learnable band weights.
 
@@ -606,7 +616,7 @@ class NormalizedDifference(nn.Module):
         -------
         sknd._nd_torch.PairPlan
         """
-        key = (dtype, device, self.pairs.data_ptr(), self.pairs._version)
+        key = (dtype, device, self.pairs.data_ptr(), _version_of(self.pairs))
         plan = self._plans.get(key)
         if plan is None:
             plan = PairPlan(self.pairs, self.n_features, self.variant, self.epsilon, dtype, device)

@@ -7,7 +7,9 @@ modules on shared ground.
   or class (private *modules* such as ``sknd._fitting`` are the package's own and may be
   imported), and no ``obj._name`` read where ``obj`` is not ``self``/``cls`` and ``_name``
   is not defined by the reading module itself (a class's own private attributes, read by
-  the module that defines the class, are fine). Dunder names are public protocol.
+  the module that defines the class, are fine). Dunder names are public protocol. The
+  estimators' package-internal hooks (``_fast_evaluator``, ``_model_content``, ...) are
+  private methods whose docstring says "internal hook" and names who calls them.
 - No test module imports another test module: shared data and fixtures live in
   ``tests/conftest.py`` or in helper modules that are not test modules (``nd_oracle.py``).
 """
@@ -19,6 +21,12 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "sknd"
 TESTS = ROOT / "tests"
 MAX_LINES = 60
+# torch internals the package reads, each behind one function and pinned by a test that
+# fails when torch changes it.
+TORCH_INTERNALS = {
+    "_version": "sknd.nn._version_of, pinned by test_nn.py's "
+    "test_pair_plan_follows_in_place_changes_of_pairs",
+}
 
 
 def _modules(root):
@@ -114,8 +122,20 @@ def _private_imports(path, tree):
     return found
 
 
-def _private_reads(path, tree):
-    own = _own_names(tree)
+def internal_hooks(root=PACKAGE):
+    """Private methods documented as internal hooks (their docstring says so)."""
+    hooks = set()
+    for path in _modules(root):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_private(node.name):
+                doc = ast.get_docstring(node) or ""
+                if "internal hook" in " ".join(doc.split()):
+                    hooks.add(node.name)
+    return hooks
+
+
+def _private_reads(path, tree, allowed):
+    own = _own_names(tree) | allowed
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute) or not _is_private(node.attr):
@@ -133,10 +153,11 @@ def _private_reads(path, tree):
 
 def private_reach_through(root=PACKAGE):
     """Each use of another module's private name in the package."""
+    allowed = internal_hooks(root) | set(TORCH_INTERNALS)
     found = []
     for path in _modules(root):
         tree = ast.parse(path.read_text())
-        found += _private_imports(path, tree) + _private_reads(path, tree)
+        found += _private_imports(path, tree) + _private_reads(path, tree, allowed)
     return found
 
 
@@ -182,6 +203,10 @@ def test_checks_catch_what_they_look_for(tmp_path):
         "        self._mine = 1\n"
         "    def f(self, other):\n"
         "        return other._mine + other._theirs + self._x + other.__class__\n"
+        "    def _hook(self):\n"
+        '        """A value (internal hook of\n        sknd.other)."""\n'
+        "def g(other):\n"
+        "    return other._hook()\n"
         "def long():\n" + "    x = 1\n" * 61 + '    """not a docstring"""\n'
     )
     global ROOT
@@ -192,4 +217,4 @@ def test_checks_catch_what_they_look_for(tmp_path):
     finally:
         ROOT = saved
     assert reached == ["sknd/user.py:2 imports _hidden", "sknd/user.py:7 reads ._theirs"]
-    assert long == ["sknd/user.py:8 long (63 lines)"]
+    assert long == ["sknd/user.py:13 long (63 lines)"]

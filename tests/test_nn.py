@@ -663,3 +663,18 @@ def test_layer_of_fewer_than_two_bands_and_epsilon_out_of_range_are_refused():
             NormalizedDifference(3, epsilon=epsilon)
     NormalizedDifference(3, epsilon=1e-15)
     NormalizedDifference(3, epsilon=np.float32(1e15))
+
+
+def test_pair_plan_follows_in_place_changes_of_pairs():
+    # The plans are cached by the pairs' storage and torch's in-place version counter
+    # (Tensor._version, no public API): pairs changed in place must not reuse a stale plan.
+    x = torch.rand(3, 4, dtype=torch.float64)
+    layer = NormalizedDifference(4, pairs=[(0, 1)]).double()
+    before = layer(x)
+    with torch.no_grad():
+        layer.pairs.copy_(torch.tensor([[2, 3]]))
+    after = layer(x)
+    expected = NormalizedDifference(4, pairs=[(2, 3)]).double()
+    expected.load_state_dict(layer.state_dict())
+    torch.testing.assert_close(after, expected(x))
+    assert not torch.allclose(before, after)

@@ -36,9 +36,8 @@ import numpy as np
 
 from .._model_file import SavedModel, load_model
 from .._pixels import apply_pixels, prepare
-from . import _n_jobs
 from ._categorical import CodeTable, adjust_output
-from ._checks import band_nodata, check_image_dtype
+from ._checks import band_nodata, check_image_dtype, check_n_jobs
 from ._geotiff import (
     finish_class_map,
     remove_quietly,
@@ -443,7 +442,7 @@ def _process(src, dst, func, spec, args, *, nodata, columns):
     if rows < 1:
         raise CommandError(f"--block-rows must be positive, got {rows}.")
     try:
-        n_jobs = _n_jobs(args.n_jobs)  # as sknd.raster's n_jobs: -1 means all cores
+        n_jobs = check_n_jobs(args.n_jobs)  # as sknd.raster's n_jobs: -1 means all cores
     except ValueError:
         raise CommandError(
             f"--n-jobs must be a non-zero integer (-1: all cores), got {args.n_jobs}."
