@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ._pairs import band_pair_indices
 from ._sensors import (
     AMBIGUOUS_SENSORS,
     COMMON_NAMES,
@@ -296,83 +297,6 @@ def resolve_bands(bands=None, *, n_features=None, feature_names=None, sensor=Non
             f"({preset.long_name}). Valid names: {', '.join(preset.valid_names())} ({hint})."
         )
     return tuple(resolved)
-
-
-def _band_index(name, bands):
-    """Position of the band called ``name``: exact name, then the sensor's
-    spelling rules (``"B08"`` for ``"B8"``), then a unique common name."""
-    names = [band.name for band in bands]
-    if name in names:
-        return names.index(name)
-    sensors = {band.sensor for band in bands if band.sensor is not None}
-    if sensors:
-        preset = SENSORS[next(iter(sensors))]
-        canonical = preset.canonical(name)
-        if canonical is not None:
-            for position, band in enumerate(bands):
-                if preset.canonical(band.name) == canonical:
-                    return position
-    matches = [
-        position
-        for position, band in enumerate(bands)
-        if band.common_name is not None
-        and band.common_name == str(name).lower()
-        and band.group is None
-    ]
-    if len(matches) == 1:
-        return matches[0]
-    raise ValueError(f"Unknown band {name!r} in pairs; the bands are {names}.")
-
-
-def band_pair_indices(pairs, bands):
-    """Translate band pairs given by name into column indices.
-
-    Parameters
-    ----------
-    pairs : "all" or sequence of (str or int, str or int)
-        Band pairs; names are looked up among ``bands`` (exact name first,
-        then the sensor's spellings, then a common name such as ``"nir"``
-        that only one band has). Integers are kept as column indices.
-    bands : sequence of Band
-        The resolved bands, see :func:`resolve_bands`.
-
-    Returns
-    -------
-    pairs : "all" or list of (int, int)
-        ``"all"`` and non-sequences are returned unchanged for the caller's
-        validation.
-
-    Raises
-    ------
-    ValueError
-        If a name matches no band, or a pair names one band twice.
-
-    Examples
-    --------
-    >>> from sknd.bands import band_pair_indices, resolve_bands
-    >>> bands = resolve_bands(["B02", "B04", "B08", "B11"], sensor="sentinel2")
-    >>> band_pair_indices([("B8", "B4"), ("nir", "swir1"), (0, "B04")], bands)
-    [(2, 1), (2, 3), (0, 1)]
-    """
-    if isinstance(pairs, str):
-        return pairs
-    try:
-        items = [tuple(pair) for pair in pairs]
-    except TypeError:
-        return pairs
-    if not any(isinstance(value, str) for pair in items for value in pair):
-        return pairs
-    indices = [
-        tuple(value if not isinstance(value, str) else _band_index(value, bands) for value in pair)
-        for pair in items
-    ]
-    for pair, (i, j) in zip(items, indices):
-        if i == j and isinstance(i, int) and 0 <= i < len(bands):
-            raise ValueError(
-                f"The pair {pair!r} names band {bands[i].name!r} twice: a normalized "
-                "difference needs two different bands."
-            )
-    return indices
 
 
 # ------------------------------------------------------------- matching bands

@@ -45,10 +45,8 @@ against autograd:
   (the exported numpy formula reproduces ``transform``).
 """
 
-import itertools
 import numbers
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -68,7 +66,8 @@ from ._nd_torch import (
     slice_forward,
     unband,
 )
-from .bands import band_pair_indices, resolve_bands
+from ._pairs import all_pairs, band_pair_indices, named_pairs, resolve_pairs
+from .bands import resolve_bands
 
 __all__ = [
     "MATMUL_MAX_INPUTS",
@@ -79,77 +78,6 @@ __all__ = [
     "normalized_difference",
     "resolve_pairs",
 ]
-
-
-def all_pairs(n_features):
-    """Return every band pair ``(i, j)`` with ``i < j``.
-
-    Parameters
-    ----------
-    n_features : int
-        Number of input bands.
-
-    Returns
-    -------
-    pairs : ndarray of shape (n_features * (n_features - 1) // 2, 2)
-        Integer pairs in :func:`itertools.combinations` order.
-
-    Examples
-    --------
-    >>> all_pairs(3).tolist()
-    [[0, 1], [0, 2], [1, 2]]
-    """
-    pairs = np.array(list(itertools.combinations(range(n_features), 2)), dtype=np.int64)
-    return pairs.reshape(-1, 2)
-
-
-def resolve_pairs(n_features, pairs="all"):
-    """Validate band pairs and return them as an integer array.
-
-    Parameters
-    ----------
-    n_features : int
-        Number of input bands.
-    pairs : "all" or array-like of shape (n_pairs, 2)
-        ``"all"`` for :func:`all_pairs`, or explicit ``(i, j)`` band indices
-        with ``i != j``, each unordered pair at most once.
-
-    Returns
-    -------
-    pairs : ndarray of shape (n_pairs, 2)
-
-    Raises
-    ------
-    ValueError
-        If a pair is malformed, repeats a band, is out of range or duplicated.
-
-    Examples
-    --------
-    >>> resolve_pairs(4, [(3, 1), (0, 2)]).tolist()
-    [[3, 1], [0, 2]]
-    """
-    if isinstance(pairs, str):
-        if pairs != "all":
-            raise ValueError(f"pairs must be 'all' or a list of (i, j) band pairs, got {pairs!r}.")
-        return all_pairs(n_features)
-    try:
-        array = np.asarray(pairs)
-    except ValueError as exc:  # ragged nesting
-        raise ValueError(f"pairs must be a list of (i, j) band pairs, got {pairs!r}.") from exc
-    if array.ndim != 2 or array.shape[1] != 2 or len(array) == 0:
-        raise ValueError(f"pairs must be a non-empty list of (i, j) band pairs, got {pairs!r}.")
-    if not np.issubdtype(array.dtype, np.integer):
-        raise ValueError(f"pairs must hold integer band indices, got {pairs!r}.")
-    array = array.astype(np.int64)
-    if array.min() < 0 or array.max() >= n_features:
-        raise ValueError(
-            f"pairs refer to band indices outside [0, {n_features - 1}] for {n_features} bands."
-        )
-    if np.any(array[:, 0] == array[:, 1]):
-        raise ValueError("pairs must combine two different bands; found a pair (i, i).")
-    if len(np.unique(np.sort(array, axis=1), axis=0)) < len(array):
-        raise ValueError("pairs must not list the same band pair twice.")
-    return array
 
 
 #: Methods of :func:`normalized_difference`, see there.
@@ -357,9 +285,7 @@ def _band_layout(n_features, pairs, bands, sensor, name):
         if n_features is None:
             raise TypeError(f"{name} needs n_features (the number of bands) or bands=[...].")
         try:
-            named = not isinstance(pairs, str) and any(
-                isinstance(value, str) for pair in pairs for value in pair
-            )
+            named = not isinstance(pairs, str) and named_pairs(pairs)
         except TypeError:  # not pairs: resolve_pairs says so
             named = False
         if named:
