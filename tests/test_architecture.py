@@ -16,6 +16,7 @@ modules on shared ground.
 
 import ast
 import pathlib
+import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "sknd"
@@ -190,7 +191,7 @@ def test_no_private_reach_through():
     assert private_reach_through() == []
 
 
-def test_checks_catch_what_they_look_for(tmp_path):
+def test_checks_catch_what_they_look_for(tmp_path, monkeypatch):
     """The checks flag the patterns they are meant to flag, and nothing else."""
     package = tmp_path / "sknd"
     package.mkdir()
@@ -209,12 +210,8 @@ def test_checks_catch_what_they_look_for(tmp_path):
         "    return other._hook()\n"
         "def long():\n" + "    x = 1\n" * 61 + '    """not a docstring"""\n'
     )
-    global ROOT
-    saved, ROOT = ROOT, tmp_path
-    try:
-        reached = private_reach_through(package)
-        long = long_functions(package)
-    finally:
-        ROOT = saved
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)  # labels relative to it
+    reached = private_reach_through(package)
+    long = long_functions(package)
     assert reached == ["sknd/user.py:2 imports _hidden", "sknd/user.py:7 reads ._theirs"]
     assert long == ["sknd/user.py:13 long (63 lines)"]
