@@ -85,7 +85,9 @@ def _name(estimator):
 
 
 @ALL_ZERO_ROWS
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+@parametrize_with_checks(
+    ESTIMATORS, expected_failed_checks=_expected_failed_checks, xfail_strict=True
+)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
@@ -141,6 +143,8 @@ def test_class_weights_on_non_negative_blobs(estimator):
 
 
 @ALL_ZERO_ROWS
-@parametrize_with_checks(CUDA_ESTIMATORS, expected_failed_checks=_expected_failed_checks)
+@parametrize_with_checks(
+    CUDA_ESTIMATORS, expected_failed_checks=_expected_failed_checks, xfail_strict=True
+)
 def test_sklearn_compatible_estimator_on_cuda(estimator, check):
     check(estimator)
