@@ -342,7 +342,7 @@ def check_fitted_indices(estimator):
         )
 
 
-def _physical_memory():
+def physical_memory():
     """Bytes of physical memory of this machine (16 GiB where the system does not say)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -396,7 +396,7 @@ def check_training_memory(
     params += width * n_outputs + n_outputs
     rows = min(batch_size, max(n_samples, 1))
     estimate = 4 * (5 * params + 3 * rows * (widths + n_features + n_outputs)) + tables
-    limit = _physical_memory()
+    limit = physical_memory()
     if estimate > limit:
         largest = "hidden_units" if hidden_units >= n_pairs else "pairs"
         raise ValueError(

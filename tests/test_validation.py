@@ -491,7 +491,7 @@ def _poison_step_after(monkeypatch, n_steps, exception=None):
     """Make the optimizer's ``n_steps + 1``-th step write NaN into the weights (or raise)."""
     from sknd._adam import FlatAdam
 
-    original = FlatAdam._update  # every optimizer step, fused or autograd path
+    original = FlatAdam.packed_step  # every optimizer step, fused or autograd path
     calls = []
 
     def step(self, *args, **kwargs):
@@ -506,7 +506,7 @@ def _poison_step_after(monkeypatch, n_steps, exception=None):
                         p.fill_(float("nan"))
         return result
 
-    monkeypatch.setattr(FlatAdam, "_update", step)
+    monkeypatch.setattr(FlatAdam, "packed_step", step)
     return calls
 
 

@@ -11,7 +11,8 @@ import numbers
 import numpy as np
 from joblib import effective_n_jobs
 
-from .._validation import _physical_memory, check_band_values
+from .._validation import check_band_values
+from .._validation import physical_memory as _physical_memory
 from ._specs import ALL_PAIR_TABLES, specs_for
 
 __all__ = []
