@@ -240,6 +240,11 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         (internal hook of :mod:`sknd.onnx`)."""
         return getattr(self, f"{name}_", getattr(self, name))
 
+    def _check_params(self):
+        """Validate the parameters as ``fit`` does, before any data (internal hook of
+        :mod:`sknd.experiments`, which checks a run's estimator parameters up front)."""
+        self._validate_params()
+
     def _fitted_band_names(self):
         """``band_names_`` when ``bands=`` named the bands at fit, else None (internal hook
         of :mod:`sknd.raster` and :mod:`sknd._model_file`).

@@ -58,6 +58,7 @@ from ._nd_torch import (
     gather_backward,
     gather_forward,
     input_grad,
+    is_compiling,
     layer_input,
     matmul_backward,
     matmul_forward,
@@ -550,7 +551,7 @@ class NormalizedDifference(nn.Module):
         return plan
 
     def _plan_of(self, dtype, device):
-        if torch.compiler.is_compiling():
+        if is_compiling():
             # Traced once into the graph: no cache keyed on storage addresses.
             return PairPlan(self.pairs, self.n_features, self.variant, self.epsilon, dtype, device)
         return self.pair_plan(dtype, device)
@@ -589,7 +590,7 @@ class NormalizedDifference(nn.Module):
                 f"shape {tuple(x.shape)}: dim must be in [{-x.dim()}, {x.dim() - 1}]."
             )
         self._check_bands_axis(x)
-        if not self.check_input or torch.compiler.is_compiling() or x.numel() == 0:
+        if not self.check_input or is_compiling() or x.numel() == 0:
             return False
         return self._check_values(x)
 

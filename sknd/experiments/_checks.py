@@ -155,7 +155,7 @@ def _check_estimator_params(task, estimator_params, options):
         name = _option(key, options)
         try:
             estimator.set_params(**{key: value})
-            estimator._validate_params()
+            estimator._check_params()
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{name}: {exc}") from None
         finally:
