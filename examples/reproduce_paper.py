@@ -34,7 +34,7 @@ from pathlib import Path
 import matplotlib
 
 matplotlib.use("Agg")  # write files, never open windows
-
+import matplotlib.pyplot as plt  # noqa: E402
 from sklearn.model_selection import train_test_split
 
 from sknd.experiments import (
@@ -99,6 +99,19 @@ def main():
 
         clean = accuracy_table(experiment.results)
         clean = clean[clean["model"].isin(["nd", "mlp", "attnd"])]
+        fig, ax = plt.subplots(figsize=(5, 3.5), layout="constrained")
+        for model, rows in clean.groupby("model", sort=False):
+            ax.errorbar(
+                rows["depth"],
+                100 * rows["mean"],
+                yerr=100 * rows["std"],
+                marker="o",
+                capsize=3,
+                label=model,
+            )
+        ax.set(xlabel="depth", ylabel="test accuracy (%)", title=f"{name}: mean ± std over folds")
+        ax.set_xticks(sorted(clean["depth"].unique()))
+        ax.legend()
         print(f"\n{name}: {experiment.wall_time:.0f} s, report in {report}")
         print(clean.pivot(index="depth", columns="model", values="mean").mul(100).round(2))
         columns = ["depth", "difference", "ci_low", "ci_high", "p_value"]
