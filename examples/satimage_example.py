@@ -50,6 +50,5 @@ fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
 labels = [f"{train.feature_names[i]} / {train.feature_names[j]}" for i, j in nd.pairs_]
 ax.plot(ratio[::-1], labels[::-1], "o")
 ax.axvline(1.0, color="black", linewidth=0.8)
-ax.set_xscale("log")
 ax.set_xlabel("learned sp(a) / sp(c) (1: the classic index)")
 plt.show()

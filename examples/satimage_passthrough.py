@@ -70,6 +70,7 @@ def main():
     ax.set_xlabel("test accuracy")
     ax.set_ylabel("")
     ax.invert_yaxis()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
     ax.figure.tight_layout()
 
     nd_only = models["NDClassifier (ND only)"]
