@@ -103,7 +103,11 @@ _OTHER_PARAMETERS_DOC = """\
         Width of the hidden layers (and of the MLP's first layer). ``None``
         uses the number of band pairs as in the paper, clipped to [8, 256] so
         that few bands still give a usable layer and many bands do not build
-        huge dense layers.
+        huge dense layers; under ``recipe="sknd"`` at depth 3 or more, the
+        widest layer that keeps depth 3 within the parameter count of
+        scikit-learn's default MLP on the same bands (at least
+        ``2 n_outputs + 8``). Under ``recipe="sknd"`` deeper networks need at
+        least ``2 n_outputs`` hidden units (see ``recipe``).
     epsilon : float, default=1e-6
         Positive stabilising constant of the ND denominator, in
         ``[1e-15, 1e15]`` (smaller values vanish in float32).
@@ -174,7 +178,7 @@ _OTHER_PARAMETERS_DOC = """\
     recipe : {"sknd", "paper"}, default="sknd"
         Training recipe. ``"paper"``: the paper's (Adam from the initial
         weights, early stopping on the validation score). ``"sknd"`` adds,
-        for depth-2 ND and AttND networks: a fixed standardization of the
+        for ND and AttND networks: a fixed standardization of the
         first block's outputs (the classic indices' mean and standard
         deviation on the training data, kept as buffers: parameter counts
         and illumination invariance do not change); an output layer started
@@ -185,10 +189,15 @@ _OTHER_PARAMETERS_DOC = """\
         whose strength the validation part chooses; early stopping that
         scores the selected model as epoch 0 (``best_epoch_ = 0`` when Adam
         never beat it); and a final convex refit of the output layer on the
-        learned indices of the training and validation rows.
-        ``learning_gain_`` says what learning the indices gained on the
-        validation part. Deeper networks and the MLP train the same under
-        both; see the user guide's training page.
+        learned indices of the training and validation rows. A deeper
+        network starts exactly at that depth-2 model: its first ``2
+        n_outputs`` hidden units carry the linear output ``s`` as ``ReLU(s)``
+        and ``ReLU(-s)``, the others start random with zero output weights,
+        so training adds only the nonlinear part validation confirms; its
+        output layer is refitted on the last hidden layer.
+        ``learning_gain_`` says what learning gained on the validation
+        part. The MLP trains the same under both; see the user guide's
+        training page.
     warm_start : bool, default=False
         When ``True``, ``fit`` continues training the fitted network (weights,
         band pairs, the recipe's conditioning and target scaling) instead of
@@ -284,13 +293,13 @@ ATTRIBUTES_DOC = """\
         1-based epoch whose weights were restored by early stopping; 0 when
         the starting model (``recipe="sknd"``) was never beaten.
     learning_gain_ : float or None
-        Under ``recipe="sknd"`` at depth 2: the validation score (accuracy,
-        or R^2) of the trained model minus that of the tuned fixed-index
-        start (under ``warm_start``: of the model it continued), before the
-        final refit; 0.0 when learning the indices gained nothing on the
-        validation part. None without a validation part
-        (``early_stopping=False`` and no ``X_val``; ``partial_fit``), for
-        deeper networks, the MLP and ``recipe="paper"``.
+        Under ``recipe="sknd"``: the validation score (accuracy, or R^2) of
+        the trained model minus that of the tuned fixed-index depth-2 start
+        (under ``warm_start``: of the model it continued), before the final
+        refit; 0.0 when learning the indices (and, deeper, the hidden
+        layers) gained nothing on the validation part. None without a
+        validation part (``early_stopping=False`` and no ``X_val``;
+        ``partial_fit``), for the MLP and ``recipe="paper"``.
     start_regularization_ : float or None
         Penalty of the recipe's convex start and refit: ``C`` of the
         logistic regression (classification) or ``alpha`` of the ridge

@@ -13,6 +13,7 @@ torch forward pass.
 
 import copy
 import functools
+import math
 import threading
 
 import numpy as np
@@ -44,9 +45,12 @@ class _Workspace(threading.local):
         self.buffers = {}
         # The compiled kernels of the call in progress, or None for numpy (FastNetwork.compiled).
         self.kernels = None
+        # The dtype the call in progress computes in. Blocks come in it, except to a first
+        # step that reads the pixel table's own dtype (reads_raw).
+        self.dtype = None
 
     def get(self, key, shape, dtype):
-        size = int(np.prod(shape))
+        size = math.prod(shape)  # np.prod costs microseconds, paid on every block
         buffer = self.buffers.get(key)
         if buffer is None or buffer.size < size or buffer.dtype != dtype:
             buffer = np.empty(max(size, 1), dtype=dtype)
@@ -74,10 +78,12 @@ class FastNetwork:
     regression targets). Rows go through the network in blocks of a few
     thousand, in per-thread buffers. Networks run in float64 from the float32
     weights; the ND outputs alone (``transform``) run in the input's float
-    dtype. On the CPU the estimators' own ``predict``, ``predict_proba`` and
-    ``transform`` run through this evaluator too, so that an estimator, a
-    scene (:mod:`sknd.raster`) and a model file (:mod:`sknd._model_file`)
-    give the same values bit for bit.
+    dtype. A compiled first layer reads the table in its own dtype
+    (:data:`sknd._kernels.INPUT_DTYPES`) and converts it tile by tile, to the
+    same values as a cast of the whole table. On the CPU the estimators' own
+    ``predict``, ``predict_proba`` and ``transform`` run through this
+    evaluator too, so that an estimator, a scene (:mod:`sknd.raster`) and a
+    model file (:mod:`sknd._model_file`) give the same values bit for bit.
 
     Built by :meth:`for_network`, :meth:`for_layers` or :meth:`for_indices`;
     the input checks are those of the estimator's own validation.
@@ -167,19 +173,29 @@ class FastNetwork:
         dtype = self.dtype
         if dtype is None:  # transform keeps float32/float64 as the estimator does
             dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
-        if not checked:
-            X = np.ascontiguousarray(X, dtype=dtype)
-            self._check(X, source_dtype)
         workspace = self._workspace
-        workspace.kernels = _compiled_kernels() if self.compiled else None
+        workspace.kernels = kernels = _compiled_kernels() if self.compiled else None
+        workspace.dtype = dtype
+        block_dtype = dtype
+        if (
+            kernels is not None
+            and getattr(self.steps[0] if self.steps else None, "reads_raw", False)
+            and X.dtype in kernels.INPUT_DTYPES
+        ):
+            # The compiled kernel converts the table tile by tile in cache, to the same
+            # values: cast here, the table would be written out in float64 and read back.
+            block_dtype = None
+        if not checked:
+            X = np.ascontiguousarray(X, dtype=block_dtype)
+            self._check(X, source_dtype)
         result = None
         # Blocks of a few thousand rows gain nothing from BLAS threads, and on busy cores
         # lose several-fold (depth 3, 1 Mpx, 2 shared cores: 5x). Reference-counted: cheap
         # inside sknd.raster's chunks, which hold the limit already.
         with single_threaded_blas():
             for start in range(0, max(len(X), 1), self.block_rows):
-                # Cast block by block (a whole table in float64 would leave the caches).
-                block = np.ascontiguousarray(X[start : start + self.block_rows], dtype=dtype)
+                # Cast block by block, if at all (a whole table in float64 would leave the caches).
+                block = np.ascontiguousarray(X[start : start + self.block_rows], dtype=block_dtype)
                 values = block
                 for step in self.steps:
                     values = step(values, block, workspace)
@@ -231,6 +247,9 @@ class _NDStep(_Step):
     installed, else with numpy in GEMM or gather form.
     """
 
+    #: As the first step, the compiled kernel takes the blocks in their own dtype.
+    reads_raw = True
+
     def __init__(self, pairs, wa, wc, n_features, epsilon, variant):
         self.pairs = pairs
         # The bands of every pair as contiguous arrays, as the compiled kernel takes them.
@@ -255,8 +274,9 @@ class _NDStep(_Step):
     def __call__(self, X, inputs, workspace):
         kernels = workspace.kernels
         if kernels is not None:
-            out = workspace.get((id(self), "t"), (self.width, len(X)), X.dtype)
-            kernels.normalized_differences(X, *self.kernel_arguments(X.dtype), out)
+            dtype = workspace.dtype
+            out = workspace.get((id(self), "t"), (self.width, len(X)), dtype)
+            kernels.normalized_differences(X, *self.kernel_arguments(dtype), out)
             return out.T
         return self._numpy(X, workspace)
 
@@ -317,6 +337,8 @@ class _NDDenseStep:
     outputs to memory; without numba the two steps run one after the other.
     """
 
+    reads_raw = True  # as _NDStep
+
     def __init__(self, nd, dense):
         self.nd = nd
         self.dense = dense
@@ -326,11 +348,10 @@ class _NDDenseStep:
         kernels = workspace.kernels
         if kernels is None:
             return self.dense(self.nd(X, inputs, workspace), inputs, workspace)
-        weight, bias = self.dense._cast(X.dtype)
-        out = workspace.get((id(self), "y"), (self.dense.width, len(X)), X.dtype)
-        kernels.normalized_differences_dense(
-            X, *self.nd.kernel_arguments(X.dtype), weight, bias, out
-        )
+        dtype = workspace.dtype
+        weight, bias = self.dense._cast(dtype)
+        out = workspace.get((id(self), "y"), (self.dense.width, len(X)), dtype)
+        kernels.normalized_differences_dense(X, *self.nd.kernel_arguments(dtype), weight, bias, out)
         return out.T
 
 

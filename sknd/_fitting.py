@@ -10,7 +10,7 @@ fitting method all or nothing.
 import copy
 import functools
 import threading
-from numbers import Integral, Number, Real
+from numbers import Number, Real
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,7 @@ from skorch.helper import predefined_split
 
 from . import _recipe
 from ._adam import FlatAdam
-from ._screening import auto_pair_budget, n_pairs_to_keep, screen_pairs
+from ._pairs import estimator_pairs
 from ._tasks import ClassificationTask
 from ._threads import torch_threads
 from ._training import (
@@ -35,9 +35,8 @@ from ._training import (
 )
 from ._validation import check_training_memory
 from ._weights import check_part, fit_weights, weight_tensor
-from .bands import band_pair_indices, resolve_bands
+from .bands import resolve_bands
 from .networks import build_network, default_hidden_units, describe, rows_per_pass
-from .nn import all_pairs, resolve_pairs
 
 __all__ = ["FittingMixin", "restore_on_failure", "validation_data_by_keyword"]
 
@@ -357,39 +356,52 @@ class FittingMixin:
         return X, task.encoded, weight, task
 
     def _uses_recipe(self):
-        # sknd's default recipe (sknd._recipe): depth-2 networks with an ND layer. Deeper
-        # networks train as in the paper: conditioning alone cost forest type a point at
-        # depths 3 and 4, and the convex fits concern a depth-2 output layer.
-        return self.recipe == "sknd" and self.architecture != "mlp" and self.depth == 2
+        # sknd's default recipe (sknd._recipe): networks with an ND layer; deeper ones start
+        # at the depth-2 model (_recipe.carry). The MLP trains as in the paper.
+        return self.recipe == "sknd" and self.architecture != "mlp"
+
+    def _hidden_units(self, n_features, pairs, n_outputs, passthrough):
+        """The hidden width: ``hidden_units``, or its default for the recipe and depth."""
+        recipe, deep = self._uses_recipe(), self.depth > 2
+        if self.hidden_units is not None:
+            if recipe and deep and self.hidden_units < 2 * n_outputs:
+                raise ValueError(
+                    f"hidden_units={self.hidden_units} is too narrow for recipe='sknd' at "
+                    f"depth={self.depth}: the hidden layers carry its linear start in 2 x "
+                    f"n_outputs = {2 * n_outputs} units. Use hidden_units >= "
+                    f"{2 * n_outputs}, hidden_units=None or recipe='paper'."
+                )
+            return self.hidden_units
+        if not (recipe and deep):
+            return default_hidden_units(len(pairs))
+        with torch.device("meta"):  # shapes only: no memory, no random draws
+            depth2 = build_network(
+                self.architecture,
+                n_features,
+                n_outputs,
+                pairs=pairs,
+                variant=self.variant,
+                passthrough=passthrough,
+                standardize=True,
+            )
+        return _recipe.hidden_units(depth2, n_features)
 
     def _new_network(self, X_train, c_train, w_train, task, seed, device):
         """Screen the pairs and build the network (on the CPU); return ``(pairs, module)``."""
         n_features = X_train.shape[1]
-        if isinstance(self.pairs, str) or (
-            isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)
-        ):  # "all", or all pairs to screen ("auto", a count)
-            pairs = all_pairs(n_features)
-        else:
-            pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self.bands_))
-        n_keep = n_pairs_to_keep(
-            self.pairs, len(pairs), auto=auto_pair_budget(n_features, task.n_outputs)
+        pairs = estimator_pairs(
+            self.pairs,
+            self.bands_,
+            X_train,
+            c_train,
+            n_outputs=task.n_outputs,
+            classification=isinstance(task, ClassificationTask),
+            variant=self.variant,
+            epsilon=self.epsilon,
+            sample_weight=w_train,
         )
-        if n_keep is not None:
-            # Scored on the training part only: the validation data stays unseen until
-            # early stopping looks at it.
-            pairs = screen_pairs(
-                X_train,
-                c_train,
-                pairs,
-                n_keep,
-                classification=isinstance(task, ClassificationTask),
-                variant=self.variant,
-                epsilon=self.epsilon,
-                sample_weight=w_train,
-            )
-        hidden_units = self.hidden_units
-        if hidden_units is None:
-            hidden_units = default_hidden_units(len(pairs))
+        passthrough = self._passthrough_scaling(X_train, w_train)
+        hidden_units = self._hidden_units(n_features, pairs, task.n_outputs, passthrough)
         recipe_rows = 0
         if self._uses_recipe():  # the convex fits' tables of rows x first-block outputs
             outputs = len(pairs) + (n_features if self.passthrough else 0)
@@ -424,7 +436,7 @@ class FittingMixin:
                 pairs=pairs,
                 epsilon=self.epsilon,
                 variant=self.variant,
-                passthrough=self._passthrough_scaling(X_train, w_train),
+                passthrough=passthrough,
                 standardize=self._uses_recipe(),
             )
         return pairs, module
@@ -486,66 +498,94 @@ class FittingMixin:
         check_part(w_valid, "validation")
         recipe = self._uses_recipe()
         pairs, module = self._network(continuing, X_train, c_train, w_train, task, seed, device)
-        train_data = _tensors(X_train, c_train, w_train, task, device)
-        callbacks = []
-        valid_data = None
-        if X_valid is not None:
-            valid_data = _tensors(X_valid, c_valid, w_valid, task, device)
-            callbacks.append(("valid_score", ValidationScore(task.score)))
         rows = rows_per_pass(module)
+        valid = None
+        if recipe and X_valid is not None:
+            valid = (X_valid, self._convex_target(task, c_valid), w_valid)
         with torch_threads(1):
-            penalty = start = selected = valid = None
+            start = selected = penalty = tuned = None
             if recipe:
-                if X_valid is not None:
-                    valid = (X_valid, self._convex_target(task, c_valid), w_valid)
-                if continuing:  # a warm start keeps the fitted conditioning and head
-                    penalty = self.start_regularization_
-                    if valid is not None:
-                        start = selected = _recipe.validation(module, task, valid, rows)
-                else:
-                    target = self._convex_target(task, c_train)
-                    penalty, tuned = _recipe.prepare(
-                        module, X_train, target, task, rows, w_train, valid
-                    )
-                    if valid is not None:
-                        start, selected = _recipe.refine(
-                            module, X_train, target, task, rows, penalty, w_train, valid
-                        )
-            if X_valid is not None and self.early_stopping:
-                # Epoch 0 is scored when training starts: a callback (LoadInitState) may
-                # load other weights than those selected here.
-                start_score = None
-                if selected is not None:
-                    start_score = functools.partial(_start_score, task=task, valid=valid, rows=rows)
-                stopper = EarlyStopping(
-                    task.monitor, task.lower_is_better, self.patience, start_score=start_score
+                start, selected, penalty, tuned = self._recipe_start(
+                    module, continuing, X_train, c_train, w_train, task, valid
                 )
-                callbacks.append(("early_stopping", stopper))
+            callbacks = self._fit_callbacks(task, X_valid, valid, selected, rows)
+            valid_data = None
+            if X_valid is not None:
+                valid_data = _tensors(X_valid, c_valid, w_valid, task, device)
             net = self._net(module, task, device, seed, self.max_epochs, callbacks, valid_data)
-            net.fit(train_data, None)
+            net.fit(_tensors(X_train, c_train, w_train, task, device), None)
             gain = None
-            if selected is not None:
-                final = _recipe.validation(net.module_, task, valid, rows)
-                gain = final.score - start.score
+            if start is not None:
+                gain = _recipe.validation(net.module_, task, valid, rows).score - start.score
             if recipe:
-                X_all, c_all, w_all = X_train, c_train, w_train
-                if X_valid is not None:
-                    X_all = np.concatenate([X_train, X_valid])
-                    c_all = np.concatenate([c_train, c_valid])
-                    if w_train is not None:  # an explicit X_val is not weighted
-                        ones = np.ones(len(X_valid))
-                        w_all = np.concatenate([w_train, ones if w_valid is None else w_valid])
-                target = self._convex_target(task, c_all)
-                _recipe.refit(net.module_, X_all, target, task, rows, penalty, w_all)
+                self._recipe_refit(
+                    net.module_,
+                    task,
+                    rows,
+                    penalty,
+                    (X_train, c_train, w_train),
+                    (X_valid, c_valid, w_valid),
+                )
 
         self._set_fitted_state(net, task, pairs, X_train, w_train)
         self.learning_gain_ = gain
-        self.start_regularization_ = penalty if recipe else None
+        self.start_regularization_ = penalty
         if self.verbose and recipe and not continuing:
             _report_recipe(task, penalty, tuned, start, selected, gain)
         # partial_fit after fit starts a new optimizer (as after a warm start).
         self._optimizer_state = None
         self._finish_fit()
+
+    def _recipe_start(self, module, continuing, X_train, c_train, w_train, task, valid):
+        """Steps 1-3 of the recipe on ``module``: ``(start, selected, penalty, tuned)``.
+
+        ``start`` and ``selected`` are the :class:`~sknd._recipe.Validation` of the tuned
+        start and of the model training starts from (None without ``valid``). A warm start
+        keeps the fitted conditioning and head: both are the fitted model.
+        """
+        rows = rows_per_pass(module)
+        if continuing:
+            start = None if valid is None else _recipe.validation(module, task, valid, rows)
+            return start, start, self.start_regularization_, True
+        linear = _recipe.linear_part(module)
+        target = self._convex_target(task, c_train)
+        penalty, tuned = _recipe.prepare(linear, X_train, target, task, rows, w_train, valid)
+        start = selected = None
+        if valid is not None:
+            start, selected = _recipe.refine(
+                linear, X_train, target, task, rows, penalty, w_train, valid
+            )
+        _recipe.carry(module, linear)
+        return start, selected, penalty, tuned
+
+    def _fit_callbacks(self, task, X_valid, valid, selected, rows):
+        """sknd's callbacks of ``fit``: the validation score and early stopping."""
+        if X_valid is None:
+            return []
+        callbacks = [("valid_score", ValidationScore(task.score))]
+        if self.early_stopping:
+            # Epoch 0 is scored when training starts: a callback (LoadInitState) may
+            # load other weights than those the recipe selected.
+            start_score = None
+            if selected is not None:
+                start_score = functools.partial(_start_score, task=task, valid=valid, rows=rows)
+            stopper = EarlyStopping(
+                task.monitor, task.lower_is_better, self.patience, start_score=start_score
+            )
+            callbacks.append(("early_stopping", stopper))
+        return callbacks
+
+    def _recipe_refit(self, module, task, rows, penalty, train, valid):
+        """Step 5 of the recipe: the output layer refitted on all rows."""
+        (X_all, c_all, w_all), (X_valid, c_valid, w_valid) = train, valid
+        if X_valid is not None:
+            X_all = np.concatenate([X_all, X_valid])
+            c_all = np.concatenate([c_all, c_valid])
+            if w_all is not None:  # an explicit X_val is not weighted
+                ones = np.ones(len(X_valid))
+                w_all = np.concatenate([w_all, ones if w_valid is None else w_valid])
+        target = self._convex_target(task, c_all)
+        _recipe.refit(module, X_all, target, task, rows, penalty, w_all)
 
     def _partial_fit(self, X, y, classes=None, sample_weight=None):
         """``partial_fit``: one epoch over ``X``; the first call builds the network."""
@@ -577,10 +617,12 @@ class FittingMixin:
         train_data = _tensors(X, codes, weight, task, device)
         with torch_threads(1):
             if self._uses_recipe() and not continuing:
+                linear = _recipe.linear_part(module)
                 target = self._convex_target(task, codes)
                 self.start_regularization_, _ = _recipe.prepare(
-                    module, X, target, task, rows_per_pass(module), weight
+                    linear, X, target, task, rows_per_pass(module), weight
                 )
+                _recipe.carry(module, linear)
             elif not continuing:
                 self.start_regularization_ = None
             net = self._net(module, task, device, seed, 1, [])

@@ -14,6 +14,7 @@ from sknd.experiments import (
     ClassicNDFeatures,
     ExperimentResults,
     accuracy_table,
+    add_additive_noise,
     add_multiplicative_noise,
     illumination_check,
     main,
@@ -174,6 +175,34 @@ def test_add_multiplicative_noise_scales_with_magnitude():
     assert list(add_multiplicative_noise(frame, 0.1).columns) == ["red", "nir"]
 
 
+def test_add_additive_noise_has_a_fixed_size_and_clips_non_negative_bands():
+    X = np.full((20000, 2), [1.0, 100.0])
+    noisy = add_additive_noise(X, 0.1, scale=[50.0, 50.0], random_state=0)
+    # The same absolute noise on the dark and the bright band (multiplicative noise would
+    # give the dark one 100 times less), clipped at 0 where it would turn a band negative.
+    assert noisy.min() == 0.0 and (noisy[:, 0] == 0.0).mean() > 0.4
+    np.testing.assert_allclose((noisy[:, 1] - X[:, 1]).std(), 5.0, rtol=0.05)
+    # Signed inputs are not clipped; scale=None uses each column's standard deviation.
+    signed = np.random.default_rng(0).normal(0.0, [1.0, 10.0], size=(20000, 2))
+    perturbed = add_additive_noise(signed, 0.5, random_state=0)
+    np.testing.assert_allclose((perturbed - signed).std(axis=0), [0.5, 5.0], rtol=0.05)
+    with pytest.raises(ValueError, match="one non-negative value per band"):
+        add_additive_noise(X, 0.1, scale=[1.0])
+
+
+def test_noise_robustness_additive_uses_the_given_scale():
+    X, y = load_forest_type(return_X_y=True)
+    clf = make_pipeline(ClassicNDFeatures(), LogisticRegression(max_iter=500)).fit(X, y)
+    common = dict(levels=[0.0, 0.1], n_repeats=2, random_state=0, kind="additive")
+    small = noise_robustness(clf, X, y, scale=np.full(X.shape[1], 1e-9), **common)
+    large = noise_robustness(clf, X, y, scale=X.std(axis=0), **common)
+    clean = clf.score(X, y)
+    assert np.allclose(small["accuracy"], clean)  # no noise to speak of
+    assert large.loc[large.noise == 0.1, "accuracy"].mean() < clean
+    default = noise_robustness(clf, X, y, **common)
+    pd.testing.assert_frame_equal(default, large)  # scale=None: X's standard deviations
+
+
 def test_noise_robustness_levels_and_seeding():
     X, y = load_forest_type(return_X_y=True)
     clf = make_pipeline(ClassicNDFeatures(), LogisticRegression(max_iter=500)).fit(X, y)
@@ -276,11 +305,12 @@ def test_quick_results_schema(quick_run):
 def test_learning_gain_is_recorded_for_the_default_recipe_only(quick_run):
     results = pd.read_csv(quick_run / "results.csv")
     clean = results[results["noise"] == 0]
-    default = clean.query("model == 'nd_sknd' and depth == 2")["learning_gain"]
+    sknd = clean["model"].isin(["nd_sknd", "nd_sknd_passthrough"])
+    default = clean.loc[sknd & clean["depth"].notna(), "learning_gain"]
+    assert set(clean.loc[sknd, "depth"]) == {2, 3}  # deeper networks too
     assert default.notna().all() and (default >= -1e-6).all()
-    # The paper's recipe, deeper networks and the peers have none.
-    others = clean.query("model != 'nd_sknd' and model != 'nd_sknd_passthrough' or depth != 2")
-    assert others["learning_gain"].isna().all()
+    # The paper's recipe and the peers have none.
+    assert clean.loc[~sknd, "learning_gain"].isna().all()
     assert "learning_gain_ (pp)" in (quick_run / "report.md").read_text()
 
 

@@ -575,6 +575,22 @@ def test_fast_path_fuses_nd_with_a_narrow_output_layer(params, target, steps):
     assert [type(step).__name__ for step in fast.steps] == steps
 
 
+def _kernel_step(pairs, a, c, variant):
+    """The ND step of the evaluator (epsilon 1e-3), whose kernel arguments the tests pass."""
+    (step,) = _evaluator.FastNetwork.for_indices(
+        pairs,
+        a,
+        c,
+        int(np.max(pairs)) + 1,
+        1e-3,
+        variant,
+        non_negative=False,
+        estimator_name="test",
+        feature_names=None,
+    ).steps
+    return step
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
 def test_compiled_kernels_equal_the_nd_layer(variant, dtype):
@@ -594,17 +610,8 @@ def test_compiled_kernels_equal_the_nd_layer(variant, dtype):
         layer.a.normal_(generator=torch.Generator().manual_seed(0))
         layer.c.normal_(generator=torch.Generator().manual_seed(1))
         expected = layer(torch.from_numpy(X.astype(np.float64))).numpy()
-    (step,) = _evaluator.FastNetwork.for_indices(
-        layer.pairs.numpy(),
-        layer.a.detach().numpy(),
-        layer.c.detach().numpy(),
-        n_bands,
-        1e-3,
-        variant,
-        non_negative=False,
-        estimator_name="test",
-        feature_names=None,
-    ).steps
+    parameters = layer.a.detach().numpy(), layer.c.detach().numpy()
+    step = _kernel_step(layer.pairs.numpy(), *parameters, variant)
     arguments = step.kernel_arguments(np.dtype(dtype))
     out = np.empty((len(step.pairs), n_pixels), dtype=dtype)
     kernels.normalized_differences(X, *arguments, out)
@@ -616,6 +623,88 @@ def test_compiled_kernels_equal_the_nd_layer(variant, dtype):
     dense = np.empty((3, n_pixels), dtype=dtype)
     kernels.normalized_differences_dense(X, *arguments, weight, bias, dense)
     np.testing.assert_allclose(dense.T, expected @ weight.T + bias, rtol=10 * tol, atol=10 * tol)
+
+
+def _random_kernel_step(n_bands, variant):
+    """The ND step of all pairs of ``n_bands`` with random raw parameters."""
+    rng = np.random.default_rng(5)
+    pairs = np.array([(i, j) for i in range(n_bands) for j in range(i + 1, n_bands)])
+    return _kernel_step(pairs, rng.normal(size=len(pairs)), rng.normal(size=len(pairs)), variant)
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
+def test_compiled_kernels_read_every_input_dtype_as_its_cast(variant):
+    # The kernels convert the table tile by tile: the values of casting it first, bit for bit.
+    kernels = pytest.importorskip("sknd._kernels", reason="the compiled kernels need numba")
+    rng = np.random.default_rng(4)
+    n_bands, n_pixels = 5, 600  # two full tiles of 256 and a partial one
+    step = _random_kernel_step(n_bands, variant)
+    n_pairs = len(step.pairs)
+    for dtype in kernels.INPUT_DTYPES:
+        low = 0 if variant == "reflectance" or dtype.kind == "u" else -200
+        X = rng.uniform(low, 250, size=(n_pixels, n_bands))
+        X = (X if dtype.kind == "f" else np.round(X)).astype(dtype)
+        computes = [np.float64] + ([np.float32] if dtype == np.float32 else [])
+        for compute in map(np.dtype, computes):
+            arguments = step.kernel_arguments(compute)
+            cast = X.astype(compute)
+            expected = np.empty((n_pairs, n_pixels), dtype=compute)
+            kernels.normalized_differences(cast, *arguments, expected)
+            got = np.empty_like(expected)
+            kernels.normalized_differences(X, *arguments, got)
+            np.testing.assert_array_equal(got, expected, err_msg=f"{dtype} as {compute}")
+            for n_outputs in (1, 3):
+                weight = rng.normal(size=(n_outputs, n_pairs)).astype(compute)
+                bias = rng.normal(size=n_outputs).astype(compute)
+                expected = np.empty((n_outputs, n_pixels), dtype=compute)
+                kernels.normalized_differences_dense(cast, *arguments, weight, bias, expected)
+                got = np.empty_like(expected)
+                kernels.normalized_differences_dense(X, *arguments, weight, bias, got)
+                np.testing.assert_array_equal(got, expected, err_msg=f"{dtype}, {n_outputs}")
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "signed"])
+def test_compiled_dense_kernel_sums_the_pairs_in_order(variant):
+    # Estimators, scenes and model files agree bit for bit while the output layer is summed
+    # as numpy does it pair by pair: the bias, then each pair's term in order, no fused
+    # multiply-add. A kernel that reorders the sums (or contracts them) breaks this.
+    kernels = pytest.importorskip("sknd._kernels", reason="the compiled kernels need numba")
+    rng = np.random.default_rng(6)
+    n_bands, n_pixels = 6, 600
+    X = rng.uniform(0.0 if variant == "reflectance" else -3.0, 3.0, size=(n_pixels, n_bands))
+    step = _random_kernel_step(n_bands, variant)
+    arguments = step.kernel_arguments(np.dtype(np.float64))
+    values = np.empty((len(step.pairs), n_pixels))
+    kernels.normalized_differences(X, *arguments, values)
+    for n_outputs in (1, 2, 4):
+        weight = rng.normal(size=(n_outputs, len(step.pairs)))
+        bias = rng.normal(size=n_outputs)
+        expected = np.repeat(bias[:, None], n_pixels, axis=1)
+        for pair, value in enumerate(values):
+            expected += weight[:, pair : pair + 1] * value
+        got = np.empty((n_outputs, n_pixels))
+        kernels.normalized_differences_dense(X, *arguments, weight, bias, got)
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.float32])
+def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation):
+    # The compiled kernels read such tables as they are, without a float64 copy: the same
+    # values bit for bit, and the same refusals.
+    reg = _sknd_fit(NDRegressor(**FAST), "regression")
+    image = np.round(_image(n_bands=5) * 1000).astype(dtype)
+    expected = raster.predict(reg, image.astype(np.float64))
+    np.testing.assert_array_equal(raster.predict(reg, image), expected)
+    table = image.reshape(-1, 5)
+    np.testing.assert_array_equal(reg.predict(table), expected.ravel())
+    if dtype != np.float32:  # integer bands: indices in float64 (float32 keeps float32)
+        transformer = _sknd_fit(NDTransformer(**FAST))
+        indices = raster.transform(transformer, image.astype(np.float64))
+        np.testing.assert_array_equal(raster.transform(transformer, image), indices)
+    if dtype != np.uint16:
+        image[2, 3, 1] = -7
+        with pytest.raises(ValueError, match="Negative values.*down to -7"):
+            raster.predict(reg, image)
 
 
 def test_fast_path_blocks_and_pickling(monkeypatch, implementation):

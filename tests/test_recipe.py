@@ -9,8 +9,8 @@ from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier, NDRegressor, NDTransformer, _recipe
 from sknd._formula import classic_index
+from sknd._pairs import AUTO_PARAMETER_SHARE, auto_pair_budget
 from sknd._recipe import MIN_CLASS_ROWS, MIN_CONVEX_ROWS, ROWS_PER_COEFFICIENT, convex_rows
-from sknd._screening import AUTO_PARAMETER_SHARE, auto_pair_budget
 from sknd._tasks import ClassificationTask, RegressionTask
 from sknd.networks import Standardize, build_network, default_hidden_units, describe
 from sknd.nn import all_pairs
@@ -173,11 +173,66 @@ def test_learning_gain_is_measured_on_validation_and_never_negative():
     X = _spectra(n_samples=400, seed=6)
     y = _classes(X, n_classes=3, seed=6)
     for architecture in ("nd", "attnd"):
-        model = NDClassifier(architecture=architecture, max_epochs=10, random_state=0)
-        model.fit(X, y)
-        assert model.learning_gain_ >= -1e-6
-    deep = NDClassifier(depth=3, max_epochs=2, random_state=0).fit(X, y)
-    assert deep.learning_gain_ is None and deep.start_regularization_ is None
+        for depth in (2, 3):
+            model = NDClassifier(
+                architecture=architecture, depth=depth, max_epochs=10, random_state=0
+            )
+            model.fit(X, y)
+            assert model.learning_gain_ >= -1e-6
+            assert model.start_regularization_ > 0
+    mlp = NDClassifier(architecture="mlp", max_epochs=2, random_state=0).fit(X, y)
+    assert mlp.learning_gain_ is None and mlp.start_regularization_ is None
+
+
+@pytest.mark.parametrize("depth", [3, 4])
+@pytest.mark.parametrize("n_outputs", [1, 3])
+def test_deeper_networks_start_exactly_at_their_linear_part(depth, n_outputs):
+    torch.manual_seed(0)
+    net = build_network("nd", 5, n_outputs, depth=depth, hidden_units=12, standardize=True)
+    linear = _recipe.linear_part(net)
+    # the linear part shares the first block and the standardization, not the hidden layers
+    assert linear[0] is net[0] and linear[1] is net[1] and len(linear) == 3
+    torch.nn.init.normal_(linear[2].weight)
+    torch.nn.init.normal_(linear[2].bias)
+    X = torch.rand(200, 5)
+    assert not torch.allclose(net(X), linear(X), atol=1e-3)
+    _recipe.carry(net, linear)
+    torch.testing.assert_close(net(X), linear(X), atol=1e-5, rtol=1e-5)
+    # the other hidden units are left random: training can use them
+    hidden = net[2].weight[2 * n_outputs :]
+    assert hidden.abs().sum() > 0 and net[-1].weight[:, 2 * n_outputs :].abs().sum() == 0
+    depth2 = build_network("nd", 5, n_outputs, standardize=True)
+    assert _recipe.linear_part(depth2) is depth2
+    _recipe.carry(depth2, depth2)  # a no-op at depth 2
+
+
+def test_deeper_default_width_stays_within_the_mlps_parameters():
+    X = _spectra(n_samples=300, n_bands=16, seed=3)
+    y = _classes(X, n_classes=2, seed=3)
+    model = NDClassifier(depth=3, max_epochs=1, random_state=0).fit(X, y)
+    parameters = sum(p.numel() for p in model.module_.parameters())
+    mlp_parameters = 100 * (16 + 1) + 101 * 1  # scikit-learn's default MLP: 1,801
+    assert parameters <= mlp_parameters
+    assert model.module_[2].out_features >= 2 + _recipe.MIN_NONLINEAR_UNITS
+    # the paper's recipe keeps the paper's width, one unit per band pair
+    paper = NDClassifier(depth=3, recipe="paper", max_epochs=1, random_state=0).fit(X, y)
+    assert paper.module_[1].out_features == default_hidden_units(120)
+    with pytest.raises(ValueError, match="hidden_units=1 is too narrow"):
+        NDClassifier(depth=3, hidden_units=1).fit(X, y)
+    NDClassifier(depth=3, hidden_units=1, recipe="paper", max_epochs=1).fit(X, y)
+
+
+def test_deeper_networks_start_at_the_tuned_depth_2_model():
+    # Without training (max_epochs=0 is not allowed: lr=1e-12 freezes the weights), a
+    # depth-3 fit predicts as the depth-2 fit: same tuned start, same refined indices.
+    X = _spectra(n_samples=400, seed=8)
+    y = _classes(X, n_classes=3, seed=8)
+    params = dict(lr=1e-12, max_epochs=1, random_state=0)
+    shallow = NDClassifier(**params).fit(X, y)
+    deep = NDClassifier(depth=3, **params).fit(X, y)
+    np.testing.assert_allclose(deep.coef_a_, shallow.coef_a_, atol=1e-6)
+    agree = np.mean(deep.predict(X) == shallow.predict(X))
+    assert agree > 0.97
 
 
 def test_all_pairs_on_many_bands_do_not_collapse():

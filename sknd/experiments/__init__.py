@@ -12,7 +12,12 @@ importable for use in notebooks; the compared models are the rows of a table of
 
 from ._cli import main
 from ._data import load_experiment_data
-from ._noise import add_multiplicative_noise, illumination_check, noise_robustness
+from ._noise import (
+    add_additive_noise,
+    add_multiplicative_noise,
+    illumination_check,
+    noise_robustness,
+)
 from ._peers import (
     BestPairNDClassifier,
     BestPairNDRegressor,
@@ -44,6 +49,7 @@ __all__ = [
     "ExperimentResults",
     "ModelSpec",
     "accuracy_table",
+    "add_additive_noise",
     "add_multiplicative_noise",
     "check_groups",
     "experiment_splits",

@@ -11,7 +11,8 @@ import numbers
 import numpy as np
 from joblib import effective_n_jobs
 
-from .._validation import _physical_memory, check_band_values
+from .._validation import check_band_values
+from .._validation import physical_memory as _physical_memory
 from ._specs import ALL_PAIR_TABLES, specs_for
 
 __all__ = []
@@ -47,32 +48,7 @@ def check_run_arguments(
     values are checked on the whole data set as the networks would check each fold's
     training and validation parts, so that a message names the data the caller passed.
     """
-    depths = list(depths)
-    if not depths or not all(
-        isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 2 for d in depths
-    ):
-        raise ValueError(
-            f"{_option('depths', options)} must be one or more integers >= 2 (layers from "
-            f"input to output), got {depths}."
-        )
-    if models is not None and len(models) == 0:
-        raise ValueError(
-            f"{_option('models', options)} is empty: name at least one model, or leave it "
-            "out to run them all."
-        )
-    levels = np.asarray(list(noise_levels), dtype=np.float64)
-    if levels.size == 0 or not np.isfinite(levels).all() or (levels < 0).any():
-        raise ValueError(
-            f"{_option('noise_levels', options)} must be one or more finite, non-negative "
-            f"noise levels, got {list(noise_levels)}."
-        )
-    if n_jobs is not None and (
-        not isinstance(n_jobs, numbers.Integral) or isinstance(n_jobs, bool) or n_jobs == 0
-    ):
-        raise ValueError(
-            f"{_option('n_jobs', options)} must be a non-zero integer (-1: all cores), "
-            f"got {n_jobs!r}."
-        )
+    _check_protocol(depths, models, noise_levels, n_jobs, options)
     _check_estimator_params(task, estimator_params, options)
     try:
         values = np.asarray(X, dtype=np.float64)
@@ -103,6 +79,36 @@ def check_run_arguments(
             source_dtype=None,
         )
     _check_pair_tables(values.shape, specs, estimator_params, n_jobs, n_splits, options)
+
+
+def _check_protocol(depths, models, noise_levels, n_jobs, options):
+    """The arguments that describe the run rather than the data."""
+    depths = list(depths)
+    if not depths or not all(
+        isinstance(d, numbers.Integral) and not isinstance(d, bool) and d >= 2 for d in depths
+    ):
+        raise ValueError(
+            f"{_option('depths', options)} must be one or more integers >= 2 (layers from "
+            f"input to output), got {depths}."
+        )
+    if models is not None and len(models) == 0:
+        raise ValueError(
+            f"{_option('models', options)} is empty: name at least one model, or leave it "
+            "out to run them all."
+        )
+    levels = np.asarray(list(noise_levels), dtype=np.float64)
+    if levels.size == 0 or not np.isfinite(levels).all() or (levels < 0).any():
+        raise ValueError(
+            f"{_option('noise_levels', options)} must be one or more finite, non-negative "
+            f"noise levels, got {list(noise_levels)}."
+        )
+    if n_jobs is not None and (
+        not isinstance(n_jobs, numbers.Integral) or isinstance(n_jobs, bool) or n_jobs == 0
+    ):
+        raise ValueError(
+            f"{_option('n_jobs', options)} must be a non-zero integer (-1: all cores), "
+            f"got {n_jobs!r}."
+        )
 
 
 def _check_pair_tables(shape, specs, estimator_params, n_jobs, n_splits, options):
@@ -149,7 +155,7 @@ def _check_estimator_params(task, estimator_params, options):
         name = _option(key, options)
         try:
             estimator.set_params(**{key: value})
-            estimator._validate_params()
+            estimator._check_params()
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{name}: {exc}") from None
         finally:

@@ -1,4 +1,5 @@
-"""Robustness of fitted models to multiplicative band noise and to illumination changes."""
+"""Robustness of fitted models to band noise (multiplicative, additive) and to illumination
+changes."""
 
 import numbers
 
@@ -7,9 +8,12 @@ import pandas as pd
 from sklearn.base import is_regressor
 from sklearn.metrics import accuracy_score, r2_score, root_mean_squared_error
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, validate_params
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 PAPER_NOISE_LEVELS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.10)
+#: Noise models of :func:`noise_robustness`: the paper's ``b + eta |b| z``, or
+#: ``b + eta s z`` with ``s`` each band's standard deviation (see :func:`add_additive_noise`).
+NOISE_KINDS = ("multiplicative", "additive")
 ILLUMINATION_FACTORS = (0.5, 0.8, 1.0, 1.25, 2.0)
 
 
@@ -66,7 +70,69 @@ def add_multiplicative_noise(X, level, *, random_state=None):
     """
     values = _values(X)
     z = check_random_state(random_state).standard_normal(values.shape)
-    return _like(X, values + level * np.abs(values) * z)
+    return _like(X, _perturbed(values, level, z, "multiplicative", None))
+
+
+def add_additive_noise(X, level, scale=None, *, random_state=None):
+    """Perturb bands as ``b + level * s * z``, clipped at 0 for non-negative bands.
+
+    ``s`` is each band's standard deviation, ``z ~ N(0, 1)`` drawn per value: sensor noise
+    of a fixed size, which hits dark pixels as hard as bright ones (multiplicative noise,
+    the paper's, spares them). Where every input value is non-negative (reflectance,
+    radiance, counts) the result is clipped at 0, as a sensor's would be.
+
+    Parameters
+    ----------
+    X : array-like or DataFrame of shape (n_samples, n_features)
+        Band values.
+    level : float
+        Noise level eta (>= 0): the noise standard deviation as a fraction of ``s``.
+    scale : array-like of shape (n_features,), default=None
+        ``s``; None uses the standard deviation of each column of ``X``. Pass the training
+        rows' to perturb test rows as :func:`run_experiments` does.
+    random_state : int, RandomState instance or None, default=None
+        Seeds ``z``.
+
+    Returns
+    -------
+    X_noisy : ndarray or DataFrame of shape (n_samples, n_features)
+        Same container type as ``X`` (float64).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknd.experiments import add_additive_noise
+    >>> X = np.array([[100.0, 50.0], [0.0, 10.0]])
+    >>> add_additive_noise(X, 0.1, scale=[10.0, 10.0], random_state=1).round(2)
+    array([[101.62,  49.39],
+           [  0.  ,   8.93]])
+
+    The dark value 0.0 drew -0.53 and was clipped at 0.
+    """
+    values = _values(X)
+    z = check_random_state(random_state).standard_normal(values.shape)
+    return _like(X, _perturbed(values, level, z, "additive", _scale(values, scale)))
+
+
+def _scale(values, scale):
+    """``scale`` as an array, or the columns' standard deviations when None."""
+    if scale is None:
+        return values.std(axis=0)
+    scale = np.asarray(scale, dtype=np.float64)
+    if scale.shape != (values.shape[1],) or not (scale >= 0).all():
+        raise ValueError(
+            f"scale must hold one non-negative value per band ({values.shape[1]}), got "
+            f"shape {scale.shape}."
+        )
+    return scale
+
+
+def _perturbed(values, level, z, kind, scale):
+    """``values`` under noise ``z`` of ``kind`` at ``level`` (the one place of both formulas)."""
+    if kind == "multiplicative":
+        return values + level * np.abs(values) * z
+    noisy = values + level * scale * z
+    return np.clip(noisy, 0.0, None) if (values >= 0).all() else noisy
 
 
 @validate_params(
@@ -77,10 +143,22 @@ def add_multiplicative_noise(X, level, *, random_state=None):
         "levels": ["array-like"],
         "n_repeats": [Interval(numbers.Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
+        "kind": [StrOptions(set(NOISE_KINDS))],
+        "scale": ["array-like", None],
     },
     prefer_skip_nested_validation=True,
 )
-def noise_robustness(estimator, X, y, levels=PAPER_NOISE_LEVELS, n_repeats=10, random_state=None):
+def noise_robustness(
+    estimator,
+    X,
+    y,
+    levels=PAPER_NOISE_LEVELS,
+    n_repeats=10,
+    random_state=None,
+    *,
+    kind="multiplicative",
+    scale=None,
+):
     """Accuracy (classifiers) or R² and RMSE (regressors) on inputs perturbed by noise.
 
     For each repeat one standard normal draw ``z`` is shared by all levels (common random
@@ -97,11 +175,18 @@ def noise_robustness(estimator, X, y, levels=PAPER_NOISE_LEVELS, n_repeats=10, r
     y : array-like of shape (n_samples,)
         True labels or target values.
     levels : array-like of float, default=(0, 0.02, 0.04, 0.06, 0.08, 0.1)
-        Noise levels eta, see :func:`add_multiplicative_noise`.
+        Noise levels eta, see :func:`add_multiplicative_noise` and
+        :func:`add_additive_noise`.
     n_repeats : int, default=10
         Number of independent noise draws.
     random_state : int, RandomState instance or None, default=None
         Seeds the noise draws.
+    kind : {"multiplicative", "additive"}, default="multiplicative"
+        The paper's ``b + eta |b| z``, or ``b + eta s z`` clipped at 0 for non-negative
+        bands (:func:`add_additive_noise`).
+    scale : array-like of shape (n_features,), default=None
+        ``s`` of additive noise (e.g. the training rows' standard deviations); None uses
+        those of ``X``. Ignored for multiplicative noise.
 
     Returns
     -------
@@ -129,11 +214,12 @@ def noise_robustness(estimator, X, y, levels=PAPER_NOISE_LEVELS, n_repeats=10, r
     levels = np.asarray(levels, dtype=float)
     if np.any(levels < 0):
         raise ValueError(f"Noise levels must be non-negative, got {levels}.")
+    scale = _scale(values, scale) if kind == "additive" else None
     rows = []
     for repeat in range(n_repeats):
         z = rng.standard_normal(values.shape)
         for level in levels:
-            X_noisy = _like(X, values + level * np.abs(values) * z)
+            X_noisy = _like(X, _perturbed(values, level, z, kind, scale))
             scores = _scores(estimator, y, estimator.predict(X_noisy))
             rows.append({"noise": float(level), "repeat": repeat, **scores})
     return pd.DataFrame(rows, columns=["noise", "repeat", *metric_columns(estimator)])

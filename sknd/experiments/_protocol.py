@@ -1,36 +1,27 @@
-"""The paper's cross-validation protocol: fit every model on the same folds, score it clean,
-under multiplicative noise and under an illumination change, and collect the results."""
+"""The paper's cross-validation protocol as a pipeline: plan what to fit (models x depths
+x folds, :mod:`._plan`), run the plan's tasks in parallel (each fits one model on one fold
+and scores it clean, under noise and under an illumination change: :mod:`._worker`),
+collect their records into tables, which :func:`write_report` turns into the report."""
 
 import numbers
 import sys
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
-from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.multiclass import type_of_target
 
 from .._tasks import check_label_kinds
-from .._threads import one_thread
-from ..networks import default_hidden_units
-from ._checks import check_run_arguments, check_validation_classes
-from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS, illumination_check, noise_robustness
-from ._peers import count_parameters
+from ._checks import check_run_arguments
+from ._noise import ILLUMINATION_FACTORS, NOISE_KINDS, PAPER_NOISE_LEVELS
+from ._plan import make_plan
 from ._progress import Progress
-from ._records import class_counts, coefficient_table, data_name, screening_notes, versions
-from ._specs import (
-    FIXED_INDEX_BASELINE,
-    MODEL_SPECS,
-    PAPER_SETTINGS,
-    TASKS,
-    specs_for,
-)
-from ._splits import PAPER_VALIDATION_SHARE, experiment_splits
+from ._records import class_counts, data_name, screening_notes, versions
+from ._specs import FIXED_INDEX_BASELINE, MODEL_SPECS, TASKS, specs_for
+from ._worker import run_task
 
 #: The architectures compared in the paper, fitted with :class:`sknd.NDClassifier`.
 PAPER_MODELS = ("nd", "mlp", "attnd")
@@ -38,8 +29,6 @@ PAPER_MODELS = ("nd", "mlp", "attnd")
 MODELS = tuple(spec.name for spec in specs_for("classification"))
 MODEL_LABELS = {spec.name: spec.label for spec in MODEL_SPECS}
 
-#: Score columns of ``results.csv`` by task.
-SCORE_COLUMNS = {"classification": ["accuracy"], "regression": ["r2", "rmse"]}
 _RESULT_KEYS = ["dataset", "model", "depth", "fold", "noise"]
 _RESULT_INFO = [
     "n_parameters",
@@ -104,141 +93,6 @@ class ExperimentResults:
     wall_time: float = 0.0
 
 
-def _stack(frames, columns):
-    """Stack the per-task frames (None where a task has none), or an empty frame of ``columns``."""
-    frames = [frame for frame in frames if frame is not None]
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
-
-
-def _learning_gain(final):
-    """The fitted network's ``learning_gain_`` (NaN where it has none or it is None)."""
-    gain = getattr(final, "learning_gain_", None)
-    return np.nan if gain is None else float(gain)
-
-
-def _final_step(estimator):
-    return estimator[-1] if hasattr(estimator, "steps") else estimator
-
-
-def _fit(task, X, y, split, config):
-    """Fit one model of one fold; return the estimator and its fit time."""
-    spec = config["specs"][task["model"]]
-    train, val, _ = split
-    context = {
-        **config["context"],
-        "depth": task["depth"],
-        "seed": task["seed"],
-        "validation_fraction": len(val) / (len(train) + len(val)),
-    }
-    estimator = spec.build(spec, context)
-    start = time.perf_counter()
-    try:
-        if spec.uses_validation:
-            estimator.fit(X.iloc[train], y[train], X_val=X.iloc[val], y_val=y[val])
-        else:
-            # Models without a use for a validation set learn from all non-test data;
-            # scikit-learn's MLP holds out the same share internally for early stopping.
-            rest = np.concatenate([train, val])
-            estimator.fit(X.iloc[rest], y[rest])
-    except ValueError as exc:
-        raise _fold_error(exc, spec, task) from exc
-    return estimator, time.perf_counter() - start
-
-
-def _fold_error(exc, spec, task):
-    """``exc`` said of the fold's parts: the caller passed X and y, not X_val and y_val."""
-    depth = "" if task["depth"] is None else f" at depth {task['depth']}"
-    message = str(exc).replace("X_val", "the validation part of X")
-    message = message.replace("y_val", "the validation part of y")
-    return ValueError(f"Fitting {spec.name}{depth} on fold {task['fold']} failed: {message}")
-
-
-def _n_iter(estimator):
-    """Epochs or solver iterations as one number (LogisticRegression reports an array)."""
-    n_iter = getattr(estimator, "n_iter_", None)
-    return np.nan if n_iter is None else int(np.max(n_iter))
-
-
-def _run_task(task, X, y, split, config):
-    """Fit and evaluate one (model, depth, fold); runs in a joblib worker."""
-    with one_thread(), warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        estimator, fit_time = _fit(task, X, y, split, config)
-        test = split[2]
-        X_te, y_te = X.iloc[test], y[test]
-        noise = noise_robustness(
-            estimator,
-            X_te,
-            y_te,
-            levels=config["noise_levels"],
-            n_repeats=config["noise_repeats"],
-            random_state=task["seed"],
-        )
-        illumination = illumination_check(
-            estimator, X_te, y_te, factors=config["illumination_factors"]
-        )
-    final = _final_step(estimator)
-    spec = config["specs"][task["model"]]
-    key = {"model": task["model"], "depth": task["depth"], "fold": task["fold"]}
-    best_epoch = getattr(final, "best_epoch_", None)
-    if best_epoch is None and getattr(final, "validation_scores_", None):
-        best_epoch = int(np.argmax(final.validation_scores_)) + 1
-    pair = getattr(final, "pair_names_", None)
-    common = {
-        "dataset": config["dataset"],
-        **key,
-        "n_parameters": count_parameters(estimator),
-        "fit_time": fit_time,
-        "n_epochs": _n_iter(final),
-        "best_epoch": np.nan if best_epoch is None else best_epoch,
-        "learning_gain": _learning_gain(final),
-        "seed": task["seed"],
-        "n_train": len(split[0]),
-        "n_val": len(split[1]),
-        "n_test": len(split[2]),
-        "selected_pair": "" if pair is None else "/".join(pair),
-    }
-    metrics = config["metrics"]
-    curve = noise.groupby("noise", sort=True)[metrics].mean()
-    rows = [{**common, "noise": level, **row} for level, row in curve.iterrows()]
-    history = coefficients = None
-    n_pairs = None
-    if spec.network:
-        history = final.history_[["epoch", "train_loss", "valid_loss", "valid_score"]].copy()
-        history.insert(0, "fold", task["fold"])
-        history.insert(0, "depth", task["depth"])
-        history.insert(0, "model", task["model"])
-        n_pairs = len(final.pairs_)
-        if n_pairs and len(getattr(final, "coef_a_", ())):
-            coefficients = coefficient_table(final, key, X.columns)
-    illumination = illumination.assign(**key)
-    keep = config["keep_estimators"] == "all" or (
-        config["keep_estimators"] == "first_fold" and task["fold"] == 0
-    )
-    return {
-        "key": key,
-        "rows": rows,
-        "history": history,
-        "coefficients": coefficients,
-        "illumination": illumination,
-        "estimator": estimator if keep else None,
-        "fit_time": fit_time,
-        "score": curve[metrics[0]].iloc[0] if len(curve) else np.nan,
-        "n_pairs": n_pairs,
-    }
-
-
-def _make_tasks(specs, depths, fold_seeds):
-    tasks = []
-    for fold, seed in enumerate(fold_seeds):
-        for spec in specs:
-            for depth in depths if spec.by_depth else [None]:
-                tasks.append({"model": spec.name, "depth": depth, "fold": fold, "seed": int(seed)})
-    # Deep networks first: the long tasks start early and the short ones fill the gaps,
-    # which keeps parallel workers busy until the end.
-    return sorted(tasks, key=lambda t: -(t["depth"] or 0))
-
-
 @validate_params(
     {
         "X": ["array-like"],
@@ -250,6 +104,7 @@ def _make_tasks(specs, depths, fold_seeds):
         "models": ["array-like", None],
         "noise_levels": ["array-like"],
         "noise_repeats": [Interval(numbers.Integral, 1, None, closed="left")],
+        "noise_kind": [StrOptions(set(NOISE_KINDS))],
         "illumination_factors": ["array-like"],
         "estimator_params": [dict, None],
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -274,6 +129,7 @@ def run_experiments(
     models=None,
     noise_levels=PAPER_NOISE_LEVELS,
     noise_repeats=5,
+    noise_kind="multiplicative",
     illumination_factors=ILLUMINATION_FACTORS,
     estimator_params=None,
     n_estimators=100,
@@ -318,7 +174,7 @@ def run_experiments(
     - ``"random_forest"``: a random forest on the raw bands, fitted on training +
       validation data.
 
-    Each model is then scored on the test part clean and under multiplicative noise
+    Each model is then scored on the test part clean and under noise
     (:func:`noise_robustness`, mean over ``noise_repeats`` draws) and under illumination
     changes (:func:`illumination_check`): accuracy for classification, R² and RMSE for
     regression.
@@ -346,6 +202,10 @@ def run_experiments(
         Noise levels eta; the first one should be 0 (the clean score).
     noise_repeats : int, default=5
         Noise draws per level, averaged into one result row.
+    noise_kind : {"multiplicative", "additive"}, default="multiplicative"
+        The paper's ``b + eta |b| z``, or ``b + eta s z`` with ``s`` the training rows'
+        standard deviation of each band, clipped at 0 for non-negative bands (sensor noise
+        of a fixed size, which hits dark pixels hardest; :func:`add_additive_noise`).
     illumination_factors : sequence of float, default=(0.5, 0.8, 1.0, 1.25, 2.0)
         Gains applied to all bands in the illumination check.
     estimator_params : dict, default=None
@@ -397,6 +257,47 @@ def run_experiments(
     {'logreg_bands': 6, 'nd': 6}
     """
     start = time.perf_counter()
+    # Check everything before the first fit, plan what to fit, run, collect the records.
+    X, y, name = _checked_data(X, y, task, dataset_name)
+    check_run_arguments(
+        X,
+        y,
+        task=task,
+        depths=depths,
+        models=models,
+        noise_levels=noise_levels,
+        estimator_params=estimator_params,
+        n_jobs=n_jobs,
+        n_splits=n_splits,
+    )
+    plan = make_plan(
+        X,
+        y,
+        task=task,
+        groups=groups,
+        depths=depths,
+        n_splits=n_splits,
+        models=models,
+        noise_levels=noise_levels,
+        noise_repeats=noise_repeats,
+        noise_kind=noise_kind,
+        illumination_factors=illumination_factors,
+        estimator_params=estimator_params,
+        n_estimators=n_estimators,
+        keep_estimators=keep_estimators,
+        random_state=random_state,
+        dataset=name,
+        notes=notes,
+    )
+    outputs = _run(plan, X, y, n_jobs=n_jobs, verbose=verbose)
+    settings = _settings(plan, X, y, groups, random_state, n_jobs, target_names)
+    wall_time = time.perf_counter() - start
+    return ExperimentResults(**_collect(outputs, plan), settings=settings, wall_time=wall_time)
+
+
+def _checked_data(X, y, task, dataset_name):
+    """``X`` as a DataFrame with string column names, ``y`` as an array fit for ``task``,
+    and the dataset's name."""
     check_label_kinds(y)  # before numpy turns [1, "a"] into text
     name = dataset_name or data_name(X, y)
     if not isinstance(X, pd.DataFrame):
@@ -417,165 +318,120 @@ def run_experiments(
                 f"y has {int((~np.isfinite(y)).sum())} missing or infinite values; drop "
                 "those samples first."
             )
-    check_run_arguments(
-        X,
-        y,
-        task=task,
-        depths=depths,
-        models=models,
-        noise_levels=noise_levels,
-        estimator_params=estimator_params,
-        n_jobs=n_jobs,
-        n_splits=n_splits,
-    )
-    specs = specs_for(task, models)
-    depths = sorted(int(d) for d in depths)
-    noise_levels = [float(level) for level in noise_levels]
-    notes = list(notes or [])
+    return X, y, name
 
-    user_params = dict(estimator_params or {})
-    settings = dict(PAPER_SETTINGS)
-    settings.update({k: v for k, v in user_params.items() if k in PAPER_SETTINGS})
-    network_params = dict(user_params)
-    if "variant" not in network_params and (X.to_numpy() < 0).any():
-        # The default "reflectance" variant needs non-negative inputs.
-        network_params["variant"] = "signed"
-        n_negative = int((X.to_numpy() < 0).sum())
-        notes.append(
-            f"{n_negative} negative band values: the networks use variant='signed' "
-            "(pass variant in estimator_params to choose)."
-        )
-    n_pairs = X.shape[1] * (X.shape[1] - 1) // 2
-    n_hidden = user_params.get("hidden_units") or default_hidden_units(n_pairs)
-    if not user_params.get("hidden_units"):
-        notes.append(
-            f"Hidden width {n_hidden} units (the networks' default for all {n_pairs} band "
-            "pairs: their number clipped to 8..256), mirrored in the scikit-learn MLP; set "
-            "with hidden_units."
-        )
-    metrics = SCORE_COLUMNS[task]
-    config = {
-        "dataset": name,
-        "specs": {spec.name: spec for spec in specs},
-        "context": {
-            "task": task,
-            "settings": settings,
-            "network_params": network_params,
-            "n_hidden": n_hidden,
-            "n_estimators": n_estimators,
-            "n_bands": X.shape[1],
-        },
-        "metrics": metrics,
-        "noise_levels": noise_levels,
-        "noise_repeats": noise_repeats,
-        "illumination_factors": list(illumination_factors),
-        "keep_estimators": keep_estimators,
-    }
 
-    rng = check_random_state(random_state)
-    splits = experiment_splits(
-        y,
-        groups,
-        n_splits=n_splits,
-        task=task,
-        validation_share=PAPER_VALIDATION_SHARE,
-        random_state=rng.randint(np.iinfo(np.int32).max),
-    )
-    if task == "classification" and any(spec.uses_validation for spec in specs):
-        check_validation_classes(y, splits)
-    fold_seeds = rng.randint(np.iinfo(np.int32).max, size=n_splits)
-    tasks = _make_tasks(specs, depths, fold_seeds)
-    if verbose > 0:
-        for note in notes:
-            print(f"note: {note}", file=sys.stderr)
-
-    progress = Progress(len(tasks), enabled=verbose > 0)
+def _run(plan, X, y, *, n_jobs, verbose):
+    """Run the plan's tasks (joblib, results as they finish) under a progress bar; the
+    notes of the plan, and those only the fits can tell (pair screening), go to stderr."""
+    _print_notes(plan.notes, verbose)
+    config = plan.config()
+    progress = Progress(len(plan.tasks), enabled=verbose > 0)
     parallel = Parallel(n_jobs=n_jobs, return_as="generator_unordered")
     outputs = []
     for out in parallel(
-        delayed(_run_task)(task, X, y, splits[task["fold"]], config) for task in tasks
+        delayed(run_task)(task, X, y, plan.splits[task["fold"]], config) for task in plan.tasks
     ):
         outputs.append(out)
         key = out["key"]
         depth = "" if key["depth"] is None else f" d{key['depth']}"
         progress.update(
-            f"fold {key['fold']}{depth} {key['model']}: {metrics[0]} {out['score']:.3f}"
+            f"fold {key['fold']}{depth} {key['model']}: {plan.metrics[0]} {out['score']:.3f}"
         )
     progress.close()
-    run_notes = screening_notes(outputs, n_pairs, user_params.get("hidden_units"))
+    run_notes = screening_notes(outputs, plan.n_pairs, plan.network_params.get("hidden_units"))
+    _print_notes(run_notes, verbose)
+    plan.notes += run_notes
+    return outputs
+
+
+def _print_notes(notes, verbose):
     if verbose > 0:
-        for note in run_notes:
+        for note in notes:
             print(f"note: {note}", file=sys.stderr)
-    notes += run_notes
 
-    order = {spec.name: i for i, spec in enumerate(specs)}
 
-    def sort_key(out):
-        k = out["key"]
-        return (order[k["model"]], k["depth"] or 0, k["fold"])
-
-    outputs.sort(key=sort_key)
+def _collect(outputs, plan):
+    """The tasks' records as the tables of :class:`ExperimentResults`, in report order."""
+    order = {spec.name: i for i, spec in enumerate(plan.specs)}
+    outputs = sorted(
+        outputs,
+        key=lambda out: (order[out["key"]["model"]], out["key"]["depth"] or 0, out["key"]["fold"]),
+    )
+    metrics = plan.metrics
     columns = _RESULT_KEYS + metrics + _RESULT_INFO
     results = pd.DataFrame([row for out in outputs for row in out["rows"]], columns=columns)
     results["depth"] = results["depth"].astype("Int64")
-    histories = _stack([out["history"] for out in outputs], HISTORY_COLUMNS)
-    coefficients = _stack([out["coefficients"] for out in outputs], COEFFICIENT_COLUMNS)
     illumination = pd.concat([out["illumination"] for out in outputs], ignore_index=True)
     illumination = illumination[["model", "depth", "fold", "factor", *metrics, "agreement"]]
     illumination["depth"] = illumination["depth"].astype("Int64")
-    estimators = {
-        (o["key"]["model"], o["key"]["depth"], o["key"]["fold"]): o["estimator"]
-        for o in outputs
-        if o["estimator"] is not None
+    return {
+        "results": results,
+        "histories": _stack([out["history"] for out in outputs], HISTORY_COLUMNS),
+        "coefficients": _stack([out["coefficients"] for out in outputs], COEFFICIENT_COLUMNS),
+        "illumination": illumination,
+        "estimators": {
+            (out["key"]["model"], out["key"]["depth"], out["key"]["fold"]): out["estimator"]
+            for out in outputs
+            if out["estimator"] is not None
+        },
     }
-    settings_out = {
-        "dataset": name,
-        "task": task,
+
+
+def _stack(frames, columns):
+    """Stack the per-task frames (None where a task has none), or an empty frame of ``columns``."""
+    frames = [frame for frame in frames if frame is not None]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
+
+
+def _settings(plan, X, y, groups, random_state, n_jobs, target_names):
+    """The protocol of a run, as ``settings.json`` and the report show it."""
+    specs = plan.specs
+    settings = {
+        "dataset": plan.dataset,
+        "task": plan.task,
         "n_samples": len(y),
         "n_bands": int(X.shape[1]),
         "bands": list(X.columns),
-        "n_splits": n_splits,
+        "n_splits": len(plan.fold_seeds),
         "grouped": groups is not None,
         "n_groups": None if groups is None else int(len(np.unique(groups))),
-        "depths": depths,
+        "depths": plan.depths,
         "models": [spec.name for spec in specs],
         "model_labels": {spec.name: spec.label for spec in specs},
         "depth_models": [spec.name for spec in specs if spec.by_depth],
         "network_models": [spec.name for spec in specs if spec.network],
-        "baseline": FIXED_INDEX_BASELINE[task],
-        "noise_levels": noise_levels,
-        "noise_repeats": noise_repeats,
-        "illumination_factors": list(illumination_factors),
-        "estimator_params": {**settings, **network_params},
-        "network_overrides": network_params,
+        "baseline": FIXED_INDEX_BASELINE[plan.task],
+        "noise_levels": plan.noise_levels,
+        "noise_repeats": plan.noise_repeats,
+        "noise_kind": plan.noise_kind,
+        "illumination_factors": plan.illumination_factors,
+        "estimator_params": {**plan.settings, **plan.network_params},
+        "network_overrides": plan.network_params,
         "network_recipes": {
             spec.name: {"paper_recipe": spec.paper_recipe, "params": dict(spec.params)}
             for spec in specs
             if spec.network
         },
-        "n_hidden_sklearn_mlp": n_hidden,
-        "n_estimators": n_estimators,
+        "n_hidden_sklearn_mlp": plan.n_hidden,
+        "n_estimators": plan.n_estimators,
         "random_state": random_state if isinstance(random_state, numbers.Integral) else None,
-        "fold_seeds": [int(s) for s in fold_seeds],
+        "fold_seeds": [int(s) for s in plan.fold_seeds],
         "n_jobs": n_jobs,
-        "notes": notes,
+        "notes": plan.notes,
         "versions": versions(),
     }
-    if task == "classification":
-        settings_out["class_counts"] = class_counts(y, target_names)
+    if plan.task == "classification":
+        settings["class_counts"] = class_counts(y, target_names)
     else:
-        settings_out["target_summary"] = {
-            "mean": float(y.mean()),
-            "std": float(y.std(ddof=1)) if len(y) > 1 else 0.0,
-            "min": float(y.min()),
-            "max": float(y.max()),
-        }
-    return ExperimentResults(
-        results=results,
-        histories=histories,
-        coefficients=coefficients,
-        illumination=illumination,
-        estimators=estimators,
-        settings=settings_out,
-        wall_time=time.perf_counter() - start,
-    )
+        settings["target_summary"] = _target_summary(y)
+    return settings
+
+
+def _target_summary(y):
+    return {
+        "mean": float(y.mean()),
+        "std": float(y.std(ddof=1)) if len(y) > 1 else 0.0,
+        "min": float(y.min()),
+        "max": float(y.max()),
+    }

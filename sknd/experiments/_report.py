@@ -12,11 +12,25 @@ from ._specs import FIXED_INDEX_BASELINE, MODEL_SPECS
 from ._tables import accuracy_table, main_metric, noise_drop_table, paired_ttest, parameter_table
 
 #: How each score is printed: name in headings, scale, decimals, and whether larger is better.
+#: The report's formula of each noise model (sknd.experiments.NOISE_KINDS).
+_NOISE_FORMULAS = {
+    "multiplicative": "b + eta |b| z",
+    "additive": "b + eta s z (s: each band's standard deviation on the training rows; "
+    "clipped at 0)",
+}
 _FORMATS = {
     "accuracy": ("accuracy (%)", 100, 2),
     "r2": ("R²", 1, 3),
     "rmse": ("RMSE", 1, 4),
 }
+
+
+_TEST_NOTE = (
+    "p: two-sided corrected resampled t-test over folds (Nadeau & Bengio 2003: the "
+    "variance of the mean difference is (1/k + n_test/n_train) s² instead of s²/k, "
+    "because the training sets of the folds overlap; the plain paired t-test "
+    "overstates significance). Standard deviations use ddof=1."
+)
 
 
 def _pm(mean, std, metric="accuracy"):
@@ -250,16 +264,38 @@ def _table_illumination(illumination, layout):
 
 def _protocol_text(experiment, command, layout):
     s = experiment.settings
-    params = s.get("estimator_params", {})
-    lines = []
-    if command:
-        lines.append(f"Command: `{command}`\n")
+    lines = [f"Command: `{command}`\n"] if command else []
+    lines += _data_lines(s, layout)
+    lines.append(
+        _folds_text(s, layout) + " Same seed for every model in a fold (network "
+        f"initialisation, random forest, noise draws). Seed: {s.get('random_state')}."
+    )
+    lines += _training_lines(s, layout)
+    lines.append(_peers_text(s, layout))
+    formula = _NOISE_FORMULAS[s.get("noise_kind", "multiplicative")]
+    lines.append(
+        f"- Noise: {formula} at eta = "
+        + ", ".join(f"{100 * v:g}" for v in s.get("noise_levels", []))
+        + f" %, mean of {s.get('noise_repeats')} draws per fold."
+    )
+    lines.append(
+        f"- Wall time: {experiment.wall_time:.0f} s with n_jobs={s.get('n_jobs')} "
+        f"({os.cpu_count()} CPUs visible)."
+    )
+    lines.append(
+        "- Versions: " + ", ".join(f"{k} {v}" for k, v in s.get("versions", {}).items()) + "."
+    )
+    return "\n".join(lines)
+
+
+def _data_lines(s, layout):
+    """The dataset: size, bands, classes or the target's distribution."""
     bands = list(map(str, s.get("bands", [])))
     shown = ", ".join(bands) if len(bands) <= 40 else ", ".join(bands[:20]) + ", ..."
-    lines.append(
+    lines = [
         f"- Dataset: **{s.get('dataset') or 'unnamed'}**, {s.get('n_samples')} samples, "
         f"{s.get('n_bands')} bands ({shown})."
-    )
+    ]
     if layout.task == "classification":
         counts = s.get("class_counts", {})
         lines.append("- Classes: " + ", ".join(f"{c}: {n}" for c, n in counts.items()) + ".")
@@ -269,40 +305,43 @@ def _protocol_text(experiment, command, layout):
             f"- Regression target: mean {t['mean']:.4g}, std {t['std']:.4g}, range "
             f"{t['min']:.4g} to {t['max']:.4g}."
         )
+    return lines
+
+
+def _folds_text(s, layout):
     k = s.get("n_splits")
     if s.get("grouped"):
         splitter = "StratifiedGroupKFold" if layout.task == "classification" else "GroupKFold"
-        folds = (
+        validation = (
+            "a quarter of the non-test groups, stratified by class)."
+            if layout.task == "classification"
+            else "2/9 of the non-test groups)."
+        )
+        return (
             f"- Protocol: {k}-fold grouped cross-validation ({splitter}, "
             f"{s.get('n_groups')} groups): no group is split between training, validation "
-            "and test; the validation part of each fold is whole groups too ("
-            + (
-                "a quarter of the non-test groups, stratified by class)."
-                if layout.task == "classification"
-                else "2/9 of the non-test groups)."
-            )
+            "and test; the validation part of each fold is whole groups too (" + validation
         )
-    elif layout.task == "classification":
-        folds = (
+    if layout.task == "classification":
+        return (
             f"- Protocol: {k}-fold stratified cross-validation; in each fold a stratified "
             "train/validation split of the rest (7 : 2, i.e. 70/20/10 % with 10 folds)."
         )
-    else:
-        folds = (
-            f"- Protocol: {k}-fold shuffled cross-validation (KFold); in each fold a random "
-            "train/validation split of the rest (7 : 2, i.e. 70/20/10 % with 10 folds)."
-        )
-    lines.append(
-        folds + " Same seed for every model in a fold (network initialisation, random "
-        f"forest, noise draws). Seed: {s.get('random_state')}."
+    return (
+        f"- Protocol: {k}-fold shuffled cross-validation (KFold); in each fold a random "
+        "train/validation split of the rest (7 : 2, i.e. 70/20/10 % with 10 folds)."
     )
+
+
+def _training_lines(s, layout):
+    """The networks' training settings, and a line per row whose recipe differs."""
     networks = ", ".join(layout.networks)
     estimator = "NDClassifier" if layout.task == "classification" else "NDRegressor"
-    lines.append(
+    lines = [
         f"- Network training ({networks}; sknd `{estimator}`): "
-        + ", ".join(f"{k}={v}" for k, v in params.items())
+        + ", ".join(f"{k}={v}" for k, v in s.get("estimator_params", {}).items())
         + "; early stopping on the validation part."
-    )
+    ]
     for model, recipe in s.get("network_recipes", {}).items():
         # Rows whose recipe differs from the line above: another starting point or extras.
         extra = {k: v for k, v in recipe["params"].items() if k != "architecture"}
@@ -318,6 +357,10 @@ def _protocol_text(experiment, command, layout):
         lines.append(
             f"- {layout.label(model)}: {start}" + (f" with {details}." if details else ".")
         )
+    return lines
+
+
+def _peers_text(s, layout):
     if layout.task == "classification":
         linear = (
             "logistic regressions (on standardized bands, and on standardized classic NDs: "
@@ -331,7 +374,7 @@ def _protocol_text(experiment, command, layout):
             "(1-10 components by an inner 5-fold CV)"
         )
         best = "the best single classic ND (a linear regression on one index)"
-    lines.append(
+    return (
         f"- Peers: scikit-learn MLP with {s.get('n_hidden_sklearn_mlp')} units per hidden "
         "layer and the same optimiser settings (trained on train+validation, early stopping "
         f"on an internal random hold-out of the validation share); {linear} and the random "
@@ -343,19 +386,6 @@ def _protocol_text(experiment, command, layout):
             else ""
         )
     )
-    lines.append(
-        "- Noise: b + eta |b| z at eta = "
-        + ", ".join(f"{100 * v:g}" for v in s.get("noise_levels", []))
-        + f" %, mean of {s.get('noise_repeats')} draws per fold."
-    )
-    lines.append(
-        f"- Wall time: {experiment.wall_time:.0f} s with n_jobs={s.get('n_jobs')} "
-        f"({os.cpu_count()} CPUs visible)."
-    )
-    lines.append(
-        "- Versions: " + ", ".join(f"{k} {v}" for k, v in s.get("versions", {}).items()) + "."
-    )
-    return "\n".join(lines)
 
 
 def _notes(experiment):
@@ -408,42 +438,47 @@ def write_report(experiment, output_dir, *, figures=True, command=None):
     """
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    results = experiment.results
-    results.to_csv(output_dir / "results.csv", index=False)
+    _write_tables(experiment, output_dir)
+    written = []
+    if figures:
+        from ._figures import save_figures
+
+        written = save_figures(experiment, output_dir)
+    layout = _Layout(experiment)
+    title = experiment.settings.get("dataset") or "experiment"
+    sections = [f"# Normalized-difference networks on {title}"]
+    notes = _notes(experiment)
+    if notes:
+        sections += ["## Automatic choices of this run", notes]
+    sections += ["## Settings", _protocol_text(experiment, command, layout)]
+    sections += _score_sections(experiment, layout)
+    sections += _robustness_sections(experiment, layout)
+    if written:
+        sections.append("## Figures")
+        sections += [f"![{caption}]({name})\n\n*{caption}*" for name, caption in written]
+    report = output_dir / "report.md"
+    report.write_text("\n\n".join(sections) + "\n", encoding="utf-8")
+    return report
+
+
+def _write_tables(experiment, output_dir):
+    """The CSV files and ``settings.json``."""
+    experiment.results.to_csv(output_dir / "results.csv", index=False)
     experiment.histories.to_csv(output_dir / "histories.csv", index=False)
     experiment.coefficients.to_csv(output_dir / "coefficients.csv", index=False)
     experiment.illumination.to_csv(output_dir / "illumination.csv", index=False)
     settings = dict(experiment.settings, wall_time_s=round(experiment.wall_time, 1))
     (output_dir / "settings.json").write_text(json.dumps(settings, indent=2, default=str))
 
-    written = []
-    if figures:
-        from ._figures import save_figures
 
-        written = save_figures(experiment, output_dir)
-
-    layout = _Layout(experiment)
-    metric = layout.metric
+def _score_sections(experiment, layout):
+    """Table 1 (and 1b for regression), the peers and the fixed-index comparison."""
+    results, metric = experiment.results, layout.metric
     n_folds = experiment.settings.get("n_splits", results["fold"].nunique())
-    high = results["noise"].max() * 100
-    title = experiment.settings.get("dataset") or "experiment"
-    name = _FORMATS[metric][0]
-    test_note = (
-        "p: two-sided corrected resampled t-test over folds (Nadeau & Bengio 2003: the "
-        "variance of the mean difference is (1/k + n_test/n_train) s² instead of s²/k, "
-        "because the training sets of the folds overlap; the plain paired t-test "
-        "overstates significance). Standard deviations use ddof=1."
-    )
-    sections = [f"# Normalized-difference networks on {title}"]
-    notes = _notes(experiment)
-    if notes:
-        sections += ["## Automatic choices of this run", notes]
-    sections += [
-        "## Settings",
-        _protocol_text(experiment, command, layout),
-        f"## Table 1. Test {name}, mean ± std over {n_folds} folds",
+    sections = [
+        f"## Table 1. Test {_FORMATS[metric][0]}, mean ± std over {n_folds} folds",
         _table_scores(results, layout, metric),
-        "Best mean per depth in bold. " + test_note,
+        "Best mean per depth in bold. " + _TEST_NOTE,
     ]
     if metric == "r2":
         sections += [
@@ -467,8 +502,16 @@ def write_report(experiment, output_dir, *, figures=True, command=None):
             "tuned fixed-index start on each fit's own validation part (sknd's default "
             "recipe at depth 2; n/a elsewhere).",
         ]
+    return sections
+
+
+def _robustness_sections(experiment, layout):
+    """Table 2 (parameters), Table 3 (noise drop) and the illumination check."""
+    results, metric = experiment.results, layout.metric
+    name = _FORMATS[metric][0]
+    high = results["noise"].max() * 100
     drop_unit = "percentage points" if metric == "accuracy" else "R²"
-    sections += [
+    return [
         "## Table 2. Parameters and efficiency (score per 100 parameters)",
         _table_parameters(results, layout),
         f"## Table 3. {name} drop ({drop_unit}) from 0 to {high:g} % noise",
@@ -477,9 +520,3 @@ def write_report(experiment, output_dir, *, figures=True, command=None):
         f"## Illumination check: {name} (predictions unchanged %) with all bands times k",
         _table_illumination(experiment.illumination, layout) or "(not run)",
     ]
-    if written:
-        sections.append("## Figures")
-        sections += [f"![{caption}]({name})\n\n*{caption}*" for name, caption in written]
-    report = output_dir / "report.md"
-    report.write_text("\n\n".join(sections) + "\n", encoding="utf-8")
-    return report
