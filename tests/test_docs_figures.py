@@ -34,6 +34,8 @@ README = ROOT / "README.md"
 RUNS = {
     "forest_type": "### forest_type (9 bands, 523 samples)",
     "satimage_center": "### satimage, centre pixel (4 bands, 6435 samples)",
+    "forest_type_additive": "### Additive noise: forest_type",
+    "satimage_center_additive": "### Additive noise: satimage, centre pixel",
 }
 #: What a section of a shipped dataset without a committed run must say of itself.
 NOT_RERUN = "**From a previous version, not rerun.**"
