@@ -137,6 +137,9 @@ sphinx_gallery_conf = {
 # ---- HTML -------------------------------------------------------------------------------------
 html_theme = "pydata_sphinx_theme"
 html_title = f"sknd {release}"
+# Pages of the top bar without sub-pages: no primary sidebar (the theme would show an empty
+# "Section Navigation" column beside them).
+html_sidebars = {page: [] for page in ("install", "quickstart", "math", "architecture", "changelog")}
 html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
