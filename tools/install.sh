@@ -10,6 +10,7 @@
 #   TORCH_CPU_INDEX_URL=URL   where to get a CPU build when the configured index's default is
 #                             a CUDA build (default https://download.pytorch.org/whl/cpu)
 #   EXTRAS=test               sknd's extras, e.g. EXTRAS=test,docs
+#   TORCH_ONLY=1              install torch and stop (tools/min_versions.sh installs the rest)
 #
 # Without a GPU and without TORCH_INDEX_URL, the script asks pip (a dry run) which wheel the
 # configured index would install. If that is already a CPU build (a "+cpu" version and no
@@ -73,4 +74,5 @@ else
     fi
 fi
 "$venv/bin/python" -c "import torch; print(f'install.sh: torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}')"
+[ "${TORCH_ONLY:-0}" = 1 ] && exit 0
 "${pip[@]}" install -e ".[$extras]"
