@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The minimum-versions environment: tests the floors that pyproject.toml declares.
-#   usage: tools/min_versions.sh [VENV_DIR]      (default build/venv-min, created afresh)
+#   usage: tools/min_versions.sh [VENV_DIR]   (default build/venv-min under the repository root;
+#                                             removed and created afresh)
 # Needs Python >= 3.11 (PYTHON, as for tools/install.sh): it reads pyproject.toml with tomllib.
 # Installs, into a new virtual environment:
 #   1. torch as tools/install.sh installs it (TORCH_VERSION, default 2.13.0, a CPU build
 #      without a GPU). torch is the one dependency not held at its floor: the older torch
 #      wheels on PyPI are multi-GB CUDA builds.
 #   2. every other dependency of [project] dependencies at its declared minimum, read from
-#      pyproject.toml (so the floors and this test cannot drift): "numpy>=1.24" installs
-#      numpy==1.24.*, the floor's newest patch release;
+#      pyproject.toml (so the floors and this test cannot drift): "numpy>=1.25" installs
+#      numpy==1.25.*, the floor's newest patch release;
 #   3. sknd itself without dependencies, and pytest;
 # then checks that the set is consistent (pip check) and runs the core tests: no optional
 # extras installed, so the tests that need them skip. .ci/run runs it after the main steps.
@@ -21,7 +22,7 @@ TORCH_ONLY=1 bash tools/install.sh "$venv"
 python=("$venv/bin/python")
 pip=("${python[@]}" -m pip --disable-pip-version-check)
 
-mapfile -t pins < <("${python[@]}" - <<'PY'
+pins_text=$("${python[@]}" - <<'PY'
 import re
 import tomllib
 
@@ -37,14 +38,18 @@ for dependency in dependencies:
         print(f"{name}=={floor}.*")
 PY
 )
+mapfile -t pins <<<"$pins_text"
 echo "min_versions.sh: installing the declared floors: ${pins[*]}"
-"${pip[@]}" install --quiet "${pins[@]}" pytest
+# pytest < 10: scikit-learn 1.6's parametrize_with_checks hands pytest a generator, which
+# pytest 9 deprecates (tests/test_common.py).
+"${pip[@]}" install --quiet "${pins[@]}" "pytest<10"
 "${pip[@]}" install --quiet --no-deps -e .
 "${pip[@]}" check
-"${python[@]}" - <<'PY'
+"${python[@]}" - torch "${pins[@]}" <<'PY'
+import sys
 from importlib.metadata import version
 
-names = "torch numpy pandas scikit-learn scipy joblib threadpoolctl skorch tqdm".split()
+names = [arg.split("==")[0] for arg in sys.argv[1:]]
 print("min_versions.sh: testing", ", ".join(f"{n} {version(n)}" for n in names))
 PY
 # The core: the layer and networks, the estimators and scikit-learn's checks, training and
