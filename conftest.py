@@ -24,7 +24,7 @@ collect_ignore = [] if importlib.util.find_spec("numba") else ["sknd/_kernels.py
 # Doctests that import other optional packages run only where those are installed.
 collect_ignore += [
     path
-    for path, needs in {"sknd/plotting.py": "matplotlib", "sknd/raster.py": "xarray"}.items()
+    for path, needs in {"sknd/plotting.py": "matplotlib", "sknd/raster": "xarray"}.items()
     if importlib.util.find_spec(needs) is None
 ]
 

@@ -40,14 +40,26 @@ for k in np.argsort(-nd.index_importances_)[:5]:
     )
 
 # Robustness: multiplicative band noise and a global illumination change.
+curves = {}
 for name, model in (("ND", nd), ("LogReg", logreg)):
     noise = (
         noise_robustness(model, X_test, y_test, levels=[0, 0.05, 0.1], n_repeats=5, random_state=0)
         .groupby("noise")["accuracy"]
         .mean()
     )
+    curves[name] = noise
     light = illumination_check(model, X_test, y_test, factors=[0.5, 1.0, 2.0])
     print(
         f"\n{name}: accuracy at 0/5/10 % noise {noise.round(3).tolist()}, "
         f"predictions unchanged at k=0.5/2: {light['agreement'].iloc[[0, 2]].round(3).tolist()}"
     )
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+fig, ax = plt.subplots(figsize=(5, 3.5), layout="constrained")
+for name, noise in curves.items():
+    ax.plot(100 * noise.index, noise.to_numpy(), marker="o", label=name)
+ax.set_xlabel("multiplicative band noise (%)")
+ax.set_ylabel("test accuracy")
+ax.legend()
+plt.show()

@@ -45,6 +45,15 @@ def main():
     for formula in clf.export_formulas(format="text", top=3, precision=3):
         print(" ", formula)
 
+    import matplotlib.pyplot as plt
+
+    names = [f"{row.band_i} / {row.band_j}" for row in top.itertuples()]
+    fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")
+    ax.barh(names[::-1], top["importance"].to_numpy()[::-1])
+    ax.set_xlabel("importance (outgoing weight norm x index spread)")
+    ax.set_title("Most important learned indices")
+    plt.show()
+
 
 if __name__ == "__main__":
     main()

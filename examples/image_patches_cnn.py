@@ -128,6 +128,18 @@ def main():
     print(f"pair with the largest convolution weight: {tuple(strongest)} (true {TRUE_PAIR})")
     print(f"learned k of {TRUE_PAIR}: {learned_k(model.nd, TRUE_PAIR):.3f} (true {TRUE_K})")
 
+    import matplotlib.pyplot as plt
+
+    with torch.no_grad():
+        predicted = (model(X_test) * std + mean).squeeze(1)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    left.bar([f"{i},{j}" for i, j in model.nd.pairs.tolist()], weight.numpy())
+    left.set(xlabel="band pair (i, j)", ylabel="sum of |convolution weights|")
+    left.set_title("The pairs the CNN uses: (1, 3) carries the target")
+    right.scatter(y_test.squeeze(1), predicted, s=8)
+    right.set(xlabel="true patch mean of NDI*", ylabel="predicted")
+    right.set_title(f"Test patches (R^2 {test_r2:.4f})")
+
     net = NeuralNetRegressor(
         PatchRegressor,
         optimizer=torch.optim.LBFGS,

@@ -64,3 +64,23 @@ print(f"mean top-class probability {float(confidence.mean()):.3f} (NaN pixels sk
 check = clf.predict(test.data.iloc[: height * width]).reshape(height, width)
 assert (labels.values[valid] == check[valid]).all()
 print("labels match clf.predict on the flattened pixels")
+
+# The class map beside the test pixels' labels (a mosaic of pixels, not a landscape).
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.colors import ListedColormap  # noqa: E402
+
+classes = list(clf.classes_)
+colours = ListedColormap(plt.get_cmap("tab10").colors[: len(classes)])
+fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), layout="constrained")
+for ax, (title, grid) in zip(axes, [("labels", truth), ("class map", labels.values)]):
+    codes = np.full(grid.shape, np.nan)
+    for code, name in enumerate(classes):
+        codes[grid == name] = code
+    ax.imshow(codes, cmap=colours, vmin=-0.5, vmax=len(classes) - 0.5)
+    ax.set_title(title)
+image = axes[2].imshow(confidence.values, cmap="viridis", vmin=0, vmax=1)
+axes[2].set_title("top-class probability")
+fig.colorbar(image, ax=axes[2])
+for ax in axes:
+    ax.set_axis_off()
+plt.show()

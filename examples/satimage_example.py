@@ -43,3 +43,12 @@ ratio = np.logaddexp(0, nd.coef_a_) / np.logaddexp(0, nd.coef_c_)
 print("\nLearned band weight ratios sp(a)/sp(c) (1 = the classic normalized difference):")
 for (i, j), r in zip(nd.pairs_, ratio):
     print(f"  ND({train.feature_names[i]}, {train.feature_names[j]}): {r:.2f}")
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
+labels = [f"{train.feature_names[i]} / {train.feature_names[j]}" for i, j in nd.pairs_]
+ax.plot(ratio[::-1], labels[::-1], "o")
+ax.axvline(1.0, color="black", linewidth=0.8)
+ax.set_xlabel("learned sp(a) / sp(c) (1: the classic index)")
+plt.show()

@@ -61,7 +61,17 @@ def main():
                 "test accuracy, 30% darker": model.score(darker, y_test),
             }
         )
-    print(pd.DataFrame(rows).to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    scores = pd.DataFrame(rows)
+    print(scores.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+
+    import matplotlib.pyplot as plt
+
+    ax = scores.set_index("model").plot.barh(figsize=(7, 3.2), xlim=(0.4, 0.9))
+    ax.set_xlabel("test accuracy")
+    ax.set_ylabel("")
+    ax.invert_yaxis()
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2)
+    ax.figure.tight_layout()
 
     nd_only = models["NDClassifier (ND only)"]
     print("\nLearned indices of the ND-only model, most important first:")
@@ -78,6 +88,7 @@ def main():
             for name, value in zip(with_raw.band_names_, with_raw.passthrough_importances_)
         },
     )
+    plt.show()
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 from sklearn.model_selection import train_test_split
 
-from sknd import NDClassifier
+from sknd import NDClassifier, NDRegressor
 from sknd.plotting import (
     plot_coefficient_matrix,
     plot_top_asymmetric_pairs,
@@ -69,54 +69,87 @@ def make_sentinel2_samples(n_per_class=400, seed=0):
     return X, np.array(labels)
 
 
+def make_wdrvi_target(X, alpha=0.2, seed=1):
+    """A canopy variable linear in the WDRVI ``(alpha*B8 - B4) / (alpha*B8 + B4)``, with noise."""
+    rng = np.random.default_rng(seed)
+    wdrvi = (alpha * X["B8"] - X["B4"]) / (alpha * X["B8"] + X["B4"])
+    return 3.0 + 4.0 * wdrvi + 0.05 * rng.standard_normal(len(X))
+
+
+def print_indices(model, top=3):
+    """The most important indices, and what the leading ones' weighting means."""
+    table = model.indices_.sort_values("importance", ascending=False).head(top)
+    print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    for row in table.itertuples():
+        if abs(np.log(row.k)) < 0.05:  # within 5 % of the classic index
+            continue
+        name = row.known_index or "no classic index"
+        line = (
+            f"{row.band_i}/{row.band_j} ({name}): {row.band_i} weighted {row.k:.2f} x {row.band_j}"
+        )
+        if row.known_index.startswith("-"):
+            # A reversed pair is the classic index with the sign flipped and the
+            # weighting inverted: N(B4, B8; k) = -N(B8, B4; 1/k).
+            classic = row.known_index.split(",")[0][1:]
+            line += (
+                f", i.e. minus {classic} with {row.band_j} weighted {1 / row.k:.2f} x {row.band_i}"
+            )
+        print(line)
+
+
 def main(output_dir="."):
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
 
-    X, y = make_sentinel2_samples()
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=0.3, stratify=y, random_state=0
+    # 1. A target whose index is not the classic one: the Wide Dynamic Range
+    #    Vegetation Index (Gitelson 2004), NDVI with the NIR band weighted 0.2, on the
+    #    vegetated and bare pixels. Three candidate pairs, named by band.
+    X, labels = make_sentinel2_samples()
+    land = labels != "water"
+    X_land = X[land].reset_index(drop=True)
+    target = make_wdrvi_target(X_land)
+    X_train, X_test, t_train, t_test = train_test_split(X_land, target, random_state=0)
+    pairs = [("B8", "B4"), ("B8", "B11"), ("B3", "B8")]
+    reg = NDRegressor(sensor="sentinel2", pairs=pairs, random_state=0).fit(X_train, t_train)
+    print(f"WDRVI target: test R2 {reg.score(X_test, t_test):.4f}, ", end="")
+    print(f"learning_gain_ {reg.learning_gain_:+.4f} (validation R2 over the classic indices)")
+    print_indices(reg)
+    paper = NDRegressor(sensor="sentinel2", pairs=pairs, recipe="paper", random_state=0)
+    paper.fit(X_train, t_train)
+    print(
+        f'recipe="paper": test R2 {paper.score(X_test, t_test):.4f}, k of the three pairs:',
+        ", ".join(f"{k:.2f}" for k in paper.indices_["k"]),
     )
-    # Band names come from the DataFrame columns; sensor= maps them to common
-    # names (B8 -> nir, B4 -> red, ...) and rejects names Sentinel-2 lacks.
+
+    # 2. Four land covers, all 45 band pairs: classes that thresholds on classic
+    #    indices separate. The default recipe keeps every k at 1.
+    X_train, X_test, y_train, y_test = train_test_split(
+        X, labels, test_size=0.3, stratify=labels, random_state=0
+    )
     clf = NDClassifier(sensor="sentinel2", max_epochs=200, patience=30, random_state=0)
-    clf.fit(X_train, y_train)
-    print(f"test accuracy: {clf.score(X_test, y_test):.3f}\n")
+    clf.fit(X_train, y_train)  # X_train: columns B2 B3 B4 B5 B6 B7 B8 B8A B11 B12
+    print(f"\nland cover: test accuracy {clf.score(X_test, y_test):.3f}, ", end="")
+    print(f"learning_gain_ {clf.learning_gain_:+.3f}, largest |log k| ", end="")
+    print(f"{np.abs(np.log(clf.indices_['k'])).max():.3f}")
+    print_indices(clf)
 
-    # One row per learned index; k = sp(a)/sp(c) is the weight of band_i
-    # relative to band_j (1 = the classic symmetric index).
-    top = clf.indices_.sort_values("importance", ascending=False).head(8)
-    print("Most important learned indices:")
-    print(top.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-    print()
-    for row in top.head(3).itertuples():
-        name = row.known_index or "no classic index"
-        i, j = row.band_i, row.band_j
-        line = f"{i}/{j} ({name}): {i} weighted {row.k:.2f} x {j}"
-        if row.known_index.startswith("-"):
-            # A reversed pair is the classic index with the sign flipped and
-            # the weighting inverted: N(B4, B8; k) = -N(B8, B4; 1/k).
-            classic = row.known_index.split(",")[0][1:]
-            line += f", i.e. minus {classic} with {j} weighted {1 / row.k:.2f} x {i}"
-        print(line)
-
-    print("\nEarth Engine expressions (image.expression(...)) of the top 3:")
-    for formula in clf.export_formulas(format="gee", top=3, precision=4):
-        print(" ", formula)
+    print("\nEarth Engine expression (image.expression(...)) of the WDRVI model's index:")
+    print(" ", reg.export_formulas(format="gee", top=1, precision=4)[0])
 
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    # The paper's coefficient figure: top asymmetric pairs and ratio matrix.
+    # The paper's coefficient figure for the WDRVI model: the pairs by asymmetry
+    # and the ratio matrix (red: band i upweighted, blue: band j upweighted).
     fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5.5), layout="constrained")
-    plot_top_asymmetric_pairs(clf, k=15, ax=left)
-    plot_coefficient_matrix(clf, ax=right)
+    plot_top_asymmetric_pairs(reg, k=3, ax=left)
+    plot_coefficient_matrix(reg, ax=right)
     fig.savefig(output_dir / "sentinel2_coefficients.png", dpi=80)
 
     fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
-    plot_training_curves(clf, ax=ax)
+    plot_training_curves(reg, ax=ax)
     fig.savefig(output_dir / "sentinel2_training_curves.png", dpi=80)
     print(f"\nfigures written to {output_dir.resolve()}")
 

@@ -20,7 +20,8 @@ def _unwrapped(method):
 
     The wrapper imports ``torch._dynamo`` on its first call: 0.8 s, the whole warm-up
     of a process's first fit (``Optimizer.__init__`` calls ``add_param_group``).
-    FlatAdam is never compiled, so the plain method does the same.
+    FlatAdam is never compiled, so the plain method does the same. tests/test_adam.py
+    fails if torch wraps these methods in anything else.
     """
     return getattr(method, "__wrapped__", method)
 
@@ -187,7 +188,13 @@ class FlatAdam(torch.optim.Optimizer):
                 buffers["grad"].zero_()
 
     @torch.no_grad()
-    def _update(self):
+    def packed_step(self):
+        """One Adam step on the packed buffers, their layout taken as checked.
+
+        Package-internal: :mod:`sknd._fused` calls it for every batch of an epoch,
+        having checked the layout (:meth:`flat_buffers`) once before the epoch;
+        :meth:`step` checks it every time.
+        """
         for group, buffers in zip(self.param_groups, self._flat):
             if buffers is None:
                 continue
@@ -210,5 +217,5 @@ class FlatAdam(torch.optim.Optimizer):
             with torch.enable_grad():
                 loss = closure()
         self._check_layout()
-        self._update()
+        self.packed_step()
         return loss

@@ -222,7 +222,8 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         self.band_range_ = np.column_stack([low, high]).astype(np.float64)
 
     def _band_range_to_check(self):
-        """``band_range_`` where values far outside it warn, else None.
+        """``band_range_`` where values far outside it warn, else None (internal hook of
+        :mod:`sknd._model_file`).
 
         Only for networks that see raw band values (``passthrough=True``, the
         MLP), as fitted: normalized differences do not change when all bands
@@ -235,8 +236,23 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         return getattr(self, "band_range_", None)
 
     def _fitted_param(self, name):
-        """``epsilon`` or ``variant`` as fitted (``epsilon_``), the parameter before fit."""
+        """``epsilon`` or ``variant`` as fitted (``epsilon_``), the parameter before fit
+        (internal hook of :mod:`sknd.onnx`)."""
         return getattr(self, f"{name}_", getattr(self, name))
+
+    def _check_params(self):
+        """Validate the parameters as ``fit`` does, before any data (internal hook of
+        :mod:`sknd.experiments`, which checks a run's estimator parameters up front)."""
+        self._validate_params()
+
+    def _fitted_band_names(self):
+        """``band_names_`` when ``bands=`` named the bands at fit, else None (internal hook
+        of :mod:`sknd.raster` and :mod:`sknd._model_file`).
+
+        Names given by ``bands=`` must be found in an image, as DataFrame columns
+        (``feature_names_in_``) are; names made up for unnamed columns are not.
+        """
+        return self.band_names_ if getattr(self, "_band_names_given", False) else None
 
     def _validate_X(self, X):
         """Validate ``X`` at prediction time against what ``fit`` saw."""

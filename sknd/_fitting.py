@@ -10,7 +10,7 @@ fitting method all or nothing.
 import copy
 import functools
 import threading
-from numbers import Integral, Number, Real
+from numbers import Number, Real
 
 import numpy as np
 import pandas as pd
@@ -21,7 +21,7 @@ from skorch.helper import predefined_split
 
 from . import _recipe
 from ._adam import FlatAdam
-from ._screening import auto_pair_budget, n_pairs_to_keep, screen_pairs
+from ._pairs import estimator_pairs
 from ._tasks import ClassificationTask
 from ._threads import torch_threads
 from ._training import (
@@ -35,9 +35,8 @@ from ._training import (
 )
 from ._validation import check_training_memory
 from ._weights import check_part, fit_weights, weight_tensor
-from .bands import band_pair_indices, resolve_bands
+from .bands import resolve_bands
 from .networks import build_network, default_hidden_units, describe, rows_per_pass
-from .nn import all_pairs, resolve_pairs
 
 __all__ = ["FittingMixin", "restore_on_failure", "validation_data_by_keyword"]
 
@@ -390,28 +389,17 @@ class FittingMixin:
     def _new_network(self, X_train, c_train, w_train, task, seed, device):
         """Screen the pairs and build the network (on the CPU); return ``(pairs, module)``."""
         n_features = X_train.shape[1]
-        if isinstance(self.pairs, str) or (
-            isinstance(self.pairs, Integral) and not isinstance(self.pairs, bool)
-        ):  # "all", or all pairs to screen ("auto", a count)
-            pairs = all_pairs(n_features)
-        else:
-            pairs = resolve_pairs(n_features, band_pair_indices(self.pairs, self.bands_))
-        n_keep = n_pairs_to_keep(
-            self.pairs, len(pairs), auto=auto_pair_budget(n_features, task.n_outputs)
+        pairs = estimator_pairs(
+            self.pairs,
+            self.bands_,
+            X_train,
+            c_train,
+            n_outputs=task.n_outputs,
+            classification=isinstance(task, ClassificationTask),
+            variant=self.variant,
+            epsilon=self.epsilon,
+            sample_weight=w_train,
         )
-        if n_keep is not None:
-            # Scored on the training part only: the validation data stays unseen until
-            # early stopping looks at it.
-            pairs = screen_pairs(
-                X_train,
-                c_train,
-                pairs,
-                n_keep,
-                classification=isinstance(task, ClassificationTask),
-                variant=self.variant,
-                epsilon=self.epsilon,
-                sample_weight=w_train,
-            )
         passthrough = self._passthrough_scaling(X_train, w_train)
         hidden_units = self._hidden_units(n_features, pairs, task.n_outputs, passthrough)
         recipe_rows = 0

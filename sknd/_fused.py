@@ -385,6 +385,7 @@ class FusedTrainer:
         self.module = module
         self.criterion = criterion
         self.optimizer = optimizer
+        self.buffers = buffers  # the layout the blocks' views were taken from
         self.batch_size = batch_size
         self.dtype = params[0].dtype
         self.device = params[0].device
@@ -405,9 +406,7 @@ class FusedTrainer:
         if optimizer is not self.optimizer or batch_size != self.batch_size:
             return False
         # Packing may have moved the parameters: the blocks hold views of them.
-        before = self.optimizer._flat
-        self.optimizer.flat_buffers()
-        return self.optimizer._flat is before
+        return self.optimizer.flat_buffers() is self.buffers
 
     def _prepare(self, dataset):
         """Per-dataset inputs of the first block, target columns and loss buffer, cached.
@@ -467,7 +466,7 @@ class FusedTrainer:
             prepared, aux = self._shuffled(prepared, aux, order)
         batch_size = self.batch_size
         forward_backward = self.forward_backward
-        update = self.optimizer._update
+        update = self.optimizer.packed_step
         weighted = iterator.dataset.w is not None
         if weighted:
             forward_backward = functools.partial(forward_backward, weighted=True)

@@ -68,7 +68,7 @@ def save_model(estimator, path):
         "bands": [
             {field: getattr(band, field) for field in _BAND_FIELDS} for band in estimator.bands_
         ],
-        "band_names_given": bool(estimator._band_names_given),
+        "band_names_given": estimator._fitted_band_names() is not None,
         "epsilon": float(estimator.epsilon_),
         "variant": str(estimator.variant_),
     }
@@ -724,7 +724,6 @@ class SavedModel:
             self.feature_names_in_ = np.asarray(fields["feature_names_in"], dtype=object)
         self.bands_ = tuple(Band(**band) for band in fields["bands"])
         self.band_names_ = np.asarray([band.name for band in self.bands_], dtype=object)
-        # Read by sknd.raster's band matching, as on the estimator.
         self._band_names_given = fields["band_names_given"]
         sensor = self.params.get("sensor")
         self.sensor = sensor if isinstance(sensor, str) else None
@@ -743,6 +742,10 @@ class SavedModel:
             shown = self.classes_[:5].tolist()
             what += f", classes {shown}" if len(self.classes_) <= 5 else f", classes {shown} ..."
         return f"SavedModel({self.estimator}, {what})"
+
+    def _fitted_band_names(self):
+        """As the estimator's (internal hook of :mod:`sknd.raster`)."""
+        return self.band_names_ if self._band_names_given else None
 
     def _fast_evaluator(self, method):
         """The evaluator of ``method`` (internal hook of :mod:`sknd._pixels`), built once."""

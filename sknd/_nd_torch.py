@@ -138,12 +138,7 @@ class PairPlan:
         export) keeps the gather and matmul forms, whose pair layout needs no
         host read-back.
         """
-        if (
-            table is not None
-            and table.dim() == 3
-            and method != "matmul"
-            and not torch.compiler.is_compiling()
-        ):
+        if table is not None and table.dim() == 3 and method != "matmul" and not is_compiling():
             return "slices"
         if method == "auto":
             return "matmul" if self.n_inputs <= TORCH_MATMUL_MAX_INPUTS else "gather"
@@ -198,9 +193,15 @@ def _columns_product(weight, h):
     return torch.mm(h, weight.t()) if h.dim() == 2 else torch.matmul(weight, h)
 
 
+# torch.compiler's state queries, from torch 2.3 and 2.7 on (pyproject declares torch>=2.2):
+# an older torch compiles or exports nothing through them.
+is_compiling = getattr(torch.compiler, "is_compiling", lambda: False)
+is_exporting = getattr(torch.compiler, "is_exporting", lambda: False)
+
+
 def _write(out, op, left, right):
     """``op(left, right)`` into ``out``, a view (Dynamo rejects non-contiguous ``out=``)."""
-    if torch.compiler.is_compiling():
+    if is_compiling():
         out.copy_(op(left, right))
     else:
         op(left, right, out=out)
@@ -209,7 +210,7 @@ def _write(out, op, left, right):
 def smooth_abs(x, epsilon):
     """``sqrt(x**2 + epsilon)`` without overflowing ``x**2`` (float32 overflows above 1.8e19)."""
     floor = math.sqrt(epsilon)
-    if torch.compiler.is_exporting():
+    if is_exporting():
         # ONNX has no hypot: the same scaled form, m sqrt((x/m)^2 + (floor/m)^2), in basic ops.
         scale = x.abs().clamp(min=floor)
         return scale * torch.sqrt(torch.square(x / scale) + torch.square(floor / scale))

@@ -53,7 +53,7 @@ def prepare(method, estimator, n_bands, dtype, fill_value, *, compiled=True):
         )
     n_outputs = probe.shape[1] if probe.ndim == 2 else None
     if method == "predict":
-        out_dtype, fill = _label_fill(probe.dtype, fill_value)
+        out_dtype, fill = label_fill(probe.dtype, fill_value)
     else:
         out_dtype = probe.dtype if probe.dtype.kind == "f" else np.dtype(np.float64)
         fill = np.nan if fill_value is None else fill_value
@@ -63,7 +63,7 @@ def prepare(method, estimator, n_bands, dtype, fill_value, *, compiled=True):
     return func, OutputSpec(out_dtype, fill, n_outputs, labels)
 
 
-def _label_fill(dtype, fill_value):
+def label_fill(dtype, fill_value):
     """Output dtype and fill of ``predict`` (see the ``fill_value`` docs)."""
     if fill_value is None:
         if dtype.kind == "f":

@@ -2,7 +2,8 @@
 
 Under the paper's recipe a depth-2 ND network, which starts *at* the classic indices and
 can represent "logistic regression on all classic indices", stops on a plateau below that
-model (forest type: 87.2 against 88.9). The steps below, for ND and AttND networks, close
+model (forest type, when this recipe was designed: 87.35 against 88.89; see
+docs/training.md). The steps below, for ND and AttND networks, close
 the gap and then learn the band weights where the data pay for them
 (benchmarks/bench_recipe.py, benchmarks/bench_default_recipe.py, docs/training.md). Steps
 1-3 work on the depth-2 network; a deeper one shares its first block and Standardize layer

@@ -22,58 +22,11 @@ are invariant to the order of the bands in a pair and to the scale of the data.
 import numpy as np
 
 from ._formula import classic_index
-from .networks import default_hidden_units
 
 __all__ = []
 
-#: ``pairs="auto"`` (the default) keeps every pair of fewer bands than this...
-AUTO_ALL_PAIRS_BELOW = 50
-#: ... and from there the best ones, at most this many (hundreds of bands stay fast) ...
-MAX_AUTO_PAIRS = 1024
-#: ... and so few that a depth-2 ND model has at most this share of the parameters of the
-#: MLP of the same depth (the MLP's first layer grows with the bands, the ND layer with
-#: their pairs: at 100 bands and 10 classes all pairs would make it 2.1 times the MLP).
-AUTO_PARAMETER_SHARE = 0.3
-
 # Rows x pairs evaluated at once (float64): bounds the screening's memory to ~32 MiB.
 _CHUNK_ELEMENTS = 1 << 22
-
-
-def auto_pair_budget(n_features, n_outputs):
-    """How many pairs ``pairs="auto"`` keeps for ``n_features`` bands and ``n_outputs`` outputs.
-
-    All pairs below :data:`AUTO_ALL_PAIRS_BELOW` bands (a binary depth-2 ND model is then at
-    most 28 % of the MLP); above, at most :data:`MAX_AUTO_PAIRS` and few enough that the
-    depth-2 ND model (``P`` pairs: ``2 P`` band weights, ``P n_outputs + n_outputs`` in the
-    output layer) has at most :data:`AUTO_PARAMETER_SHARE` of the parameters of the depth-2
-    MLP with the default width ``H`` (``H (n_features + 1) + H n_outputs + n_outputs``).
-    Keeping fewer pairs than that budget cost accuracy on the 36-feature satimage data
-    (200 pairs: -1.3 points; 412: none).
-
-    >>> auto_pair_budget(10, 1), auto_pair_budget(100, 1), auto_pair_budget(100, 10)
-    (45, 1024, 709)
-    """
-    n_all = n_features * (n_features - 1) // 2
-    if n_features < AUTO_ALL_PAIRS_BELOW:
-        return n_all
-    hidden = default_hidden_units(n_all)
-    mlp = hidden * (n_features + 1) + hidden * n_outputs + n_outputs
-    budget = int((AUTO_PARAMETER_SHARE * mlp - n_outputs) // (2 + n_outputs))
-    return max(1, min(budget, MAX_AUTO_PAIRS, n_all))
-
-
-def n_pairs_to_keep(pairs, n_all_pairs, auto=MAX_AUTO_PAIRS):
-    """How many pairs screening keeps for the ``pairs`` parameter, or None (no screening).
-
-    ``auto`` is the number ``pairs="auto"`` keeps (see :func:`auto_pair_budget`).
-    """
-    if isinstance(pairs, str):
-        if pairs == "auto":
-            return None if n_all_pairs <= auto else auto
-        return None
-    if isinstance(pairs, (int, np.integer)) and not isinstance(pairs, bool):
-        return None if pairs >= n_all_pairs else int(pairs)
-    return None
 
 
 def pair_scores(

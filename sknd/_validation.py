@@ -342,12 +342,40 @@ def check_fitted_indices(estimator):
         )
 
 
-def _physical_memory():
+def physical_memory():
     """Bytes of physical memory of this machine (16 GiB where the system does not say)."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
         return 16 * 2**30
+
+
+def network_size(architecture, n_features, n_pairs, n_outputs, depth, hidden_units, passthrough):
+    """``(parameters, activations, first width)`` of the network ``build_network`` builds.
+
+    In Python integers, so that sizes no machine holds still compare without overflow
+    (building the network, even on torch's ``"meta"`` device, overflows first).
+    ``activations`` counts the values one sample keeps through a forward pass (the
+    ``"signed"`` variant's gathered columns included); ``first width`` is the number of
+    outputs of the first block. tests/test_validation.py checks the parameters against
+    built networks.
+    """
+    if architecture == "mlp":
+        params, width, gathered = n_features * hidden_units + hidden_units, hidden_units, 0
+    else:
+        params, width = 2 * n_pairs, n_pairs
+        gathered = 4 * n_pairs  # "signed" gathers [b_i, b_j, r_i, r_j] per pair
+        if architecture == "attnd":
+            params += n_features * n_pairs + n_pairs
+    if passthrough:
+        width += n_features
+    first_width, widths = width, gathered + width
+    for _ in range(depth - 2):
+        params += width * hidden_units + hidden_units
+        width = hidden_units
+        widths += 2 * hidden_units
+    params += width * n_outputs + n_outputs
+    return params, widths, first_width
 
 
 def check_training_memory(
@@ -376,27 +404,13 @@ def check_training_memory(
     physical memory raises a ``ValueError`` naming the parameter to lower,
     instead of letting the operating system kill the process.
     """
-    if architecture == "mlp":
-        first_params, width = n_features * hidden_units + hidden_units, hidden_units
-        gathered = 0
-    else:
-        first_params, width = 2 * n_pairs, n_pairs
-        gathered = 4 * n_pairs  # "signed" gathers [b_i, b_j, r_i, r_j] per pair
-        if architecture == "attnd":
-            first_params += n_features * n_pairs + n_pairs
-    if passthrough:
-        width += n_features
-    tables = 3 * 8 * recipe_rows * width
-    params = first_params
-    widths = gathered + width
-    for _ in range(depth - 2):
-        params += width * hidden_units + hidden_units
-        width = hidden_units
-        widths += 2 * hidden_units
-    params += width * n_outputs + n_outputs
+    params, widths, first_width = network_size(
+        architecture, n_features, n_pairs, n_outputs, depth, hidden_units, passthrough
+    )
+    tables = 3 * 8 * recipe_rows * first_width
     rows = min(batch_size, max(n_samples, 1))
     estimate = 4 * (5 * params + 3 * rows * (widths + n_features + n_outputs)) + tables
-    limit = _physical_memory()
+    limit = physical_memory()
     if estimate > limit:
         largest = "hidden_units" if hidden_units >= n_pairs else "pairs"
         raise ValueError(

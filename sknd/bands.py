@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ._pairs import band_pair_indices
 from ._sensors import (
     AMBIGUOUS_SENSORS,
     COMMON_NAMES,
@@ -298,83 +299,6 @@ def resolve_bands(bands=None, *, n_features=None, feature_names=None, sensor=Non
     return tuple(resolved)
 
 
-def _band_index(name, bands):
-    """Position of the band called ``name``: exact name, then the sensor's
-    spelling rules (``"B08"`` for ``"B8"``), then a unique common name."""
-    names = [band.name for band in bands]
-    if name in names:
-        return names.index(name)
-    sensors = {band.sensor for band in bands if band.sensor is not None}
-    if sensors:
-        preset = SENSORS[next(iter(sensors))]
-        canonical = preset.canonical(name)
-        if canonical is not None:
-            for position, band in enumerate(bands):
-                if preset.canonical(band.name) == canonical:
-                    return position
-    matches = [
-        position
-        for position, band in enumerate(bands)
-        if band.common_name is not None
-        and band.common_name == str(name).lower()
-        and band.group is None
-    ]
-    if len(matches) == 1:
-        return matches[0]
-    raise ValueError(f"Unknown band {name!r} in pairs; the bands are {names}.")
-
-
-def band_pair_indices(pairs, bands):
-    """Translate band pairs given by name into column indices.
-
-    Parameters
-    ----------
-    pairs : "all" or sequence of (str or int, str or int)
-        Band pairs; names are looked up among ``bands`` (exact name first,
-        then the sensor's spellings, then a common name such as ``"nir"``
-        that only one band has). Integers are kept as column indices.
-    bands : sequence of Band
-        The resolved bands, see :func:`resolve_bands`.
-
-    Returns
-    -------
-    pairs : "all" or list of (int, int)
-        ``"all"`` and non-sequences are returned unchanged for the caller's
-        validation.
-
-    Raises
-    ------
-    ValueError
-        If a name matches no band, or a pair names one band twice.
-
-    Examples
-    --------
-    >>> from sknd.bands import band_pair_indices, resolve_bands
-    >>> bands = resolve_bands(["B02", "B04", "B08", "B11"], sensor="sentinel2")
-    >>> band_pair_indices([("B8", "B4"), ("nir", "swir1"), (0, "B04")], bands)
-    [(2, 1), (2, 3), (0, 1)]
-    """
-    if isinstance(pairs, str):
-        return pairs
-    try:
-        items = [tuple(pair) for pair in pairs]
-    except TypeError:
-        return pairs
-    if not any(isinstance(value, str) for pair in items for value in pair):
-        return pairs
-    indices = [
-        tuple(value if not isinstance(value, str) else _band_index(value, bands) for value in pair)
-        for pair in items
-    ]
-    for pair, (i, j) in zip(items, indices):
-        if i == j and isinstance(i, int) and 0 <= i < len(bands):
-            raise ValueError(
-                f"The pair {pair!r} names band {bands[i].name!r} twice: a normalized "
-                "difference needs two different bands."
-            )
-    return indices
-
-
 # ------------------------------------------------------------- matching bands
 class BandMatchWarning(UserWarning):
     """An image's bands were matched to a model's bands through common names.
@@ -481,6 +405,30 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
             [(name, name, None) for name in model_names],
             None,
         )
+    found, best = _readings(model, image_names, image_sensor)
+    if not found:
+        raise _no_counterpart(model, image_names, image_sensor, best)
+    if len({tuple(positions) for _, positions, _ in found}) > 1:
+        readings = "; ".join(
+            f"{key or 'common names'}: {[image_names[p] for p in positions]}"
+            for key, positions, _ in found
+        )
+        raise ValueError(
+            f"The image's band names {image_names} fit several sensor presets that pick "
+            f"different bands for the model's {model_names} ({readings}); name the image's "
+            "sensor with sensor=."
+        )
+    key, positions, image = found[0]
+    return positions, _mapping(model, image, positions), key
+
+
+def _readings(model, image_names, image_sensor):
+    """The readings of the image's names under which every model band is found.
+
+    Returns ``(found, best)``: ``found`` lists ``(key, positions, image bands)``, only
+    the first when it is decisive (under ``image_sensor``, or under the model's own
+    sensor); ``best`` is ``(key, missing bands)`` of the reading that missed fewest.
+    """
     model_key = next((band.sensor for band in model if band.sensor is not None), None)
     if image_sensor is not None:
         keys = [get_sensor(image_sensor).key]
@@ -501,43 +449,35 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
             best = (key, missing)
         if not missing:
             if image_sensor is not None or key == model_key:
-                return positions, _mapping(model, image, positions), key
+                return [(key, positions, image)], best
             found.append((key, positions, image))
-    if not found:
-        if best is not None:
-            key, missing = best
-        else:  # no reading of the image's names at all (e.g. a name given twice)
-            key = None
-            missing = [band for band in model if band.name not in image_names] or list(model)
-        where = f" read as {SENSORS[key].long_name} bands" if key else ""
-        described = ", ".join(
-            f"{band.name!r} ({band.common_name or 'no common name'})" for band in missing
+    return found, best
+
+
+def _no_counterpart(model, image_names, image_sensor, best):
+    """The error for model bands that no reading of the image's names finds."""
+    if best is not None:
+        key, missing = best
+    else:  # no reading of the image's names at all (e.g. a name given twice)
+        key = None
+        missing = [band for band in model if band.name not in image_names] or list(model)
+    where = f" read as {SENSORS[key].long_name} bands" if key else ""
+    described = ", ".join(
+        f"{band.name!r} ({band.common_name or 'no common name'})" for band in missing
+    )
+    hint = "" if image_sensor else "; name the image's sensor (sensor=) if it has a preset"
+    repeated = sorted({name for name in image_names if image_names.count(name) > 1})
+    if repeated:
+        hint = f"; the image names band(s) {repeated} more than once" + hint
+    if any(band.common_name is None for band in missing):
+        hint += (
+            "; bands without a common name only match identical names: fit the model "
+            "with sensor= (e.g. sensor='landsat8') or name its bands by common name"
         )
-        hint = "" if image_sensor else "; name the image's sensor (sensor=) if it has a preset"
-        repeated = sorted({name for name in image_names if image_names.count(name) > 1})
-        if repeated:
-            hint = f"; the image names band(s) {repeated} more than once" + hint
-        if any(band.common_name is None for band in missing):
-            hint += (
-                "; bands without a common name only match identical names: fit the model "
-                "with sensor= (e.g. sensor='landsat8') or name its bands by common name"
-            )
-        raise ValueError(
-            f"The model's band(s) {described} have no counterpart among the image's bands "
-            f"{image_names}{where}{hint}."
-        )
-    if len({tuple(positions) for _, positions, _ in found}) > 1:
-        readings = "; ".join(
-            f"{key or 'common names'}: {[image_names[p] for p in positions]}"
-            for key, positions, _ in found
-        )
-        raise ValueError(
-            f"The image's band names {image_names} fit several sensor presets that pick "
-            f"different bands for the model's {model_names} ({readings}); name the image's "
-            "sensor with sensor=."
-        )
-    key, positions, image = found[0]
-    return positions, _mapping(model, image, positions), key
+    return ValueError(
+        f"The model's band(s) {described} have no counterpart among the image's bands "
+        f"{image_names}{where}{hint}."
+    )
 
 
 def _plausible(key, names):

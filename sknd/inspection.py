@@ -629,27 +629,15 @@ def export_asi(
             f"{band_j.common_name}, weighting k = {k:.4g}"
             + (f" (band pair of {known})" if known else "")
         )
-        if domain is None:
-            first = known.split(", ")[0].lstrip("-")
-            match = [entry.domain for entry in catalogue if entry.name == first]
-            entry_domain = match[0] if match else ""
-        else:
-            entry_domain = str(domain)
-        commons = {band_i.common_name, band_j.common_name}
-        platforms = [
-            name
-            for key, name in _ASI_PLATFORMS.items()
-            if commons <= {common for _, common, _ in get_sensor(key).bands}
-        ]
         short_name = f"{prefix}{number}"
         entries[short_name] = {
-            "application_domain": entry_domain,
+            "application_domain": _asi_domain(known, catalogue) if domain is None else str(domain),
             "bands": [_asi_symbol(band_i), _asi_symbol(band_j)],
             "contributor": contributor,
             "date_of_addition": date,
             "formula": formula,
             "long_name": long_name,
-            "platforms": platforms,
+            "platforms": _asi_platforms(band_i, band_j),
             "reference": reference,
             "short_name": short_name,
         }
@@ -659,3 +647,20 @@ def export_asi(
             json.dump(result, handle, indent=2)
             handle.write("\n")
     return result
+
+
+def _asi_domain(known, catalogue):
+    """The application domain of the classic index a band pair forms, else ``""``."""
+    first = known.split(", ")[0].lstrip("-")
+    match = [entry.domain for entry in catalogue if entry.name == first]
+    return match[0] if match else ""
+
+
+def _asi_platforms(band_i, band_j):
+    """The catalogue's platforms whose sensors have both bands' common names."""
+    commons = {band_i.common_name, band_j.common_name}
+    return [
+        name
+        for key, name in _ASI_PLATFORMS.items()
+        if commons <= {common for _, common, _ in get_sensor(key).bands}
+    ]

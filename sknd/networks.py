@@ -24,7 +24,6 @@ from .nn import NormalizedDifference, resolve_pairs
 
 __all__ = [
     "ARCHITECTURES",
-    "LAYER_KINDS",
     "AppendNormalizedDifference",
     "AttentionND",
     "Layer",
@@ -352,10 +351,6 @@ def build_network(
         width = hidden_units
     layers.append(nn.Linear(width, n_outputs))
     return nn.Sequential(*layers)
-
-
-#: Kinds of :class:`Layer` records, see :func:`describe`.
-LAYER_KINDS = ("nd", "attnd", "passthrough", "standardize", "linear", "relu")
 
 
 @dataclass(frozen=True)

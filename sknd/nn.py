@@ -45,10 +45,8 @@ against autograd:
   (the exported numpy formula reproduces ``transform``).
 """
 
-import itertools
 import numbers
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -60,6 +58,7 @@ from ._nd_torch import (
     gather_backward,
     gather_forward,
     input_grad,
+    is_compiling,
     layer_input,
     matmul_backward,
     matmul_forward,
@@ -68,7 +67,8 @@ from ._nd_torch import (
     slice_forward,
     unband,
 )
-from .bands import band_pair_indices, resolve_bands
+from ._pairs import all_pairs, band_pair_indices, named_pairs, resolve_pairs
+from .bands import resolve_bands
 
 __all__ = [
     "MATMUL_MAX_INPUTS",
@@ -79,77 +79,6 @@ __all__ = [
     "normalized_difference",
     "resolve_pairs",
 ]
-
-
-def all_pairs(n_features):
-    """Return every band pair ``(i, j)`` with ``i < j``.
-
-    Parameters
-    ----------
-    n_features : int
-        Number of input bands.
-
-    Returns
-    -------
-    pairs : ndarray of shape (n_features * (n_features - 1) // 2, 2)
-        Integer pairs in :func:`itertools.combinations` order.
-
-    Examples
-    --------
-    >>> all_pairs(3).tolist()
-    [[0, 1], [0, 2], [1, 2]]
-    """
-    pairs = np.array(list(itertools.combinations(range(n_features), 2)), dtype=np.int64)
-    return pairs.reshape(-1, 2)
-
-
-def resolve_pairs(n_features, pairs="all"):
-    """Validate band pairs and return them as an integer array.
-
-    Parameters
-    ----------
-    n_features : int
-        Number of input bands.
-    pairs : "all" or array-like of shape (n_pairs, 2)
-        ``"all"`` for :func:`all_pairs`, or explicit ``(i, j)`` band indices
-        with ``i != j``, each unordered pair at most once.
-
-    Returns
-    -------
-    pairs : ndarray of shape (n_pairs, 2)
-
-    Raises
-    ------
-    ValueError
-        If a pair is malformed, repeats a band, is out of range or duplicated.
-
-    Examples
-    --------
-    >>> resolve_pairs(4, [(3, 1), (0, 2)]).tolist()
-    [[3, 1], [0, 2]]
-    """
-    if isinstance(pairs, str):
-        if pairs != "all":
-            raise ValueError(f"pairs must be 'all' or a list of (i, j) band pairs, got {pairs!r}.")
-        return all_pairs(n_features)
-    try:
-        array = np.asarray(pairs)
-    except ValueError as exc:  # ragged nesting
-        raise ValueError(f"pairs must be a list of (i, j) band pairs, got {pairs!r}.") from exc
-    if array.ndim != 2 or array.shape[1] != 2 or len(array) == 0:
-        raise ValueError(f"pairs must be a non-empty list of (i, j) band pairs, got {pairs!r}.")
-    if not np.issubdtype(array.dtype, np.integer):
-        raise ValueError(f"pairs must hold integer band indices, got {pairs!r}.")
-    array = array.astype(np.int64)
-    if array.min() < 0 or array.max() >= n_features:
-        raise ValueError(
-            f"pairs refer to band indices outside [0, {n_features - 1}] for {n_features} bands."
-        )
-    if np.any(array[:, 0] == array[:, 1]):
-        raise ValueError("pairs must combine two different bands; found a pair (i, i).")
-    if len(np.unique(np.sort(array, axis=1), axis=0)) < len(array):
-        raise ValueError("pairs must not list the same band pair twice.")
-    return array
 
 
 #: Methods of :func:`normalized_difference`, see there.
@@ -357,9 +286,7 @@ def _band_layout(n_features, pairs, bands, sensor, name):
         if n_features is None:
             raise TypeError(f"{name} needs n_features (the number of bands) or bands=[...].")
         try:
-            named = not isinstance(pairs, str) and any(
-                isinstance(value, str) for pair in pairs for value in pair
-            )
+            named = not isinstance(pairs, str) and named_pairs(pairs)
         except TypeError:  # not pairs: resolve_pairs says so
             named = False
         if named:
@@ -371,6 +298,16 @@ def _band_layout(n_features, pairs, bands, sensor, name):
         return n_features, pairs, None
     resolved = resolve_bands(bands, n_features=n_features, sensor=sensor)
     return len(resolved), band_pair_indices(pairs, resolved), tuple(b.name for b in resolved)
+
+
+def _version_of(tensor):
+    """The tensor's in-place version counter: it grows with every in-place change.
+
+    torch's own counter (``Tensor._version``, what autograd checks saved tensors with)
+    has no public name; tests/test_nn.py::test_pair_plan_follows_in_place_changes_of_pairs
+    fails loudly if it stops counting.
+    """
+    return tensor._version
 
 
 class NormalizedDifference(nn.Module):
@@ -606,7 +543,7 @@ class NormalizedDifference(nn.Module):
         -------
         sknd._nd_torch.PairPlan
         """
-        key = (dtype, device, self.pairs.data_ptr(), self.pairs._version)
+        key = (dtype, device, self.pairs.data_ptr(), _version_of(self.pairs))
         plan = self._plans.get(key)
         if plan is None:
             plan = PairPlan(self.pairs, self.n_features, self.variant, self.epsilon, dtype, device)
@@ -614,7 +551,7 @@ class NormalizedDifference(nn.Module):
         return plan
 
     def _plan_of(self, dtype, device):
-        if torch.compiler.is_compiling():
+        if is_compiling():
             # Traced once into the graph: no cache keyed on storage addresses.
             return PairPlan(self.pairs, self.n_features, self.variant, self.epsilon, dtype, device)
         return self.pair_plan(dtype, device)
@@ -652,6 +589,14 @@ class NormalizedDifference(nn.Module):
                 f"{name}(dim={self.dim}) cannot read the bands of a {x.dim()}-D input of "
                 f"shape {tuple(x.shape)}: dim must be in [{-x.dim()}, {x.dim() - 1}]."
             )
+        self._check_bands_axis(x)
+        if not self.check_input or is_compiling() or x.numel() == 0:
+            return False
+        return self._check_values(x)
+
+    def _check_bands_axis(self, x):
+        """A clear error when ``x`` does not hold the layer's bands along ``dim``."""
+        name = type(self).__name__
         if x.shape[self.dim] != self.n_features:
             if x.dim() == 3 and x.shape[0] == self.n_features and self.dim == 1:
                 raise ValueError(
@@ -666,8 +611,11 @@ class NormalizedDifference(nn.Module):
                 "built for, or set dim to the axis that holds them (dim=1 for (N, C, H, W), "
                 "dim=-1 for channels-last)."
             )
-        if not self.check_input or torch.compiler.is_compiling() or x.numel() == 0:
-            return False
+
+    def _check_values(self, x):
+        """A clear error for NaN, and for negative values under ``variant="reflectance"``;
+        whether ``x`` holds values beyond :data:`_HUGE_INPUT`."""
+        name = type(self).__name__
         low, high = (float(value) for value in torch.aminmax(x.detach()))
         if low != low:
             raise ValueError(
@@ -700,14 +648,6 @@ class NormalizedDifference(nn.Module):
         state = super().__getstate__()
         state["_plans"] = {}
         return state
-
-    def __setstate__(self, state):
-        state.setdefault("_plans", {})
-        # Layers pickled before the channel axis and the input check existed.
-        state.setdefault("dim", 1)
-        state.setdefault("check_input", True)
-        state.setdefault("bands", None)
-        super().__setstate__(state)
 
     def extra_repr(self):
         bands = "" if self.bands is None else f", bands={list(self.bands)}"

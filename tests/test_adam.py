@@ -76,3 +76,19 @@ def test_a_fit_does_not_import_torch_dynamo():
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
+
+
+def test_the_wrapper_flat_adam_skips_is_torchs_dynamo_switch():
+    # FlatAdam calls Optimizer.add_param_group and load_state_dict without their wrapper
+    # (sknd._adam._unwrapped): torch._disable_dynamo's, which only imports torch._dynamo and
+    # turns compilation off. Should torch wrap them in anything else, skipping the wrapper
+    # could skip real work: this fails, and _unwrapped must be looked at again.
+    from sknd._adam import _unwrapped
+
+    for name in ("add_param_group", "load_state_dict"):
+        method = getattr(torch.optim.Optimizer, name)
+        plain = _unwrapped(method)
+        assert Path(plain.__code__.co_filename).parts[-2:] == ("optim", "optimizer.py")
+        assert plain.__code__.co_name == name and not hasattr(plain, "__wrapped__")
+        if plain is not method:
+            assert Path(method.__code__.co_filename).parts[-2:] == ("torch", "_compile.py")

@@ -293,13 +293,13 @@ def test_fit_trains_with_one_torch_thread(monkeypatch):
     from sknd._adam import FlatAdam
 
     seen = []
-    original = FlatAdam._update  # every optimizer step, fused or autograd path
+    original = FlatAdam.packed_step  # every optimizer step, fused or autograd path
 
     def spy(self, *args, **kwargs):
         seen.append(torch.get_num_threads())
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(FlatAdam, "_update", spy)
+    monkeypatch.setattr(FlatAdam, "packed_step", spy)
     X, y = binary_spectra(n_samples=40)
     NDClassifier(max_epochs=1, random_state=0).fit(X, y)
     assert seen and set(seen) == {1}

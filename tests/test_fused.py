@@ -11,20 +11,6 @@ from sknd._training import TensorBatches, TensorDataset
 from sknd.networks import build_network
 from sknd.nn import NormalizedDifference
 
-
-def _task_data(task, n_samples, n_features, seed):
-    generator = torch.Generator().manual_seed(seed)
-    X = torch.rand(n_samples, n_features, generator=generator) + 0.05
-    if task == "binary":
-        y = (X[:, 0] > X[:, 1]).float().reshape(-1, 1)
-        return X, y, torch.nn.BCEWithLogitsLoss(), 1
-    if task == "multiclass":
-        y = torch.randint(0, 3, (n_samples,), generator=generator)
-        return X, y, torch.nn.CrossEntropyLoss(), 3
-    y = torch.randn(n_samples, 2, generator=generator)
-    return X, y, torch.nn.MSELoss(), 2
-
-
 FUSED_CASES = [
     ("nd", "reflectance", "binary", 2, "auto"),
     ("nd", "reflectance", "binary", 2, "matmul"),
@@ -55,10 +41,16 @@ def _set_method(module, method):
 @pytest.mark.parametrize("architecture, variant, task, depth, method", FUSED_CASES)
 @pytest.mark.parametrize("batch_size", [8, 300])
 def test_fused_gradients_and_loss_match_autograd(
-    architecture, variant, task, depth, method, batch_size
+    architecture,
+    variant,
+    task,
+    depth,
+    method,
+    batch_size,
+    task_data,
 ):
     torch.manual_seed(0)
-    X, y, criterion, n_outputs = _task_data(task, 40, 5, seed=1)
+    X, y, criterion, n_outputs = task_data(task, 40, 5, seed=1)
     if variant != "reflectance":
         X = X - 0.5
     architecture, _, raw = architecture.partition("+")
@@ -123,8 +115,8 @@ def test_fused_trainer_declines_what_it_does_not_implement():
     )
 
 
-def test_fused_epoch_draws_the_shuffles_of_tensor_batches():
-    X, y, criterion, _ = _task_data("binary", 50, 4, seed=3)
+def test_fused_epoch_draws_the_shuffles_of_tensor_batches(task_data):
+    X, y, criterion, _ = task_data("binary", 50, 4, seed=3)
     dataset = TensorDataset(X, y)
     module = build_network("nd", 4, 1)
     optimizer = FlatAdam(module.parameters(), lr=0.0)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from test_inspection import eval_gee, eval_numpy
+from formula_eval import eval_gee, eval_numpy
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
 from sknd.inspection import band_identifiers, export_asi

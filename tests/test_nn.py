@@ -573,15 +573,6 @@ def test_autocast_leaves_the_layer_in_float32():
     torch.testing.assert_close(out, layer(x))
 
 
-def test_old_pickles_get_the_defaults_of_new_settings():
-    layer = NormalizedDifference(3)
-    state = layer.__getstate__()
-    del state["dim"], state["check_input"], state["bands"]
-    restored = NormalizedDifference.__new__(NormalizedDifference)
-    restored.__setstate__(state)
-    assert restored(torch.rand(2, 3, 4)).shape == (2, 3, 4)
-
-
 @pytest.mark.parametrize("method", ["gather", "matmul"])
 def test_compiled_layer_has_no_graph_breaks_and_keeps_the_gradients(method):
     torch._dynamo.reset()
@@ -672,3 +663,18 @@ def test_layer_of_fewer_than_two_bands_and_epsilon_out_of_range_are_refused():
             NormalizedDifference(3, epsilon=epsilon)
     NormalizedDifference(3, epsilon=1e-15)
     NormalizedDifference(3, epsilon=np.float32(1e15))
+
+
+def test_pair_plan_follows_in_place_changes_of_pairs():
+    # The plans are cached by the pairs' storage and torch's in-place version counter
+    # (Tensor._version, no public API): pairs changed in place must not reuse a stale plan.
+    x = torch.rand(3, 4, dtype=torch.float64)
+    layer = NormalizedDifference(4, pairs=[(0, 1)]).double()
+    before = layer(x)
+    with torch.no_grad():
+        layer.pairs.copy_(torch.tensor([[2, 3]]))
+    after = layer(x)
+    expected = NormalizedDifference(4, pairs=[(2, 3)]).double()
+    expected.load_state_dict(layer.state_dict())
+    torch.testing.assert_close(after, expected(x))
+    assert not torch.allclose(before, after)

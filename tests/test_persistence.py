@@ -192,7 +192,7 @@ def test_same_random_state_gives_identical_predictions_in_separate_processes():
 def _interrupt_at_step(monkeypatch, n_steps):
     from sknd._adam import FlatAdam
 
-    original = FlatAdam._update  # every optimizer step, fused or autograd path
+    original = FlatAdam.packed_step  # every optimizer step, fused or autograd path
     calls = []
 
     def step(self, *args, **kwargs):
@@ -201,7 +201,7 @@ def _interrupt_at_step(monkeypatch, n_steps):
             raise KeyboardInterrupt
         return original(self, *args, **kwargs)
 
-    monkeypatch.setattr(FlatAdam, "_update", step)
+    monkeypatch.setattr(FlatAdam, "packed_step", step)
     return calls
 
 

@@ -179,6 +179,44 @@ def test_unnamed_scene_is_refused_unless_positional(tmp_path, model_path, capsys
     assert main([str(model_path), str(scene), str(out), "--bands", names]) == 0
 
 
+# The options each case of test_bad_input_exits_2_with_a_message adds.
+_BAD_OPTIONS = {
+    "missing band": ["--bands", "blue,green,red,swir16"],
+    "no transform": ["--indices"],
+    "bad fill": ["--fill-value", "0.5"],
+    "huge class fill": ["--fill-value", "1e300"],  # was numpy's object dtype, refused by rasterio
+    "huge float fill": ["--proba", "--fill-value", "1e40"],  # was written as inf
+    "band count": ["--bands", "blue,green"],
+    "fill is a class code": ["--fill-value", "1"],
+    "cog into a folder": ["--cog"],
+    "unknown sensor": ["--sensor", "bogus"],
+    "jpeg compression": ["--proba", "--compress", "jpeg"],
+}
+
+
+def _bad_files(case, tmp_path, scene, model):
+    """The scene and model paths of a case of test_bad_input_exits_2_with_a_message."""
+    if case == "unreadable scene":
+        scene = tmp_path / "scene.txt"
+        scene.write_text("not a raster")
+    elif case == "not an estimator":
+        model = str(tmp_path / "dict.joblib")
+        joblib.dump({"a": 1}, model)
+    elif case == "not a model file":
+        model = str(scene)
+    elif case == "unwritable label":
+        X, y = _training()
+        model = str(tmp_path / "odd.joblib")
+        joblib.dump(LogisticRegression().fit(X, np.char.add(y, "\n")), model)
+    elif case == "cog into a folder":
+        (tmp_path / "out.tif").mkdir()
+    elif case == "complex scene":
+        rng = np.random.default_rng(0)
+        values = rng.uniform(0.01, 0.5, (4, 6, 5)) + 1j * rng.uniform(0, 1, (4, 6, 5))
+        write_geotiff(scene, values.astype(np.complex64), nodata=None, descriptions=BANDS)
+    return scene, model
+
+
 @pytest.mark.parametrize(
     "case, message",
     [
@@ -204,44 +242,8 @@ def test_unnamed_scene_is_refused_unless_positional(tmp_path, model_path, capsys
 )
 def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, message):
     scene, _ = _scene(tmp_path / "scene.tif")
-    model, extra = str(model_path), []
-    if case == "missing band":
-        extra = ["--bands", "blue,green,red,swir16"]
-    elif case == "unreadable scene":
-        scene = tmp_path / "scene.txt"
-        scene.write_text("not a raster")
-    elif case == "not an estimator":
-        model = str(tmp_path / "dict.joblib")
-        joblib.dump({"a": 1}, model)
-    elif case == "not a model file":
-        model = str(scene)
-    elif case == "no transform":
-        extra = ["--indices"]
-    elif case == "bad fill":
-        extra = ["--fill-value", "0.5"]
-    elif case == "huge class fill":  # was numpy's object dtype, refused by rasterio
-        extra = ["--fill-value", "1e300"]
-    elif case == "huge float fill":  # was written as inf
-        extra = ["--proba", "--fill-value", "1e40"]
-    elif case == "band count":
-        extra = ["--bands", "blue,green"]
-    elif case == "fill is a class code":
-        extra = ["--fill-value", "1"]
-    elif case == "unwritable label":
-        X, y = _training()
-        model = str(tmp_path / "odd.joblib")
-        joblib.dump(LogisticRegression().fit(X, np.char.add(y, "\n")), model)
-    elif case == "cog into a folder":
-        (tmp_path / "out.tif").mkdir()
-        extra = ["--cog"]
-    elif case == "unknown sensor":
-        extra = ["--sensor", "bogus"]
-    elif case == "complex scene":
-        rng = np.random.default_rng(0)
-        values = rng.uniform(0.01, 0.5, (4, 6, 5)) + 1j * rng.uniform(0, 1, (4, 6, 5))
-        write_geotiff(scene, values.astype(np.complex64), nodata=None, descriptions=BANDS)
-    elif case == "jpeg compression":
-        extra = ["--proba", "--compress", "jpeg"]
+    scene, model = _bad_files(case, tmp_path, scene, str(model_path))
+    extra = _BAD_OPTIONS.get(case, [])
     out = tmp_path / "out.tif"
     assert main([model, str(scene), str(out), "--no-progress", *extra]) == 2
     err = capsys.readouterr().err

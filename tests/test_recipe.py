@@ -9,8 +9,8 @@ from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier, NDRegressor, NDTransformer, _recipe
 from sknd._formula import classic_index
+from sknd._pairs import AUTO_PARAMETER_SHARE, auto_pair_budget
 from sknd._recipe import MIN_CLASS_ROWS, MIN_CONVEX_ROWS, ROWS_PER_COEFFICIENT, convex_rows
-from sknd._screening import AUTO_PARAMETER_SHARE, auto_pair_budget
 from sknd._tasks import ClassificationTask, RegressionTask
 from sknd.networks import Standardize, build_network, default_hidden_units, describe
 from sknd.nn import all_pairs

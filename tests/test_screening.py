@@ -7,7 +7,8 @@ import pytest
 from sklearn.feature_selection import f_classif, r_regression
 
 from sknd import NDClassifier, NDRegressor
-from sknd._screening import MAX_AUTO_PAIRS, n_pairs_to_keep, pair_scores, screen_pairs
+from sknd._pairs import MAX_AUTO_PAIRS
+from sknd._screening import pair_scores, screen_pairs
 from sknd.nn import all_pairs
 
 
@@ -93,15 +94,6 @@ def test_screen_keeps_the_best_pairs_in_original_order():
     best = np.argsort(-scores)[:4]
     np.testing.assert_array_equal(kept, pairs[np.sort(best)])
     assert screen_pairs(X, y, pairs, 1, classification=False).tolist() == [[3, 8]]
-
-
-def test_n_pairs_to_keep():
-    assert n_pairs_to_keep("all", 10**5) is None
-    assert n_pairs_to_keep("auto", MAX_AUTO_PAIRS) is None
-    assert n_pairs_to_keep("auto", MAX_AUTO_PAIRS + 1) == MAX_AUTO_PAIRS
-    assert n_pairs_to_keep(7, 45) == 7
-    assert n_pairs_to_keep(45, 45) is None
-    assert n_pairs_to_keep(np.int64(3), 45) == 3
 
 
 def test_estimator_with_integer_pairs_keeps_the_informative_pair():

@@ -5,7 +5,6 @@ import sys
 
 import numpy as np
 import torch
-from test_training import _binary_data
 
 from sknd import NDClassifier
 from sknd._fused import FusedTrainer
@@ -52,10 +51,10 @@ def test_one_thread_is_reference_counted_across_threads_and_restores_the_setting
 
 
 # ------------------------------------------------------- the policy inside fits
-def test_fits_and_predictions_run_in_one_thread_and_restore_the_setting():
+def test_fits_and_predictions_run_in_one_thread_and_restore_the_setting(binary_data):
     from sknd import _threads
 
-    X, y = _binary_data()
+    X, y = binary_data()
     seen = []
     original = FusedTrainer.run_epoch
 

@@ -4,19 +4,11 @@ seeding."""
 import numpy as np
 import pytest
 import torch
-from test_fused import _task_data
 
 from sknd import NDClassifier, NDRegressor
 from sknd._fused import FusedTrainer
 from sknd._training import TensorBatches, TensorDataset
 from sknd.networks import build_network
-
-
-def _binary_data(n_samples=120, n_features=5, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.05, 0.5, size=(n_samples, n_features))
-    y = (X[:, 1] > X[:, 2]).astype(int)
-    return X, y
 
 
 @pytest.mark.parametrize(
@@ -35,8 +27,8 @@ def _binary_data(n_samples=120, n_features=5, seed=0):
         NDClassifier(passthrough=True, depth=3, max_epochs=4, batch_size=16, random_state=0),
     ],
 )
-def test_fused_and_autograd_fits_agree(estimator, monkeypatch):
-    X, y = _binary_data()
+def test_fused_and_autograd_fits_agree(estimator, monkeypatch, binary_data):
+    X, y = binary_data()
     if isinstance(estimator, NDRegressor):
         # With noise: the tuned ridge start fits a noiseless index almost exactly, and losses
         # near 1e-3 would compare float32 rounding rather than the two training steps.
@@ -58,8 +50,8 @@ def clone_fit(estimator, X, y):
     return clone(estimator).fit(X, y)
 
 
-def test_fit_uses_the_fused_trainer_and_keeps_epoch_history():
-    X, y = _binary_data()
+def test_fit_uses_the_fused_trainer_and_keeps_epoch_history(binary_data):
+    X, y = binary_data()
     model = NDClassifier(max_epochs=3, batch_size=16, random_state=0).fit(X, y)
     assert list(model.history_.columns) == ["epoch", "train_loss", "valid_loss", "valid_score"]
     assert model.history_.notna().all().all()
@@ -78,7 +70,7 @@ def test_fit_uses_the_fused_trainer_and_keeps_epoch_history():
     assert calls == [16, 16, 16]
 
 
-def test_callbacks_asking_for_training_batches_get_them(monkeypatch):
+def test_callbacks_asking_for_training_batches_get_them(monkeypatch, task_data):
     from skorch.callbacks import Callback
 
     from sknd._adam import FlatAdam as Adam
@@ -100,7 +92,7 @@ def test_callbacks_asking_for_training_batches_get_them(monkeypatch):
     monkeypatch.setattr(
         FusedTrainer, "run_epoch", lambda self, it: fused_epochs.append(1) or original(self, it)
     )
-    X, y, _, _ = _task_data("binary", 40, 4, seed=0)
+    X, y, _, _ = task_data("binary", 40, 4, seed=0)
     counter = CountBatches()
     net = Net(
         module=build_network("nd", 4, 1),
@@ -120,8 +112,8 @@ def test_callbacks_asking_for_training_batches_get_them(monkeypatch):
     assert all(isinstance(v, float) for v in net.history[:, "train_loss"])
 
 
-def test_same_seed_same_model_and_global_rng_untouched():
-    X, y = _binary_data()
+def test_same_seed_same_model_and_global_rng_untouched(binary_data):
+    X, y = binary_data()
     state = torch.random.get_rng_state()
     first = NDClassifier(max_epochs=5, random_state=3).fit(X, y)
     second = NDClassifier(max_epochs=5, random_state=3).fit(X, y)
@@ -130,8 +122,8 @@ def test_same_seed_same_model_and_global_rng_untouched():
     np.testing.assert_array_equal(first.coef_a_, second.coef_a_)
 
 
-def test_fitted_module_owns_its_parameters():
-    X, y = _binary_data()
+def test_fitted_module_owns_its_parameters(binary_data):
+    X, y = binary_data()
     model = NDClassifier(max_epochs=2, depth=3, random_state=0).fit(X, y)
     storages = [p.untyped_storage().data_ptr() for p in model._module.parameters()]
     assert len(set(storages)) == len(storages)
@@ -154,10 +146,12 @@ def _fused_epochs(monkeypatch):
     return epochs
 
 
-def test_epoch_level_callbacks_keep_the_fast_path_and_record_in_net_history(monkeypatch):
+def test_epoch_level_callbacks_keep_the_fast_path_and_record_in_net_history(
+    monkeypatch, binary_data
+):
     from skorch.callbacks import LRScheduler
 
-    X, y = _binary_data()
+    X, y = binary_data()
     scheduler = LRScheduler("StepLR", step_size=2, gamma=0.5)
     fused = _fused_epochs(monkeypatch)
     model = NDClassifier(
@@ -178,10 +172,10 @@ def test_epoch_level_callbacks_keep_the_fast_path_and_record_in_net_history(monk
     assert not np.allclose(model.coef_a_, plain.coef_a_)
 
 
-def test_batch_level_callbacks_get_every_batch_on_the_plain_path(monkeypatch, capsys):
+def test_batch_level_callbacks_get_every_batch_on_the_plain_path(monkeypatch, capsys, binary_data):
     from skorch.callbacks import LRScheduler, ProgressBar
 
-    X, y = _binary_data(n_samples=100)
+    X, y = binary_data(n_samples=100)
     fused = _fused_epochs(monkeypatch)
     model = NDClassifier(
         max_epochs=2,
@@ -202,10 +196,10 @@ def test_batch_level_callbacks_get_every_batch_on_the_plain_path(monkeypatch, ca
     assert "it/s" in capsys.readouterr().err
 
 
-def test_every_callback_sees_the_epoch_early_stopping_stops_on():
+def test_every_callback_sees_the_epoch_early_stopping_stops_on(binary_data):
     from skorch.callbacks import EpochScoring, PrintLog
 
-    X, y = _binary_data()
+    X, y = binary_data()
     lines = []
 
     def minus_loss(net, X, y):
@@ -230,10 +224,10 @@ def test_every_callback_sees_the_epoch_early_stopping_stops_on():
     assert [row.split()[0] for row in rows] == [str(i + 1) for i in range(model.n_iter_)]
 
 
-def test_skorch_early_stopping_next_to_sknds():
+def test_skorch_early_stopping_next_to_sknds(binary_data):
     from skorch.callbacks import EarlyStopping
 
-    X, y = _binary_data()
+    X, y = binary_data()
     stopper = EarlyStopping(monitor="train_loss", patience=1, threshold=1.0)
     model = NDClassifier(
         max_epochs=50, patience=40, random_state=0, callbacks=[("stop", stopper)]
@@ -253,10 +247,10 @@ def test_skorch_early_stopping_next_to_sknds():
     assert alone.best_epoch_ is None
 
 
-def test_checkpoint_then_load_init_state(tmp_path):
+def test_checkpoint_then_load_init_state(tmp_path, binary_data):
     from skorch.callbacks import Checkpoint, LoadInitState
 
-    X, y = _binary_data()
+    X, y = binary_data()
     settings = dict(recipe="paper", early_stopping=False, random_state=0)
     # Without the optimizer's state, whose learning rate would replace lr below.
     checkpoint = Checkpoint(dirname=str(tmp_path), monitor=None, f_optimizer=None)
@@ -274,10 +268,10 @@ def test_checkpoint_then_load_init_state(tmp_path):
     assert resumed.history_["epoch"].tolist() == [1, 2, 3, 4, 5]
 
 
-def test_load_init_state_is_what_early_stopping_starts_from(tmp_path):
+def test_load_init_state_is_what_early_stopping_starts_from(tmp_path, binary_data):
     from skorch.callbacks import Checkpoint, LoadInitState
 
-    X, y = _binary_data(n_samples=400)
+    X, y = binary_data(n_samples=400)
     y = np.where(np.random.default_rng(1).random(len(y)) < 0.2, 1 - y, y)  # label noise
     fit = dict(X=X[:300], y=y[:300], X_val=X[300:], y_val=y[300:])
     checkpoint = Checkpoint(dirname=str(tmp_path), monitor=None, f_optimizer=None)
@@ -297,7 +291,7 @@ def test_load_init_state_is_what_early_stopping_starts_from(tmp_path):
     assert fresh.best_validation_score_ != pytest.approx(accuracy)
 
 
-def test_a_callback_that_raises_leaves_the_model_unchanged():
+def test_a_callback_that_raises_leaves_the_model_unchanged(binary_data):
     from skorch.callbacks import Callback
 
     class Fails(Callback):
@@ -308,7 +302,7 @@ def test_a_callback_that_raises_leaves_the_model_unchanged():
             if net.history[-1, "epoch"] == self.epoch:
                 raise RuntimeError("callback failed")
 
-    X, y = _binary_data()
+    X, y = binary_data()
     model = NDClassifier(max_epochs=3, random_state=0, callbacks=[("fails", Fails(2))])
     with pytest.raises(RuntimeError, match="callback failed"):
         model.fit(X, y)
@@ -342,7 +336,7 @@ def test_a_callback_that_raises_leaves_the_model_unchanged():
         ("twice", "used twice"),
     ],
 )
-def test_callbacks_sknd_cannot_run_are_refused(callbacks, message):
+def test_callbacks_sknd_cannot_run_are_refused(callbacks, message, binary_data):
     from skorch.callbacks import EpochTimer, PassthroughScoring
 
     named = {
@@ -350,7 +344,7 @@ def test_callbacks_sknd_cannot_run_are_refused(callbacks, message):
         "own_name": [("valid_score", EpochTimer())],
         "twice": [("t", EpochTimer()), ("t", EpochTimer())],
     }
-    X, y = _binary_data()
+    X, y = binary_data()
     if isinstance(callbacks, str) and callbacks in named:
         callbacks = named[callbacks]
     model = NDClassifier(max_epochs=2, callbacks=callbacks)
@@ -361,11 +355,11 @@ def test_callbacks_sknd_cannot_run_are_refused(callbacks, message):
     assert not hasattr(model, "n_features_in_")
 
 
-def test_partial_fit_callbacks_continue_from_the_history_as_in_skorch():
+def test_partial_fit_callbacks_continue_from_the_history_as_in_skorch(binary_data):
     from skorch import NeuralNetClassifier
     from skorch.callbacks import LRScheduler
 
-    X, y = _binary_data()
+    X, y = binary_data()
     scheduler = ("lr", LRScheduler("StepLR", step_size=1, gamma=0.5))
     model = NDClassifier(random_state=0, callbacks=[scheduler])
     for _ in range(4):
@@ -389,11 +383,11 @@ def test_partial_fit_callbacks_continue_from_the_history_as_in_skorch():
     assert model.net_.history[-1, "event_lr"] == pytest.approx(0.01)
 
 
-def test_fitted_net_keeps_no_data_and_pickles_with_the_module():
+def test_fitted_net_keeps_no_data_and_pickles_with_the_module(binary_data):
     import copy
     import pickle
 
-    X, y = _binary_data(n_samples=20_000)
+    X, y = binary_data(n_samples=20_000)
     model = NDClassifier(max_epochs=1, random_state=0).fit(X, y)
     assert model.net_.module_ is model.module_
     assert model.net_.train_split is None
@@ -407,10 +401,10 @@ def test_fitted_net_keeps_no_data_and_pickles_with_the_module():
     np.testing.assert_array_equal(restored.predict_proba(X[:50]), model.predict_proba(X[:50]))
 
 
-def test_the_cpu_copy_of_a_gpu_model_keeps_the_net_and_its_module_together():
+def test_the_cpu_copy_of_a_gpu_model_keeps_the_net_and_its_module_together(binary_data):
     from sknd._base import _on_cpu
 
-    X, y = _binary_data()
+    X, y = binary_data()
     model = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
     state = _on_cpu(dict(vars(model)))  # what pickling does for a model on a GPU
     assert state["net_"].module_ is state["_module"] is not model.module_

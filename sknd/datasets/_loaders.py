@@ -48,15 +48,15 @@ _FOREST_FILES = {
 }
 
 
-def _data_file(dataset, name):
+def data_file(dataset, name):
     return resources.files("sknd.datasets").joinpath("data", dataset, name)
 
 
-def _load_descr(name):
+def load_descr(name):
     return resources.files("sknd.datasets").joinpath("descr", name).read_text(encoding="utf-8")
 
 
-def _make_bunch(data, codes, class_codes, class_names, feature_names, descr, return_X_y, as_frame):
+def make_bunch(data, codes, class_codes, class_names, feature_names, descr, return_X_y, as_frame):
     """Assemble the ``sklearn.datasets``-style return value shared by the loaders."""
     target = np.searchsorted(class_codes, codes)
     if not np.array_equal(class_codes[target], codes):  # pragma: no cover - corrupt file
@@ -155,7 +155,7 @@ def load_satimage(*, subset="all", center_pixel=False, return_X_y=False, as_fram
     """
     parts = []
     for name in _SATIMAGE_FILES[subset]:
-        with _data_file("satimage", name).open("r", encoding="ascii") as f:
+        with data_file("satimage", name).open("r", encoding="ascii") as f:
             parts.append(np.loadtxt(f, dtype=np.float64))
     raw = np.concatenate(parts, axis=0)
     data, codes = raw[:, :-1], raw[:, -1].astype(np.int64)
@@ -165,13 +165,13 @@ def load_satimage(*, subset="all", center_pixel=False, return_X_y=False, as_fram
         feature_names = list(_SATIMAGE_BANDS)
     else:
         feature_names = [f"p{p}_{b}" for p in range(9) for b in _SATIMAGE_BANDS]
-    return _make_bunch(
+    return make_bunch(
         np.ascontiguousarray(data),
         codes,
         _SATIMAGE_CODES,
         _SATIMAGE_NAMES,
         feature_names,
-        _load_descr("satimage.rst"),
+        load_descr("satimage.rst"),
         return_X_y,
         as_frame,
     )
@@ -250,18 +250,18 @@ def load_forest_type(*, subset="all", return_X_y=False, as_frame=False):
     """
     parts = []
     for name in _FOREST_FILES[subset]:
-        with _data_file("forest_type", name).open("r", encoding="ascii") as f:
+        with data_file("forest_type", name).open("r", encoding="ascii") as f:
             parts.append(pd.read_csv(f))
     raw = pd.concat(parts, ignore_index=True)
     data = raw[[f"b{i}" for i in range(1, 10)]].to_numpy(dtype=np.float64)
     codes = raw["class"].astype(str).str.strip().to_numpy(dtype=str)
-    return _make_bunch(
+    return make_bunch(
         data,
         codes,
         _FOREST_CODES,
         _FOREST_NAMES,
         list(_FOREST_BANDS),
-        _load_descr("forest_type.rst"),
+        load_descr("forest_type.rst"),
         return_X_y,
         as_frame,
     )

@@ -10,7 +10,7 @@ import pandas as pd
 from sklearn.utils import Bunch
 from sklearn.utils._param_validation import validate_params
 
-from ._loaders import _data_file, _load_descr, _make_bunch
+from ._loaders import data_file, load_descr, make_bunch
 
 _LANDSAT8_BANDS = ("SR_B1", "SR_B2", "SR_B3", "SR_B4", "SR_B5", "SR_B6", "SR_B7", "ST_B10")
 _LANDSAT8_CLASSES = np.array(["Urban", "Vegetation", "Water"])
@@ -82,16 +82,16 @@ def load_landsat8_samples(*, return_X_y=False, as_frame=False):
     >>> list(X.columns[:4])
     ['SR_B1', 'SR_B2', 'SR_B3', 'SR_B4']
     """
-    with _data_file("spyndex", "landsat8_samples.csv").open("r", encoding="ascii") as f:
+    with data_file("spyndex", "landsat8_samples.csv").open("r", encoding="ascii") as f:
         raw = pd.read_csv(f)
     data = raw[list(_LANDSAT8_BANDS)].to_numpy(dtype=np.float64)
-    return _make_bunch(
+    return make_bunch(
         data,
         raw["class"].to_numpy(dtype=str),
         _LANDSAT8_CLASSES,
         _LANDSAT8_CLASSES,
         list(_LANDSAT8_BANDS),
-        _load_descr("spyndex.rst"),
+        load_descr("spyndex.rst"),
         return_X_y,
         as_frame,
     )
@@ -142,12 +142,12 @@ def load_sentinel2_scene(*, as_dataarray=False):
     >>> float(scene.data.max()) < 1
     True
     """
-    with _data_file("spyndex", "sentinel2_10m.npz").open("rb") as f:
+    with data_file("spyndex", "sentinel2_10m.npz").open("rb") as f:
         archive = np.load(f)
         stored = archive["reflectance"]
         names = archive["bands"].astype(str)
     reflectance = (stored / np.float32(10_000)).astype(np.float32)
-    descr = _load_descr("spyndex.rst")
+    descr = load_descr("spyndex.rst")
     if as_dataarray:
         import xarray as xr
 

@@ -11,7 +11,8 @@ import numbers
 import numpy as np
 from joblib import effective_n_jobs
 
-from .._validation import _physical_memory, check_band_values
+from .._validation import check_band_values
+from .._validation import physical_memory as _physical_memory
 from ._specs import ALL_PAIR_TABLES, specs_for
 
 __all__ = []
@@ -154,7 +155,7 @@ def _check_estimator_params(task, estimator_params, options):
         name = _option(key, options)
         try:
             estimator.set_params(**{key: value})
-            estimator._validate_params()
+            estimator._check_params()
         except (ValueError, TypeError) as exc:
             raise ValueError(f"{name}: {exc}") from None
         finally:

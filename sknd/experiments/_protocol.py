@@ -291,11 +291,8 @@ def run_experiments(
     )
     outputs = _run(plan, X, y, n_jobs=n_jobs, verbose=verbose)
     settings = _settings(plan, X, y, groups, random_state, n_jobs, target_names)
-    return ExperimentResults(
-        **_collect(outputs, plan),
-        settings=settings,
-        wall_time=time.perf_counter() - start,
-    )
+    wall_time = time.perf_counter() - start
+    return ExperimentResults(**_collect(outputs, plan), settings=settings, wall_time=wall_time)
 
 
 def _checked_data(X, y, task, dataset_name):

@@ -500,7 +500,7 @@ def _score_sections(experiment, layout):
             "learning the index coefficients beat the classic unit-coefficient indices. "
             "learning_gain_ is the mean over folds of what training gained over the "
             "tuned fixed-index start on each fit's own validation part (sknd's default "
-            "recipe at depth 2; n/a elsewhere).",
+            "recipe, at every depth; n/a elsewhere).",
         ]
     return sections
 

@@ -55,7 +55,6 @@ numba is installed (``pip install sknd[fast]``, see :mod:`sknd._kernels`). Any
 other estimator is called through its public methods.
 """
 
-import os
 import sys
 from numbers import Integral
 
@@ -65,7 +64,13 @@ from .._docstrings import Substitution
 from .._model_file import SavedModel
 from .._pixels import apply_pixels, prepare
 from ._categorical import CodeTable, adjust_output
-from ._checks import check_fill_not_a_class, check_image_dtype, check_scalar, image_values
+from ._checks import (
+    check_fill_not_a_class,
+    check_image_dtype,
+    check_n_jobs,
+    check_scalar,
+    image_values,
+)
 from ._geotiff import write_class_map
 from ._labels import class_labels, class_map_from_proba
 from ._matching import band_columns
@@ -515,7 +520,7 @@ def _apply(
         raise TypeError(f"output_dim must be a string, got {output_dim!r}.")
     if sensor is not None and not isinstance(sensor, str):
         raise TypeError(f"sensor must be a preset name (str) or None, got {sensor!r}.")
-    n_jobs = _n_jobs(n_jobs)
+    n_jobs = check_n_jobs(n_jobs)
     options = {
         "nodata": check_scalar(nodata, "nodata", numeric=True),
         "fill_value": check_scalar(fill_value, "fill_value", numeric=method != "predict"),
@@ -569,16 +574,6 @@ def _band_axis(ndim, band_dim):
     if not -ndim <= band_dim < ndim:
         raise ValueError(f"band_dim={band_dim} is out of range for an image with {ndim} axes.")
     return int(band_dim) % ndim
-
-
-def _n_jobs(n_jobs):
-    if n_jobs is None:
-        return 1
-    if not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool) or n_jobs == 0:
-        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}.")
-    if n_jobs < 0:
-        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
-    return int(n_jobs)
 
 
 def _apply_ndarray(method, estimator, image, band_dim, n_jobs, options, names=None):

@@ -17,7 +17,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .._pixels import _label_fill
+from .._pixels import label_fill
 
 __all__ = []
 
@@ -206,7 +206,7 @@ def decode(codes, table, fill_value, fill_label):
     codes = np.asarray(codes)
     keys = np.array(sorted(table), dtype=np.int64)
     labels = np.asarray([table[key] for key in keys.tolist()])
-    dtype, fill = _label_fill(labels.dtype, fill_label)
+    dtype, fill = label_fill(labels.dtype, fill_label)
     flat = codes.astype(np.int64, copy=False).ravel()
     missing = np.zeros(flat.shape, dtype=bool) if fill_value is None else flat == fill_value
     position = np.minimum(np.searchsorted(keys, flat), len(keys) - 1)

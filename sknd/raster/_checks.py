@@ -9,7 +9,8 @@ class label: its no-data pixels would read as that class, and that class as
 no-data.
 """
 
-from numbers import Complex, Real
+import os
+from numbers import Complex, Integral, Real
 
 import numpy as np
 
@@ -111,3 +112,14 @@ def band_nodata(values):
         value = values[0]
         return None if isinstance(value, float) and np.isnan(value) else value
     return np.asarray(values, dtype=np.float64)
+
+
+def check_n_jobs(n_jobs):
+    """``n_jobs`` as a number of workers: None is 1, -1 all cores, -2 all but one."""
+    if n_jobs is None:
+        return 1
+    if not isinstance(n_jobs, Integral) or isinstance(n_jobs, bool) or n_jobs == 0:
+        raise ValueError(f"n_jobs must be a non-zero integer or None, got {n_jobs!r}.")
+    if n_jobs < 0:
+        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
+    return int(n_jobs)

@@ -36,9 +36,8 @@ import numpy as np
 
 from .._model_file import SavedModel, load_model
 from .._pixels import apply_pixels, prepare
-from . import _n_jobs
 from ._categorical import CodeTable, adjust_output
-from ._checks import band_nodata, check_image_dtype
+from ._checks import band_nodata, check_image_dtype, check_n_jobs
 from ._geotiff import (
     finish_class_map,
     remove_quietly,
@@ -217,14 +216,7 @@ def _run_in_env(args, rasterio):
             message = re.sub(r"\bbands= ?", "--bands ", message).replace("(a GeoTIFF: ", "(or ")
             raise CommandError(message.replace("sensor=", "--sensor ")) from None
         n_inputs = src.count if columns is None else len(columns)
-        # The file's no-data values are per band: only the bands read (columns) count.
-        nodata = args.nodata
-        if nodata is None:
-            nodata = band_nodata(
-                list(src.nodatavals) if columns is None else [src.nodatavals[c] for c in columns]
-            )
-        elif np.isnan(nodata):
-            nodata = None  # NaN is no-data anyway
+        nodata = _scene_nodata(src, args.nodata, columns)
         compiled = src.width * src.height >= _COMPILED_MIN_PIXELS
         func, spec, table = _pixel_function(
             model, method, n_inputs, src.dtypes, args.fill_value, compiled
@@ -259,6 +251,16 @@ def _run_in_env(args, rasterio):
         finally:
             if args.cog:
                 remove_quietly(target, sidecar(target))
+
+
+def _scene_nodata(src, nodata, columns):
+    """The no-data value of the bands read: ``--nodata``, else the file's."""
+    if nodata is None:
+        # The file's no-data values are per band: only the bands read (columns) count.
+        return band_nodata(
+            list(src.nodatavals) if columns is None else [src.nodatavals[c] for c in columns]
+        )
+    return None if np.isnan(nodata) else nodata  # NaN is no-data anyway
 
 
 def _write_cog(source, output, table, profile, rasterio):
@@ -440,7 +442,7 @@ def _process(src, dst, func, spec, args, *, nodata, columns):
     if rows < 1:
         raise CommandError(f"--block-rows must be positive, got {rows}.")
     try:
-        n_jobs = _n_jobs(args.n_jobs)  # as sknd.raster's n_jobs: -1 means all cores
+        n_jobs = check_n_jobs(args.n_jobs)  # as sknd.raster's n_jobs: -1 means all cores
     except ValueError:
         raise CommandError(
             f"--n-jobs must be a non-zero integer (-1: all cores), got {args.n_jobs}."

@@ -26,11 +26,10 @@ POSITIONAL = "positional"
 def model_band_names(estimator):
     """The band names an estimator was fitted on, or None when it has none."""
     names = getattr(estimator, "feature_names_in_", None)
-    # Whether bands= named them at fit (frozen then; the parameter for older pickles).
-    given = getattr(estimator, "_band_names_given", getattr(estimator, "bands", None) is not None)
-    if names is None and given:
+    hook = getattr(estimator, "_fitted_band_names", None)
+    if names is None and hook is not None:
         # sknd estimators fitted on arrays with explicit bands=[...] names.
-        names = getattr(estimator, "band_names_", None)
+        names = hook()
     return None if names is None else [str(name) for name in names]
 
 

@@ -99,18 +99,7 @@ def _image_nodata(image, band_dim, nodata):
 
 
 def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options):
-    import xarray as xr
-
-    if band_dim not in image.dims:
-        raise ValueError(
-            f"The image has no dimension {band_dim!r} (its dimensions are {image.dims}); "
-            "pass the name of its band dimension as band_dim."
-        )
-    if output_dim != band_dim and output_dim in image.dims:
-        raise ValueError(
-            f"output_dim={output_dim!r} is already a dimension of the image {image.dims}; "
-            "choose another name."
-        )
+    _check_dims(image, band_dim, output_dim)
     n_bands = image.sizes[band_dim]
     columns = band_columns(
         estimator,
@@ -123,7 +112,6 @@ def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opti
     func, spec = adjust_output(
         *prepare(method, estimator, n_inputs, image.dtype, options["fill_value"]), options
     )
-
     lazy = image.chunks is not None
     if lazy:
         # apply_ufunc needs each pixel's bands in one block. Rechunk the data only:
@@ -139,6 +127,34 @@ def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opti
         "single_threaded_blas": lazy,
         "columns": columns,
     }
+    result = _apply_blocks(image, band_dim, output_dim, spec, block_kwargs)
+    result.attrs = _output_attrs(method, estimator, image, spec)
+    if options["codes"] is not None:
+        del result.attrs["classes"]  # the code table says it
+        result.attrs.update(options["codes"].attrs())
+    if "grid_mapping" in image.encoding:
+        result.encoding["grid_mapping"] = image.encoding["grid_mapping"]
+    result.name = method
+    return result
+
+
+def _check_dims(image, band_dim, output_dim):
+    if band_dim not in image.dims:
+        raise ValueError(
+            f"The image has no dimension {band_dim!r} (its dimensions are {image.dims}); "
+            "pass the name of its band dimension as band_dim."
+        )
+    if output_dim != band_dim and output_dim in image.dims:
+        raise ValueError(
+            f"output_dim={output_dim!r} is already a dimension of the image {image.dims}; "
+            "choose another name."
+        )
+
+
+def _apply_blocks(image, band_dim, output_dim, spec, block_kwargs):
+    """:func:`apply_block` over the image's pixels, the outputs along ``output_dim``."""
+    import xarray as xr
+
     output_core_dims = [[]] if spec.n_outputs is None else [[_TMP_OUTPUT_DIM]]
     gufunc_kwargs = {}
     if spec.n_outputs is not None:
@@ -164,13 +180,6 @@ def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opti
     if spec.n_outputs is not None:
         result = result.rename({_TMP_OUTPUT_DIM: output_dim})
         result = result.assign_coords({output_dim: spec.output_labels})
-    result.attrs = _output_attrs(method, estimator, image, spec)
-    if options["codes"] is not None:
-        del result.attrs["classes"]  # the code table says it
-        result.attrs.update(options["codes"].attrs())
-    if "grid_mapping" in image.encoding:
-        result.encoding["grid_mapping"] = image.encoding["grid_mapping"]
-    result.name = method
     return result
 
 

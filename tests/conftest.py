@@ -1,0 +1,46 @@
+"""Shared ground of the test modules: data builders as fixtures.
+
+Test modules never import each other (tests/test_architecture.py checks it): what
+several of them need lives here, or in a helper module that is no test module
+(``nd_oracle.py``, ``formula_eval.py``, ``raster_files.py``). The fixtures return
+builders, so that a test asks for the size it needs; builders return fresh arrays, so
+the fixtures are safe to share over the session.
+"""
+
+import numpy as np
+import pytest
+import torch
+
+
+def _binary_data(n_samples=120, n_features=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.05, 0.5, size=(n_samples, n_features))
+    y = (X[:, 1] > X[:, 2]).astype(int)
+    return X, y
+
+
+def _task_data(task, n_samples, n_features, seed):
+    generator = torch.Generator().manual_seed(seed)
+    X = torch.rand(n_samples, n_features, generator=generator) + 0.05
+    if task == "binary":
+        y = (X[:, 0] > X[:, 1]).float().reshape(-1, 1)
+        return X, y, torch.nn.BCEWithLogitsLoss(), 1
+    if task == "multiclass":
+        y = torch.randint(0, 3, (n_samples,), generator=generator)
+        return X, y, torch.nn.CrossEntropyLoss(), 3
+    y = torch.randn(n_samples, 2, generator=generator)
+    return X, y, torch.nn.MSELoss(), 2
+
+
+@pytest.fixture(scope="session")
+def binary_data():
+    """``binary_data(n_samples=120, n_features=5, seed=0)``: reflectance-like bands in
+    [0.05, 0.5) and ``y = X[:, 1] > X[:, 2]`` as 0/1, numpy arrays."""
+    return _binary_data
+
+
+@pytest.fixture(scope="session")
+def task_data():
+    """``task_data(task, n_samples, n_features, seed)``: torch ``(X, y, criterion,
+    n_outputs)`` for ``task`` "binary", "multiclass" or "regression" (two targets)."""
+    return _task_data

@@ -1,0 +1,217 @@
+"""Structure rules the package keeps: short functions, no private reach-through, test
+modules on shared ground.
+
+- Every function in ``sknd/`` has at most 60 lines of code (docstrings, blank and
+  comment-only lines not counted); ruff's C901 (``pyproject.toml``) caps its branches.
+- No module uses another module's private name: no ``from .x import _name`` of a function
+  or class (private *modules* such as ``sknd._fitting`` are the package's own and may be
+  imported), and no ``obj._name`` read where ``obj`` is not ``self``/``cls`` and ``_name``
+  is not defined by the reading module itself (a class's own private attributes, read by
+  the module that defines the class, are fine). Dunder names are public protocol. The
+  estimators' package-internal hooks (``_fast_evaluator``, ``_model_content``, ...) are
+  private methods whose docstring says "internal hook" and names who calls them.
+- No test module imports another test module: shared data and fixtures live in
+  ``tests/conftest.py`` or in helper modules that are not test modules (``nd_oracle.py``).
+"""
+
+import ast
+import pathlib
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "sknd"
+TESTS = ROOT / "tests"
+MAX_LINES = 60
+# torch internals the package reads, each behind one function and pinned by a test that
+# fails when torch changes it.
+TORCH_INTERNALS = {
+    "_version": "sknd.nn._version_of, pinned by test_nn.py's "
+    "test_pair_plan_follows_in_place_changes_of_pairs",
+}
+
+
+def _modules(root):
+    return sorted(root.rglob("*.py"))
+
+
+def _label(path, node):
+    return f"{path.relative_to(ROOT)}:{node.lineno}"
+
+
+def _is_private(name):
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _docstring_lines(node):
+    body = getattr(node, "body", [])
+    first = body[0] if body else None
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
+        return set(range(first.lineno, first.end_lineno + 1))
+    return set()
+
+
+def code_lines(lines, node):
+    """Lines of code of a function: no docstring, blank or comment-only lines."""
+    skip = _docstring_lines(node)
+    count = 0
+    for number in range(node.lineno, node.end_lineno + 1):
+        text = lines[number - 1].strip()
+        if number not in skip and text and not text.startswith("#"):
+            count += 1
+    return count
+
+
+def long_functions(root=PACKAGE, limit=MAX_LINES):
+    """``path:line name (n lines)`` for each function over ``limit`` lines of code."""
+    found = []
+    for path in _modules(root):
+        source = path.read_text()
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                n = code_lines(lines, node)
+                if n > limit:
+                    found.append(f"{_label(path, node)} {node.name} ({n} lines)")
+    return found
+
+
+def _own_names(tree):
+    """Private names a module defines: its functions, classes, assignments and the
+    attributes its classes set on ``self``/``cls``."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+            names.add(node.attr)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+    return {name for name in names if _is_private(name)}
+
+
+def _is_submodule(path, node, name):
+    """Whether ``from <node.module> import name`` imports a module of the package."""
+    if node.level == 0:
+        if not (node.module or "").startswith("sknd"):
+            return False
+        base = ROOT.joinpath(*node.module.split("."))
+    else:
+        base = path.parent
+        for _ in range(node.level - 1):
+            base = base.parent
+        if node.module:
+            base = base.joinpath(*node.module.split("."))
+    return (base / f"{name}.py").exists() or (base / name / "__init__.py").exists()
+
+
+def _private_imports(path, tree):
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level == 0 and not (node.module or "").startswith("sknd"):
+            continue
+        for alias in node.names:
+            if _is_private(alias.name) and not _is_submodule(path, node, alias.name):
+                found.append(f"{_label(path, node)} imports {alias.name}")
+    return found
+
+
+def internal_hooks(root=PACKAGE):
+    """Private methods documented as internal hooks (their docstring says so)."""
+    hooks = set()
+    for path in _modules(root):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _is_private(node.name):
+                doc = ast.get_docstring(node) or ""
+                if "internal hook" in " ".join(doc.split()):
+                    hooks.add(node.name)
+    return hooks
+
+
+def _private_reads(path, tree, allowed):
+    own = _own_names(tree) | allowed
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not _is_private(node.attr):
+            continue
+        base = node.value
+        if isinstance(base, ast.Name) and base.id in ("self", "cls"):
+            continue
+        if isinstance(base, ast.Call) and getattr(base.func, "id", None) == "super":
+            continue
+        if node.attr in own:
+            continue
+        found.append(f"{_label(path, node)} reads .{node.attr}")
+    return found
+
+
+def private_reach_through(root=PACKAGE):
+    """Each use of another module's private name in the package."""
+    allowed = internal_hooks(root) | set(TORCH_INTERNALS)
+    found = []
+    for path in _modules(root):
+        tree = ast.parse(path.read_text())
+        found += _private_imports(path, tree) + _private_reads(path, tree, allowed)
+    return found
+
+
+def test_imports_between_test_modules():
+    """No test module imports another: shared ground is tests/conftest.py."""
+    found = []
+    for path in sorted(TESTS.glob("test_*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                modules = [node.module or ""]
+            else:
+                continue
+            found += [
+                f"{_label(path, node)} imports {name}"
+                for name in modules
+                if name.split(".")[0].startswith("test_")
+            ]
+    assert found == []
+
+
+def test_function_length():
+    """No function in sknd/ over 60 lines of code."""
+    assert long_functions() == []
+
+
+def test_no_private_reach_through():
+    """No module of sknd/ uses another module's private name."""
+    assert private_reach_through() == []
+
+
+def test_checks_catch_what_they_look_for(tmp_path, monkeypatch):
+    """The checks flag the patterns they are meant to flag, and nothing else."""
+    package = tmp_path / "sknd"
+    package.mkdir()
+    (package / "_helpers.py").write_text("def _hidden():\n    return 1\n")
+    (package / "user.py").write_text(
+        "from . import _helpers\n"
+        "from ._helpers import _hidden\n"
+        "class A:\n"
+        "    def __init__(self):\n"
+        "        self._mine = 1\n"
+        "    def f(self, other):\n"
+        "        return other._mine + other._theirs + self._x + other.__class__\n"
+        "    def _hook(self):\n"
+        '        """A value (internal hook of\n        sknd.other)."""\n'
+        "def g(other):\n"
+        "    return other._hook()\n"
+        "def long():\n" + "    x = 1\n" * 61 + '    """not a docstring"""\n'
+    )
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)  # labels relative to it
+    reached = private_reach_through(package)
+    long = long_functions(package)
+    assert reached == ["sknd/user.py:2 imports _hidden", "sknd/user.py:7 reads ._theirs"]
+    assert long == ["sknd/user.py:13 long (63 lines)"]
