@@ -54,7 +54,7 @@ print("min_versions.sh: testing", ", ".join(f"{n} {version(n)}" for n in names))
 PY
 # The core: the layer and networks, the estimators and scikit-learn's checks, training and
 # the default recipe, the fused numpy evaluator, the entry points' contract, persistence and
-# model files, inspection, bands and indices. Left out: tests/test_experiments*.py (their
+# model files, inspection, bands, indices and pair screening. Left out: tests/test_experiments*.py (their
 # fixtures need numpy >= 2's string addition, the CLI's figures matplotlib) and the files
 # that skip whole without an extra (raster, onnx, plotting, ...).
 "${python[@]}" -m pytest -q -p no:cacheprovider \
@@ -63,4 +63,5 @@ PY
     tests/test_contract.py tests/test_validation.py tests/test_tasks.py tests/test_weights.py \
     tests/test_persistence.py tests/test_model_file.py tests/test_inspection.py \
     tests/test_interpretation_estimators.py tests/test_screening.py tests/test_incremental.py \
-    tests/test_threads.py tests/test_bands.py tests/test_indices.py tests/test_datasets.py
+    tests/test_threads.py tests/test_bands.py tests/test_indices.py tests/test_datasets.py \
+    tests/test_formula.py tests/test_pairs.py
