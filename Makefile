@@ -1,10 +1,15 @@
 # Entry points; each creates the virtual environment on first use (see tools/install.sh).
 VENV ?= .venv
+# What is installed, one stamp per set of extras: the demo needs sknd alone (torch,
+# scikit-learn, skorch...); lint, test and docs need the test extra (which includes sknd).
 STAMP := $(VENV)/.sknd-installed
-DOCS_EXTRA_MODULES := sphinx, pydata_sphinx_theme, numpydoc, sphinx_gallery, myst_parser, matplotlib
+DEMO_STAMP := $(VENV)/.sknd-installed-core
+# The docs extra's modules (sphinx-mathjax-offline is a Sphinx extension named with hyphens).
+DOCS_EXTRA_MODULES := sphinx pydata_sphinx_theme numpydoc sphinx_gallery myst_parser matplotlib \
+	sphinx-mathjax-offline
 
 .PHONY: demo lint test docs docs-clean
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(VENV)/bin/python examples/demo.py
 
 # The lints CI runs (ruff is in the test extra): rules and line length in pyproject.toml.
@@ -19,14 +24,21 @@ test: $(STAMP)
 # Needs the docs extra: $(VENV)/bin/python -m pip install -e ".[docs]"
 # Without the extra: one line naming it (make's $(error), expanded once .venv exists).
 docs: $(STAMP)
-	$(if $(shell $(VENV)/bin/python -c "import $(DOCS_EXTRA_MODULES)" 2>/dev/null && echo ok),,$(error \
+	$(if $(shell $(VENV)/bin/python -c "import importlib.util as u, sys; \
+	  sys.exit(any(u.find_spec(m) is None for m in sys.argv[1:]))" $(DOCS_EXTRA_MODULES) \
+	  2>/dev/null && echo ok),,$(error \
 	  make docs needs the docs extra: $(VENV)/bin/python -m pip install -e ".[docs]"))
 	$(VENV)/bin/python -m sphinx -W --keep-going -b html docs docs/_build/html
 	$(VENV)/bin/python tools/check_docs.py docs/_build/html
 
+# Everything a docs build writes (the gallery's example outputs go to docs/_build too).
 docs-clean:
 	rm -rf docs/_build docs/auto_examples docs/api/generated docs/api/sknd*.rst docs/sg_execution_times.rst
 
 $(STAMP): pyproject.toml tools/install.sh
-	bash tools/install.sh $(VENV)
-	touch $(STAMP)
+	EXTRAS=test bash tools/install.sh $(VENV)
+	touch $(STAMP) $(DEMO_STAMP)
+
+$(DEMO_STAMP): pyproject.toml tools/install.sh
+	EXTRAS= bash tools/install.sh $(VENV)
+	touch $(DEMO_STAMP)

@@ -164,14 +164,15 @@ def run(name, n_folds):
     )
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(run=run, description=__doc__, datasets=("forest_type", "satimage_centre", "satimage_36")):
+    """The command line: ``run(name, n_folds)`` for each ``--dataset`` (default ``datasets``)."""
+    parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--dataset", choices=sorted(DATASETS), action="append")
     parser.add_argument("--folds", type=int, default=10)
     args = parser.parse_args()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        for name in args.dataset or ["forest_type", "satimage_centre", "satimage_36"]:
+        for name in args.dataset or datasets:
             run(name, args.folds)
 
 

@@ -14,13 +14,10 @@ paired difference to the default depth-2 model and the folds at or above it, the
 ``learning_gain_`` (validation), the parameter count and the fit time relative to depth 2.
 """
 
-import argparse
 import time
-import warnings
 
 import numpy as np
-from bench_default_recipe import DATASETS
-from sklearn.exceptions import ConvergenceWarning
+from bench_default_recipe import DATASETS, main
 
 from sknd import NDClassifier
 from sknd.experiments._splits import paper_splits
@@ -70,16 +67,5 @@ def run(name, n_folds):
         )
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", choices=sorted(DATASETS), action="append")
-    parser.add_argument("--folds", type=int, default=10)
-    args = parser.parse_args()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        for name in args.dataset or ["forest_type", "satimage_centre"]:
-            run(name, args.folds)
-
-
 if __name__ == "__main__":
-    main()
+    main(run, __doc__, ("forest_type", "satimage_centre"))

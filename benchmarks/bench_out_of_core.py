@@ -11,7 +11,7 @@ Run::
     OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_out_of_core.py --rows 100_000_000
 
 (4 GB of float32 bands; peak memory target: under 2 GB). Needs ``dask-ml``
-(``pip install sknd[dask]``).
+(``pip install -e ".[dask]"`` in the checkout).
 """
 
 import argparse

@@ -22,6 +22,7 @@ extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.mathjax",
+    "sphinx-mathjax-offline",  # MathJax copied into the site (_static/mathjax): no CDN needed
     "sphinx.ext.viewcode",
     "numpydoc",
     "myst_parser",
@@ -141,4 +142,6 @@ html_theme_options = {
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
 }
-html_static_path = []
+# _static/mathjax/LICENSE: MathJax's license (Apache-2.0, from MathJax 3.2.2, the version
+# sphinx-mathjax-offline copies next to it), which its wheel does not ship.
+html_static_path = ["_static"]

@@ -151,7 +151,7 @@ def main(output_dir="."):
     fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     plot_training_curves(reg, ax=ax)
     fig.savefig(output_dir / "sentinel2_training_curves.png", dpi=80)
-    print(f"\nfigures written to {output_dir.resolve()}")
+    print(f"\nfigures written to {output_dir}")
 
 
 if __name__ == "__main__":

@@ -69,6 +69,8 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
 
     # The "?" link of the HTML repr (scikit-learn's _HTMLDocumentationLinkMixin) opens the
     # estimator's API page of the docs site (docs/, `make docs`): api/generated/sknd.<Name>.html.
+    # PLACEHOLDER address: the site is not hosted yet. It is pyproject.toml's
+    # "Documentation (placeholder)" URL (tests/test_docs.py keeps the two equal): change both.
     _doc_link_module = "sknd"
     _doc_link_template = (
         "https://sknd.readthedocs.io/en/latest/api/generated/"

@@ -5,8 +5,8 @@ layer of a ``(n_pixels, n_bands)`` table costs two GEMMs against mostly-zero
 ``(n_bands, n_pairs)`` weights plus whole-array passes for epsilon and the
 division, each reading and writing ``n_pixels x n_pairs`` values. These kernels
 compute each pair's index in a single pass over tiles of pixels held in
-cache; :mod:`sknd.raster` uses them when numba is installed (``pip install
-sknd[fast]``) and falls back to numpy otherwise.
+cache; :mod:`sknd.raster` uses them when numba is installed (the ``fast``
+extra) and falls back to numpy otherwise.
 
 The pixel table is read in its own dtype (:data:`INPUT_DTYPES`) and converted
 tile by tile, in cache, to the dtype of the weights, in which everything is

@@ -13,8 +13,8 @@ bands, variant), and :func:`run` runs a model on validated input with
 onnxruntime, in blocks of rows (which keeps onnxruntime's intermediate arrays
 small: 1.5x as fast as one call on a whole scene).
 
-Needs the ``onnx`` extra: ``pip install "sknd[onnx]"`` (onnx and onnxscript;
-onnxruntime to run the models).
+Needs the ``onnx`` extra: ``pip install -e ".[onnx]"`` in the sknd checkout (onnx and
+onnxscript; onnxruntime to run the models).
 """
 
 import contextlib
@@ -107,7 +107,8 @@ def _import_onnx():
         import onnxscript  # noqa: F401, PLC0415 (the dynamo exporter needs it)
     except ImportError as exc:
         raise ImportError(
-            'sknd.onnx.to_onnx needs the onnx and onnxscript packages: pip install "sknd[onnx]".'
+            "sknd.onnx.to_onnx needs the onnx and onnxscript packages: pip install onnx "
+            'onnxscript (or, in the sknd checkout, pip install -e ".[onnx]").'
         ) from exc
     return onnx
 
@@ -399,7 +400,10 @@ def run(model, X, bands=None, *, block_rows=16384):
         try:
             import onnxruntime  # noqa: PLC0415
         except ImportError as exc:
-            raise ImportError('sknd.onnx.run needs onnxruntime: pip install "sknd[onnx]".') from exc
+            raise ImportError(
+                "sknd.onnx.run needs onnxruntime: pip install onnxruntime "
+                '(or, in the sknd checkout, pip install -e ".[onnx]").'
+            ) from exc
         if not isinstance(model, (str, os.PathLike)):
             model = model.SerializeToString()
         session = onnxruntime.InferenceSession(model, providers=["CPUExecutionProvider"])

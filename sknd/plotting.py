@@ -1,6 +1,6 @@
 """Matplotlib figures of fitted normalized-difference models.
 
-matplotlib is an optional dependency (``pip install "sknd[plot]"``); it is
+matplotlib is an optional dependency (the ``plot`` extra); it is
 imported when a function is called. Every function draws on ``ax`` when given,
 on a new figure otherwise, and returns the Axes.
 
@@ -38,7 +38,8 @@ def _pyplot():
     except ImportError as exc:
         raise ImportError(
             "sknd.plotting needs matplotlib, which is an optional dependency: "
-            'install it with pip install "sknd[plot]" (or pip install matplotlib).'
+            "install it with pip install matplotlib "
+            '(or, in the sknd checkout, pip install -e ".[plot]").'
         ) from exc
     return plt
 

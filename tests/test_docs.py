@@ -72,3 +72,149 @@ def test_python_blocks_run(page, tmp_path, monkeypatch):
     finally:
         if plt is not None:
             plt.close("all")
+
+
+# ---- install commands, extras, API reference, metadata: what the docs promise about the
+# package itself (cheap: nothing is built or installed).
+
+
+def _pyproject():
+    tomllib = pytest.importorskip("tomllib")  # Python >= 3.11
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+
+
+def _requirement_names(requirements):
+    return {re.match(r"[A-Za-z0-9._-]+", req).group().lower() for req in requirements}
+
+
+# Every file that may tell a reader what to install.
+INSTALL_SOURCES = [
+    ROOT / "README.md",
+    ROOT / "CHANGELOG.md",
+    ROOT / "Makefile",
+    ROOT / ".ci" / "run",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs").glob("*.py")),
+    *sorted((ROOT / "examples").glob("*.py")),
+    *sorted((ROOT / "tools").glob("*")),
+    *sorted(path for path in (ROOT / "benchmarks").glob("*") if path.is_file()),
+    *sorted((ROOT / "sknd").rglob("*.py")),
+]
+# `pip install` and its words: quoted, or unquoted up to a space, quote, backtick or
+# parenthesis (a bracket pair may hold commas: .[plot,fast]).
+_WORD = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'|(?:[^\s`'\"(),\[\]]|\[[^\]\n]*\])+")
+_PIP_INSTALL = re.compile(rf"pip install((?:[ \t]+(?:{_WORD.pattern}))+)")
+_OPTIONS_WITH_VALUE = {"-r", "-c", "-i", "-f", "--index-url", "--extra-index-url", "--find-links"}
+
+
+def install_problems(text, extras):
+    """What is wrong with each ``pip install`` command of a text, from a checkout."""
+    problems = []
+    for match in _PIP_INSTALL.finditer(text):
+        words = [word.strip("\"'") for word in _WORD.findall(match.group(1))]
+        targets, options = [], set()
+        for before, word in zip([None, *words], words):
+            if before in _OPTIONS_WITH_VALUE:
+                continue  # an option's value
+            if word.startswith("-"):
+                options.add(word)
+            else:
+                targets.append(word.rstrip(".;:") or word)
+        command = f"pip install{match.group(1)}"
+        for target in targets:
+            if re.match(r"sknd\b", target):
+                problems.append(f"{command!r}: sknd is not on PyPI (checkout: pip install .)")
+            local = re.fullmatch(r"\.?/?\[(.*)\]", target)
+            for extra in local.group(1).split(",") if local else []:
+                if extra.strip() not in extras:
+                    problems.append(f"{command!r}: sknd has no extra {extra.strip()!r}")
+            if re.match(r"torch\b", target) and not options & {"-i", "--index-url"}:
+                problems.append(f"{command!r}: torch without --index-url is the CUDA build")
+    return problems
+
+
+def test_install_problems_finds_the_commands_that_fail():
+    extras = {"plot", "geo"}
+    assert install_problems('`pip install "sknd[geo]"`; pip install sknd', extras) == [
+        "'pip install \"sknd[geo]\"': sknd is not on PyPI (checkout: pip install .)",
+        "'pip install sknd': sknd is not on PyPI (checkout: pip install .)",
+    ]
+    assert install_problems("pip install -e '.[plot,dask]'", extras) == [
+        "\"pip install -e '.[plot,dask]'\": sknd has no extra 'dask'"
+    ]
+    assert install_problems("pip install torch numpy", extras) == [
+        "'pip install torch numpy': torch without --index-url is the CUDA build"
+    ]
+    fine = (
+        '`pip install -e ".[plot,geo]"` from a checkout; pip install matplotlib '
+        "(or, in the sknd checkout, pip install -e '.[plot]'). "
+        "pip install torch --index-url https://download.pytorch.org/whl/cpu; pip install ."
+    )
+    assert install_problems(fine, extras) == []
+
+
+def test_install_commands_work_from_a_checkout():
+    extras = set(_pyproject()["project"]["optional-dependencies"])
+    problems = []
+    for path in INSTALL_SOURCES:
+        text = path.read_text(encoding="utf-8")
+        problems += [f"{path.relative_to(ROOT)}: {p}" for p in install_problems(text, extras)]
+    assert not problems, "\n".join(problems)
+
+
+def test_extras_table_matches_pyproject():
+    extras = _pyproject()["project"]["optional-dependencies"]
+    text = (ROOT / "docs" / "install.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([\w-]+)` \| ([^|]*) \|", text, re.MULTILINE)
+    table = {extra: {name.strip().lower() for name in names.split(",")} for extra, names in rows}
+    assert set(table) == set(extras), "docs/install.md's extras table lists other extras"
+    for extra, requirements in extras.items():
+        assert table[extra] == _requirement_names(requirements), f"extra {extra!r}"
+
+
+def test_api_reference_lists_every_public_module():
+    """docs/conf.py's PUBLIC_MODULES (read, not run: it writes files) against sknd's modules."""
+    import ast
+    import pkgutil
+
+    import sknd
+
+    tree = ast.parse((ROOT / "docs" / "conf.py").read_text(encoding="utf-8"))
+    (listed,) = [
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "PUBLIC_MODULES"
+    ]
+    public = {"sknd"} | {
+        module.name
+        for module in pkgutil.walk_packages(sknd.__path__, "sknd.")
+        if not any(part.startswith("_") for part in module.name.split("."))
+    }
+    assert set(listed) == public
+
+
+def test_license_metadata_covers_the_shipped_data():
+    import glob
+
+    project = _pyproject()["project"]
+    shipped = set()
+    for pattern in project["license-files"]:
+        shipped |= {Path(path).resolve() for path in glob.glob(str(ROOT / pattern))}
+    licenses = {"CC BY 4.0": "CC-BY-4.0", "MIT": "MIT"}
+    for folder in sorted((ROOT / "sknd" / "datasets" / "data").iterdir()):
+        files = [path for path in folder.iterdir() if path.name.startswith("LICENSE")]
+        assert files and all(path.resolve() in shipped for path in files), folder.name
+        source = (folder / "SOURCE.txt").read_text(encoding="utf-8")
+        named = [spdx for name, spdx in licenses.items() if f"License: {name}" in source]
+        assert named and all(spdx in project["license"].split(" AND ") for spdx in named)
+
+
+def test_placeholder_urls_agree_with_the_html_repr():
+    """The repr's "?" link is pyproject's documentation URL, and both say placeholder."""
+    from sknd import NDClassifier
+
+    urls = _pyproject()["project"]["urls"]
+    assert "Homepage" in urls  # `pip show sknd` lists it
+    (docs,) = [url for label, url in urls.items() if label.startswith("Documentation")]
+    assert all(label == "Homepage" or "placeholder" in label for label in urls)
+    assert NDClassifier()._get_doc_link().startswith(docs.rstrip("/") + "/")

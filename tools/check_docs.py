@@ -1,13 +1,18 @@
-"""Check a built docs site: the pages a reader needs are there, and render.
+r"""Check a built docs site: the pages a reader needs are there, and render.
 
     python tools/check_docs.py [docs/_build/html] [--screenshots DIR]
 
 Fails (exit 1, one line per problem) if the API page of ``NDClassifier`` (or of another
 estimator, the target of its HTML repr's "?" link) is missing, if the gallery lacks a page
-for a script of ``examples/``, or if the gallery shows no figure. With ``--screenshots``, a
-headless Chromium (``chromium`` or ``chromium-browser`` on PATH) also renders the
-NDClassifier page and the gallery to PNG files in DIR, and the check fails if either image
-is blank. ``make docs`` runs it without screenshots.
+for a script of ``examples/``, if the gallery shows no figure or prints a path of the build
+machine (the checkout, the temporary directory), if a page's text outside code and rendered
+math shows raw LaTeX (``$``, ``\(``, ``\[``, ``\frac``...: math MathJax will not render, such
+as a Markdown ``$...$`` span broken by a line that starts with ``+``), or if a page loads
+MathJax from elsewhere than the site (offline, its formulas would stay raw LaTeX) or
+without MathJax's license beside it. With ``--screenshots``, a headless Chromium
+(``chromium`` or ``chromium-browser`` on PATH) also renders the NDClassifier page and the
+gallery to PNG files in DIR, and the check fails if either image is blank. ``make docs``
+runs it without screenshots.
 """
 
 import argparse
@@ -15,6 +20,8 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -48,14 +55,76 @@ def check_site(site):
             if not page.is_file() or f"{script.stem}.html" not in index:
                 problems.append(f"gallery: no page for examples/{script.name}")
         figures = []
+        # What the examples print: no path of the machine that built the site.
+        machine_paths = (str(ROOT), str(Path(tempfile.gettempdir()).resolve()) + "/")
         for page in (site / "auto_examples").glob("*.html"):
-            for src in re.findall(r'<img[^>]+src="([^"]*sphx_glr_[^"]+\.png)"',
-                                  page.read_text(encoding="utf-8")):
+            html = page.read_text(encoding="utf-8")
+            for path in machine_paths:
+                if path in html:
+                    problems.append(f"gallery: {page.name} shows the build machine's path {path}")
+            for src in re.findall(r'<img[^>]+src="([^"]*sphx_glr_[^"]+\.png)"', html):
                 if "thumb" not in src and (page.parent / src).is_file():
                     figures.append(src)
         if not figures:
             problems.append("gallery: no example shows a figure")
+    problems += raw_math(site)
     return problems
+
+
+# Text MathJax leaves alone: Sphinx puts formulas in elements of class "math", MyST marks
+# everything else mathjax_ignore. A $, \( or \[ or a LaTeX command elsewhere is raw LaTeX.
+_RAW_MATH = re.compile(r"\$|\\[()\[\]]|\\[A-Za-z]{2,}")
+_LITERAL_TAGS = {"pre", "code", "kbd", "samp", "tt", "script", "style", "textarea", "head"}
+_VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+              "source", "track", "wbr"}
+
+
+class _ProseText(HTMLParser):
+    """Collects a page's text outside code, scripts and math elements."""
+
+    def __init__(self):
+        super().__init__()
+        self.stack = []  # (tag, skipped) of the open elements
+        self.text = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in _VOID_TAGS:
+            return
+        classes = (dict(attrs).get("class") or "").split()
+        skipped = tag in _LITERAL_TAGS or "math" in classes or "highlight" in classes
+        self.stack.append((tag, skipped or (bool(self.stack) and self.stack[-1][1])))
+
+    def handle_endtag(self, tag):
+        for depth in range(len(self.stack) - 1, -1, -1):
+            if self.stack[depth][0] == tag:
+                del self.stack[depth:]
+                return
+
+    def handle_data(self, data):
+        if not (self.stack and self.stack[-1][1]):
+            self.text.append(data)
+
+
+def raw_math(site):
+    """Problems: raw LaTeX in the text of the site's pages; MathJax not bundled."""
+    problems = []
+    pages = sorted(page for page in site.rglob("*.html")
+                   if "_modules" not in page.relative_to(site).parts)  # highlighted source
+    for page in pages:
+        html = page.read_text(encoding="utf-8")
+        parser = _ProseText()
+        parser.feed(html)
+        text = " ".join(" ".join(parser.text).split())
+        for match in list(_RAW_MATH.finditer(text))[:3]:
+            snippet = text[max(0, match.start() - 40):match.end() + 40]
+            problems.append(f"{page.relative_to(site)}: raw math in the text: ...{snippet}...")
+        for src in re.findall(r'<script[^>]+src="([^"]*mathjax[^"]*)"', html, re.IGNORECASE):
+            script = (page.parent / src.split("?")[0]).resolve()
+            if "://" in src or not script.is_file():
+                problems.append(f"{page.relative_to(site)}: MathJax from {src}, not from the site")
+            elif not (script.parent / "LICENSE").is_file():
+                problems.append(f"{script.parent}: MathJax without its LICENSE")
+    return list(dict.fromkeys(problems))  # a bundle's problem once, not once per page
 
 
 def _browser():
@@ -102,7 +171,8 @@ def main(argv=None):
     for problem in problems:
         print(f"check_docs: {problem}", file=sys.stderr)
     if not problems:
-        print(f"check_docs: {args.site} has the NDClassifier API page and the gallery")
+        print(f"check_docs: {args.site} has the NDClassifier API page and the gallery, "
+              "bundled MathJax and no raw math")
     return 1 if problems else 0
 
 

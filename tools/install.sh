@@ -9,7 +9,8 @@
 #                             (e.g. https://download.pytorch.org/whl/cu126 for a CUDA build)
 #   TORCH_CPU_INDEX_URL=URL   where to get a CPU build when the configured index's default is
 #                             a CUDA build (default https://download.pytorch.org/whl/cpu)
-#   EXTRAS=test               sknd's extras, e.g. EXTRAS=test,docs
+#   EXTRAS=test               sknd's extras, e.g. EXTRAS=test,docs; EXTRAS= (empty): none,
+#                             sknd and its dependencies only (what `make demo` needs)
 #   TORCH_ONLY=1              install torch and stop (tools/min_versions.sh installs the rest)
 #
 # Without a GPU and without TORCH_INDEX_URL, the script asks pip (a dry run) which wheel the
@@ -21,17 +22,26 @@ venv=${1:-.venv}
 python=${PYTHON:-python3}
 torch_version=${TORCH_VERSION:-2.13.0}
 cpu_index=${TORCH_CPU_INDEX_URL:-https://download.pytorch.org/whl/cpu}
-extras=${EXTRAS:-test}
+extras=${EXTRAS-test}
 
-[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
+# No bytecode at install time: Python compiles the modules a program imports when it first
+# imports them. Compiling every file up front (9,300 files, 0.24 GB in the demo environment)
+# took a large part of `make demo`'s install.
+install=("${pip[@]}" install --no-compile)
 say() { echo "install.sh: $*"; }
+if [ ! -x "$venv/bin/python" ]; then
+    "$python" -m venv "$venv"
+    # The pip a venv starts with may predate the metadata sknd's wheel has (Metadata 2.4: the
+    # pip of Python 3.11, 23.2, shows no license or home page in `pip show sknd`; 26.x does).
+    "${pip[@]}" install --quiet --upgrade pip || say "could not upgrade pip (offline?): kept $("${pip[@]}" --version)"
+fi
 
 # Prints "cpu" or "cuda": the build pip would install for torch==$torch_version by default.
 default_torch_build() {
     local report
     report=$(mktemp)
-    if ! "${pip[@]}" install --dry-run --quiet --ignore-installed --report "$report" \
+    if ! "${install[@]}" --dry-run --quiet --ignore-installed --report "$report" \
             "torch==$torch_version" >/dev/null 2>&1; then
         rm -f "$report"; echo unknown; return
     fi
@@ -50,15 +60,15 @@ if "$venv/bin/python" -c "import torch" 2>/dev/null; then
     say "torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') already installed, kept"
 elif [ -n "${TORCH_INDEX_URL:-}" ]; then
     say "installing torch $torch_version from TORCH_INDEX_URL=$TORCH_INDEX_URL"
-    "${pip[@]}" install --index-url "$TORCH_INDEX_URL" "torch==$torch_version"
+    "${install[@]}" --index-url "$TORCH_INDEX_URL" "torch==$torch_version"
 elif command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
     say "GPU found: installing the index's default build of torch $torch_version (CUDA on Linux)"
-    "${pip[@]}" install "torch==$torch_version"
+    "${install[@]}" "torch==$torch_version"
 else
     build=$(default_torch_build)
     if [ "$build" = cpu ]; then
         say "no GPU found; the package index serves a CPU build of torch $torch_version by default: installing it"
-        "${pip[@]}" install "torch==$torch_version"
+        "${install[@]}" "torch==$torch_version"
     else
         if [ "$build" = cuda ]; then
             why="the package index's default torch $torch_version is a CUDA build"
@@ -66,7 +76,7 @@ else
             why="a dry run could not tell which torch $torch_version build the package index serves"
         fi
         say "no GPU found; $why: installing torch==$torch_version+cpu from $cpu_index"
-        if ! "${pip[@]}" install --index-url "$cpu_index" \
+        if ! "${install[@]}" --index-url "$cpu_index" \
                 "torch==$torch_version+cpu"; then
             say "could not install the CPU build from $cpu_index (offline?); set TORCH_INDEX_URL to an index that has it, or TORCH_INDEX_URL=https://pypi.org/simple to accept the default (CUDA) build"
             exit 1
@@ -75,4 +85,8 @@ else
 fi
 "$venv/bin/python" -c "import torch; print(f'install.sh: torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}')"
 [ "${TORCH_ONLY:-0}" = 1 ] && exit 0
-"${pip[@]}" install -e ".[$extras]"
+if [ -n "$extras" ]; then
+    "${install[@]}" -e ".[$extras]"
+else
+    "${install[@]}" -e .
+fi

@@ -42,8 +42,8 @@ mapfile -t pins <<<"$pins_text"
 echo "min_versions.sh: installing the declared floors: ${pins[*]}"
 # pytest < 10: scikit-learn 1.6's parametrize_with_checks hands pytest a generator, which
 # pytest 9 deprecates (tests/test_common.py).
-"${pip[@]}" install --quiet "${pins[@]}" "pytest<10"
-"${pip[@]}" install --quiet --no-deps -e .
+"${pip[@]}" install --quiet --no-compile "${pins[@]}" "pytest<10"
+"${pip[@]}" install --quiet --no-compile --no-deps -e .
 "${pip[@]}" check
 "${python[@]}" - torch "${pins[@]}" <<'PY'
 import sys

@@ -60,7 +60,8 @@ def _pyplot():
         import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "The experiment figures need matplotlib: pip install 'sknd[plot]'."
+            "The experiment figures need matplotlib: pip install matplotlib "
+            "(or, in the sknd checkout, pip install -e '.[plot]')."
         ) from exc
     return plt
 

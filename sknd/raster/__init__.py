@@ -51,7 +51,7 @@ loaded model file (:class:`sknd.SavedModel`) like an estimator.
 Fitted sknd estimators are evaluated by a numpy re-implementation of their
 network (:mod:`sknd._evaluator`), which is several times faster than the torch
 forward pass on large pixel tables, with the ND layer as a compiled kernel when
-numba is installed (``pip install sknd[fast]``, see :mod:`sknd._kernels`). Any
+numba is installed (the ``fast`` extra, see :mod:`sknd._kernels`). Any
 other estimator is called through its public methods.
 """
 

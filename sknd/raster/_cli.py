@@ -184,7 +184,10 @@ def _run(args):
     try:
         import rasterio
     except ImportError as exc:
-        raise CommandError("the command needs rasterio: pip install 'sknd[geo]'") from exc
+        raise CommandError(
+            "the command needs rasterio: pip install rasterio "
+            "(or, in the sknd checkout, pip install -e '.[geo]')"
+        ) from exc
     # Every block is read and written once, strip by strip: GDAL's block cache (5 % of the
     # RAM by default) would only hold finished blocks. A user's GDAL_CACHEMAX wins.
     options = {} if "GDAL_CACHEMAX" in os.environ else {"GDAL_CACHEMAX": _GDAL_CACHE_BYTES}
