@@ -85,9 +85,7 @@ def _name(estimator):
 
 
 @ALL_ZERO_ROWS
-@parametrize_with_checks(
-    ESTIMATORS, expected_failed_checks=_expected_failed_checks, xfail_strict=True
-)
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
@@ -143,8 +141,6 @@ def test_class_weights_on_non_negative_blobs(estimator):
 
 
 @ALL_ZERO_ROWS
-@parametrize_with_checks(
-    CUDA_ESTIMATORS, expected_failed_checks=_expected_failed_checks, xfail_strict=True
-)
+@parametrize_with_checks(CUDA_ESTIMATORS, expected_failed_checks=_expected_failed_checks)
 def test_sklearn_compatible_estimator_on_cuda(estimator, check):
     check(estimator)

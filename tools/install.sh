@@ -11,6 +11,7 @@
 #                             a CUDA build (default https://download.pytorch.org/whl/cpu)
 #   EXTRAS=test               sknd's extras, e.g. EXTRAS=test,docs; EXTRAS= (empty): none,
 #                             sknd and its dependencies only (what `make demo` needs)
+#   TORCH_ONLY=1              install torch and stop (tools/min_versions.sh installs the rest)
 #
 # Without a GPU and without TORCH_INDEX_URL, the script asks pip (a dry run) which wheel the
 # configured index would install. If that is already a CPU build (a "+cpu" version and no
@@ -83,6 +84,7 @@ else
     fi
 fi
 "$venv/bin/python" -c "import torch; print(f'install.sh: torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}')"
+[ "${TORCH_ONLY:-0}" = 1 ] && exit 0
 if [ -n "$extras" ]; then
     "${install[@]}" -e ".[$extras]"
 else
