@@ -255,7 +255,8 @@ def quick_run(tmp_path_factory):
     bunch = load_forest_type(as_frame=True)
     keep = np.concatenate([np.flatnonzero(bunch.target == c)[:30] for c in range(4)])
     frame = bunch.data.iloc[keep].copy()
-    frame.insert(0, "cover", bunch.target_codes[bunch.target[keep]] + " ")  # as in the source
+    codes = bunch.target_codes[bunch.target[keep]].astype(str)
+    frame.insert(0, "cover", np.char.add(codes, " "))  # a trailing space, as in the source
     frame["site"] = "plot-7"  # non-numeric: must be ignored
     csv = root / "slice.csv"
     frame.to_csv(csv, index=False)

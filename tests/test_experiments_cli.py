@@ -275,7 +275,8 @@ def test_a_class_only_in_validation_groups_is_a_usage_error(tmp_path, capsys):
     frame.to_csv(csv, index=False)
     with pytest.raises(SystemExit) as exc:
         main(["--dataset", str(csv), "--groups", "field", "--folds", "3", "--models", "nd",
-              "--depths", "2", *FAST, "--quiet", "--output", str(tmp_path / "o")])  # fmt: skip
+              "--depths", "2", *FAST, "--quiet", "--no-figures", "--output",
+              str(tmp_path / "o")])  # fmt: skip
     assert exc.value.code == 2
     err = capsys.readouterr().err
     assert "validation part holds class(es) [2] that its training part lacks" in err
