@@ -360,9 +360,10 @@ def _sample(X, target, task, output, sample_weight):
 
 
 def _features(module, X, rows):
-    """The standardized first-block outputs of ``X`` (float64), the convex fits' features."""
-    first, standardize, _ = _parts(module)
-    return forward_rows(torch.nn.Sequential(first, standardize), X, rows)
+    """What the output layer of ``module`` reads from ``X`` (float64), the convex fits'
+    features: the standardized first-block outputs at depth 2, the last hidden layer's
+    outputs deeper (build_network's networks are flat: ``[first, ..., output]``)."""
+    return forward_rows(module[:-1], X, rows)
 
 
 def prepare(module, X_train, target_train, task, rows, sample_weight=None, valid=None):
@@ -413,10 +414,9 @@ def refit(module, X, target, task, rows, penalty, sample_weight=None):
     """Step 5: refit the output layer on what it reads from ``X`` (all rows, or
     :func:`convex_rows` of them) with the start's ``penalty``: the learned standardized
     indices at depth 2, the last hidden layer's outputs in deeper networks."""
-    output = module[-1]  # build_network's networks are flat: [first, ..., output]
+    output = module[-1]
     X, target, sample_weight = _sample(X, target, task, output, sample_weight)
-    features = forward_rows(module[:-1], X, rows)
-    _convex_fit(features, target, task, output, penalty, sample_weight)
+    _convex_fit(_features(module, X, rows), target, task, output, penalty, sample_weight)
 
 
 def _row_losses(task, output, target):

@@ -33,6 +33,9 @@ def run_task(task, X, y, split, config):
         warnings.simplefilter("ignore", ConvergenceWarning)
         estimator, fit_time = _fit(task, X, y, split, config)
         X_test, y_test = X.iloc[split[2]], y[split[2]]
+        scale = None  # additive noise: the training rows' band deviations
+        if config["noise_kind"] == "additive":
+            scale = X.iloc[split[0]].to_numpy(dtype=float).std(axis=0)
         noise = noise_robustness(
             estimator,
             X_test,
@@ -41,7 +44,7 @@ def run_task(task, X, y, split, config):
             n_repeats=config["noise_repeats"],
             random_state=task["seed"],
             kind=config["noise_kind"],
-            scale=X.iloc[split[0]].to_numpy(dtype=float).std(axis=0),
+            scale=scale,
         )
         illumination = illumination_check(
             estimator, X_test, y_test, factors=config["illumination_factors"]
