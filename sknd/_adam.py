@@ -10,6 +10,7 @@ training step (:mod:`sknd._fused`) drives it batch by batch.
 
 import math
 
+import numpy as np
 import torch
 
 __all__ = ["FlatAdam"]
@@ -210,6 +211,56 @@ class FlatAdam(torch.optim.Optimizer):
             param.addcdiv_(
                 exp_avg, denom, value=-group["lr"] * root_bias_correction2 / (1 - beta1**step)
             )
+
+    def step_scalars(self, n_steps):
+        """Step sizes and epsilons of the next ``n_steps`` steps, for :meth:`scaled_step`.
+
+        Package-internal (:mod:`sknd._graph_epochs`): a float64 array of shape
+        ``(n_steps, 2)``, row ``k`` holding ``-lr sqrt(1 - beta2^t) / (1 - beta1^t)``
+        and ``eps sqrt(1 - beta2^t)`` for step ``t = step + k + 1`` of the single
+        parameter group, computed as :meth:`packed_step` computes them. Nothing
+        changes until :meth:`count_steps`.
+        """
+        (group,) = self.param_groups
+        beta1, beta2 = group["betas"]
+        steps = np.arange(group["step"] + 1, group["step"] + n_steps + 1, dtype=np.float64)
+        root_bias_correction2 = np.sqrt(1 - beta2**steps)
+        scalars = np.empty((n_steps, 2))
+        scalars[:, 0] = -group["lr"] * root_bias_correction2 / (1 - beta1**steps)
+        scalars[:, 1] = group["eps"] * root_bias_correction2
+        return scalars
+
+    def count_steps(self, n_steps):
+        """Record ``n_steps`` steps taken by :meth:`scaled_step` (package-internal)."""
+        for group in self.param_groups:
+            group["step"] += n_steps
+
+    def constants(self):
+        """What :meth:`scaled_step` reads from the group as constants: ``(betas, weight_decay)``.
+
+        A captured CUDA graph holds them as they were at capture: a change needs a new
+        capture (:mod:`sknd._graph_epochs`), a change of ``lr`` or ``eps`` does not.
+        """
+        (group,) = self.param_groups
+        return tuple(group["betas"]), group["weight_decay"]
+
+    @torch.no_grad()
+    def scaled_step(self, scalars):
+        """One Adam step of the single group with ``scalars`` (a row of :meth:`step_scalars`).
+
+        Package-internal: the same update as :meth:`packed_step` with the step size and
+        epsilon read from a tensor on the device, so that a CUDA graph can replay the
+        step; no host value changes with the step (see :meth:`count_steps`).
+        """
+        (group,), (buffers,) = self.param_groups, self._flat
+        beta1, beta2 = group["betas"]
+        param, grad, exp_avg, exp_avg_sq, denom = buffers["arrays"]
+        if group["weight_decay"]:
+            grad.add_(param, alpha=group["weight_decay"])
+        exp_avg.lerp_(grad, 1 - beta1)
+        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+        torch.sqrt(exp_avg_sq, out=denom).add_(scalars[1])
+        param.addcmul_(torch.div(exp_avg, denom, out=denom), scalars[0])
 
     def step(self, closure=None):
         loss = None

@@ -360,14 +360,22 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         """A fast evaluator of ``method`` on pixel tables, or None (internal hook).
 
         :mod:`sknd.raster` asks fitted estimators for it and falls back to the
-        public method when there is none: for a model set to use a GPU (it
-        predicts there, through its own methods) and for methods without one.
-        Returns a :class:`sknd._evaluator.FastNetwork`, whose values equal the
-        method's (tests/test_networks.py, tests/test_raster.py).
+        public method when there is none (methods without one, networks the
+        evaluators do not know). Returns a :class:`sknd._evaluator.FastNetwork`,
+        whose values equal the method's (tests/test_networks.py,
+        tests/test_raster.py), or for a model set to use a GPU a
+        :class:`sknd._device_pixels.DevicePixels`, which screens, checks and
+        evaluates pixels there.
         """
         finish = {"predict": "decode", "predict_proba": "proba"}.get(method)
         if not hasattr(self._task, finish or "-"):
             return None
+        if self._inference_device().type != "cpu" and describe(self._module) is not None:
+            from ._device_pixels import DevicePixels
+
+            return DevicePixels.for_task(
+                self._module, self._task, method, self._inference_device(), **self._pixel_checks()
+            )
         return self._network_evaluator(getattr(self._task, finish))
 
     def _network_evaluator(self, finish=None):

@@ -21,6 +21,7 @@ from skorch.helper import predefined_split
 
 from . import _recipe
 from ._adam import FlatAdam
+from ._device import device_memory
 from ._pairs import estimator_pairs
 from ._tasks import ClassificationTask
 from ._threads import torch_threads
@@ -483,6 +484,12 @@ class FittingMixin:
             verbose=self.verbose,
         )
 
+    def _device_memory(self, n_samples):
+        """Out of memory on the GPU during training: a ``MemoryError`` naming ``batch_size``."""
+        return device_memory(
+            f"while training on {n_samples} samples", f"batch_size (now {self.batch_size})"
+        )
+
     def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
         """``fit``: train a new network, or continue the fitted one with ``warm_start``."""
         continuing = self.warm_start and hasattr(self, "_module")
@@ -513,7 +520,8 @@ class FittingMixin:
             if X_valid is not None:
                 valid_data = _tensors(X_valid, c_valid, w_valid, task, device)
             net = self._net(module, task, device, seed, self.max_epochs, callbacks, valid_data)
-            net.fit(_tensors(X_train, c_train, w_train, task, device), None)
+            with self._device_memory(len(X_train)):
+                net.fit(_tensors(X_train, c_train, w_train, task, device), None)
             gain = None
             if start is not None:
                 gain = _recipe.validation(net.module_, task, valid, rows).score - start.score
@@ -614,7 +622,6 @@ class FittingMixin:
         seed = (seed + n_calls) % np.iinfo(np.int32).max
         device = _resolve_device(self.device)
         pairs, module = self._network(continuing, X, codes, weight, task, seed, device)
-        train_data = _tensors(X, codes, weight, task, device)
         with torch_threads(1):
             if self._uses_recipe() and not continuing:
                 linear = _recipe.linear_part(module)
@@ -641,7 +648,8 @@ class FittingMixin:
                 net.history = copy.deepcopy(self.net_.history)
                 for group in net.optimizer_.param_groups:
                     group.setdefault("initial_lr", group["lr"])
-            net.partial_fit(train_data, None)
+            with self._device_memory(len(X)):
+                net.partial_fit(_tensors(X, codes, weight, task, device), None)
         self._set_fitted_state(net, task, pairs, X, weight)
         self.learning_gain_ = None  # no validation part to measure it on
         self._optimizer_state = _cpu_copy(net.optimizer_.state_dict())

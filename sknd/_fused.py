@@ -23,6 +23,7 @@ from torch import nn
 
 from ._adam import FlatAdam
 from ._formula import FUSED_MATMUL_MIN_BATCH, SOFTPLUS_THRESHOLD
+from ._graph_epochs import GraphEpochs
 from ._nd_torch import (
     gather_backward,
     gather_forward,
@@ -390,6 +391,10 @@ class FusedTrainer:
         self.dtype = params[0].dtype
         self.device = params[0].device
         self._data = None
+        #: Whether epochs run as segments (:mod:`sknd._graph_epochs`), and whether those are
+        #: captured as CUDA graphs: on a GPU, where launching each kernel costs more than it
+        #: computes. The step-by-step epoch is cheaper on the CPU.
+        self.segmented = self.capture = self.device.type == "cuda"
 
     @classmethod
     def build(cls, module, criterion, optimizer, batch_size):
@@ -456,10 +461,32 @@ class FusedTrainer:
         for block in reversed(self.blocks):
             grad = block.backward(grad)
 
+    def epoch_loss(self, terms, aux, weighted):
+        """Sum of the per-sample losses held in ``terms`` (weighted by ``aux``'s last column)."""
+        if weighted:
+            return (self.loss.sample_losses(terms) * aux[:, -1]).sum()
+        return self.loss.epoch_total(terms)
+
+    def _graph_epochs(self, dataset, prepared, aux):
+        """The :class:`~sknd._graph_epochs.GraphEpochs` of ``dataset``, cached."""
+        cached = getattr(self, "_epochs", None)
+        if cached is None or cached[0] is not dataset:
+            cached = (dataset, GraphEpochs(self, prepared, aux, capture=self.capture))
+            self._epochs = cached
+        return cached[1]
+
     @torch.no_grad()
     def run_epoch(self, iterator):
-        """Train one epoch; return ``(sum of per-sample losses (tensor), n_samples, n_batches)``."""
+        """Train one epoch; return ``(sum of per-sample losses (tensor), n_samples, n_batches)``.
+
+        With :attr:`segmented` (on a GPU) the epoch runs as
+        :class:`~sknd._graph_epochs.GraphEpochs`, else step by step.
+        """
         prepared, aux, terms = self._prepare(iterator.dataset)
+        weighted = iterator.dataset.w is not None
+        if self.segmented:
+            epochs = self._graph_epochs(iterator.dataset, prepared, aux)
+            return epochs.run_epoch(iterator, weighted)
         n_samples = len(prepared)
         if iterator.shuffle:
             order = torch.randperm(n_samples, generator=iterator.generator).to(self.device)
@@ -467,7 +494,6 @@ class FusedTrainer:
         batch_size = self.batch_size
         forward_backward = self.forward_backward
         update = self.optimizer.packed_step
-        weighted = iterator.dataset.w is not None
         if weighted:
             forward_backward = functools.partial(forward_backward, weighted=True)
         # Views of all batches at once: one split per epoch instead of three slices per step.
@@ -477,7 +503,5 @@ class FusedTrainer:
             forward_backward(x, target, loss_terms)
             update()
             n_batches += 1
-        if weighted:
-            # terms are in the shuffled order of aux, whose last column holds the weights.
-            return (self.loss.sample_losses(terms) * aux[:, -1]).sum(), n_samples, n_batches
-        return self.loss.epoch_total(terms), n_samples, n_batches
+        # terms are in the shuffled order of aux, whose last column holds any weights.
+        return self.epoch_loss(terms, aux, weighted), n_samples, n_batches

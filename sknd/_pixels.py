@@ -168,10 +168,17 @@ def apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1, col
     """
     if out.size == 0 or pixels.size == 0:  # an empty scene: nothing to call the estimator on
         return out
-    if np.ndim(nodata) == 1 and columns is not None:
-        nodata = np.asarray(nodata)[columns]
     n_bands = pixels.shape[-1]
     tail = spec.tail
+    # A model on a GPU takes whole contiguous scenes (sknd._device_pixels), when it can.
+    fill_table = getattr(func, "fill_table", None)
+    if fill_table is not None and pixels.flags.c_contiguous and out.flags.c_contiguous:
+        table, out_table = pixels.reshape(-1, n_bands), out.reshape((-1,) + tail)
+        options = {"chunk_pixels": chunk_pixels, "nodata": nodata, "columns": columns}
+        if fill_table(table, out_table, spec, n_jobs=n_jobs, **options):
+            return out
+    if np.ndim(nodata) == 1 and columns is not None:
+        nodata = np.asarray(nodata)[columns]
 
     def run(index):
         block = pixels[index]

@@ -92,3 +92,26 @@ def test_the_wrapper_flat_adam_skips_is_torchs_dynamo_switch():
         assert plain.__code__.co_name == name and not hasattr(plain, "__wrapped__")
         if plain is not method:
             assert Path(method.__code__.co_filename).parts[-2:] == ("torch", "_compile.py")
+
+
+def test_scaled_step_is_packed_steps_update():
+    """The graph-capturable step (scalars from a tensor) makes packed_step's update."""
+    torch.manual_seed(0)
+    ours = torch.nn.Linear(4, 3).double()
+    theirs = copy_module(ours)
+    opt_ours = FlatAdam(ours.parameters(), lr=0.05, weight_decay=1e-3)
+    opt_theirs = FlatAdam(theirs.parameters(), lr=0.05, weight_decay=1e-3)
+    for step in range(6):
+        x = torch.randn(8, 4, generator=torch.Generator().manual_seed(step)).double()
+        for module, opt in ((ours, opt_ours), (theirs, opt_theirs)):
+            opt.zero_grad()
+            module(x).pow(2).mean().backward()
+            opt.flat_buffers()
+        opt_theirs.packed_step()
+        scalars = torch.from_numpy(opt_ours.step_scalars(3))
+        opt_ours.scaled_step(scalars[0])  # the first of the next three steps
+        opt_ours.count_steps(1)
+        assert opt_ours.param_groups[0]["step"] == opt_theirs.param_groups[0]["step"]
+    for p, q in zip(ours.parameters(), theirs.parameters()):
+        torch.testing.assert_close(p, q, rtol=1e-12, atol=1e-14)
+    assert opt_ours.constants() == ((0.9, 0.999), 1e-3)
