@@ -16,7 +16,9 @@ Prints the card, the driver and the CPU, then, GPU and CPU measured in this proc
    host threads) against a CPU copy of the model (the compiled fast path, ``n_jobs=1``
    and all cores), best of 3, and whether the labels agree; then the host copy and the
    pinned host-to-device copy of the scene alone, what bounds the GPU path.
-3. ``--patches``: ``NormalizedDifference(10, dim=1)`` forward+backward on
+3. ``--profile``: cProfile of one GPU fit (200,000 x 10, batch 4,096) and one GPU scene,
+   the calls that take the most time.
+4. ``--patches``: ``NormalizedDifference(10, dim=1)`` forward+backward on
    ``(32, 10, 64, 64)`` against ``nn.Conv2d(10, 45, 1)`` on the GPU (issue 15).
 
 Without a GPU it says so and exits with status 1; ``--cpu-dry-run`` runs every step on
@@ -137,12 +139,10 @@ def scenes(model, dry_run):
     n_px = side * side
     print(f"\n== 2. Scene {side} x {side} = {n_px / 1e6:.1f} Mpx, 10 bands float32, best of 3")
     methods = {
-        "GPU model, chunks of 65,536 px (default)": lambda: raster.predict(model, scene),
+        "GPU model, default chunks (2**22 px on a GPU)": lambda: raster.predict(model, scene),
         "GPU model, chunks of 2**20 px": lambda: raster.predict(model, scene, chunk_pixels=2**20),
-        "GPU model, chunks of 2**22 px": lambda: raster.predict(model, scene, chunk_pixels=2**22),
-        "GPU model, chunks of 2**20 px, n_jobs=4": lambda: raster.predict(
-            model, scene, chunk_pixels=2**20, n_jobs=4
-        ),
+        "GPU model, chunks of 2**23 px": lambda: raster.predict(model, scene, chunk_pixels=2**23),
+        "GPU model, default chunks, n_jobs=4": lambda: raster.predict(model, scene, n_jobs=4),
         "CPU model (compiled fast path), n_jobs=1": lambda: raster.predict(cpu_model, scene),
         "CPU model (compiled fast path), n_jobs=-1": lambda: raster.predict(
             cpu_model, scene, n_jobs=-1
@@ -150,19 +150,41 @@ def scenes(model, dry_run):
     }
     reference = raster.predict(cpu_model, scene)
     rates = {}
-    print(f"  {'method':<44} {'best Mpx/s':>10}  labels equal to the CPU path's")
+    print(f"  {'method':<46} {'best Mpx/s':>10}  labels equal to the CPU path's")
     for name, method in methods.items():
         _, labels = _timed(method)  # warm-up
         best = min(_timed(method)[0] for _ in range(3))
         rates[name] = n_px / best / 1e6
         agree = np.mean((labels == reference) | (np.isnan(labels) & np.isnan(reference)))
-        print(f"  {name:<44} {rates[name]:>10.1f}  {agree:.6%}")
+        print(f"  {name:<46} {rates[name]:>10.1f}  {agree:.6%}")
     names = list(methods)
     gpu_best = max(rates[name] for name in names[:3])
+    print(f"  GPU default chunks / CPU one core: {rates[names[0]] / rates[names[4]]:.2f}x")
     print(f"  best GPU (n_jobs=1) / CPU one core: {gpu_best / rates[names[4]]:.2f}x")
     print(f"  GPU n_jobs=4 / CPU one core: {rates[names[3]] / rates[names[4]]:.2f}x")
     print(f"  best GPU (n_jobs=1) / CPU all cores: {gpu_best / rates[names[5]]:.2f}x")
     transfers(scene)
+    return scene
+
+
+def profiles(gpu_device, model, scene):
+    """Section 3: where a GPU fit and a GPU scene spend their time."""
+    import cProfile
+    import pstats
+
+    X, y = data(len(scene) if gpu_device == "cpu" else 200_000, seed=1)
+    for name, work, order in (
+        ("fit, 200,000 x 10, batch 4096, 20 epochs, paper recipe", lambda: fit_seconds(
+            gpu_device, X, y, recipe="paper", batch_size=4096, max_epochs=20), "cumulative"),
+        ("raster.predict of the scene, default chunks", lambda: _timed(
+            lambda: raster.predict(model, scene)), "tottime"),
+    ):  # fmt: skip
+        profile = cProfile.Profile()
+        profile.enable()
+        work()
+        profile.disable()
+        print(f"\n== 3. Profile: {name}, by {order} time")
+        pstats.Stats(profile).sort_stats(order).print_stats(18)
 
 
 def transfers(scene):
@@ -180,11 +202,11 @@ def transfers(scene):
 
 
 def image_patches(device, quick):
-    """Section 3: the ND layer on (N, C, H, W) patches against a 1 x 1 convolution."""
+    """Section 4: the ND layer on (N, C, H, W) patches against a 1 x 1 convolution."""
     from sknd.nn import NormalizedDifference
 
     side = 16 if quick else 64
-    print(f"\n== 3. (32, 10, {side}, {side}) patches, forward+backward, ms per call")
+    print(f"\n== 4. (32, 10, {side}, {side}) patches, forward+backward, ms per call")
     torch.manual_seed(0)
     x = torch.rand(32, 10, side, side, device=device).add_(0.05)
     grad = torch.randn(32, 45, side, side, device=device)
@@ -213,7 +235,8 @@ def main():
         action="store_true",
         help="no GPU: run every step on the CPU, on small data (checks the script only)",
     )
-    parser.add_argument("--patches", action="store_true", help="also section 3 (issue 15)")
+    parser.add_argument("--profile", action="store_true", help="also section 3 (profiles)")
+    parser.add_argument("--patches", action="store_true", help="also section 4 (issue 15)")
     args = parser.parse_args()
     gpu_device = "cpu" if args.cpu_dry_run else "cuda"
     if not args.cpu_dry_run and not torch.cuda.is_available():
@@ -225,7 +248,9 @@ def main():
         f"numba kernels: {_evaluator._compiled_kernels() is not None}"
     )
     model = fits(gpu_device, args.cpu_dry_run)
-    scenes(model, args.cpu_dry_run)
+    scene = scenes(model, args.cpu_dry_run)
+    if args.profile:
+        profiles(gpu_device, model, scene)
     if args.patches:
         image_patches(gpu_device, args.cpu_dry_run)
 

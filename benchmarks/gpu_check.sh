@@ -2,7 +2,7 @@
 # Every check that needs a CUDA GPU, in one run of about 5-6 minutes (issues 17, 39):
 #   bench  benchmarks/bench_gpu.py: fits (200,000 x 10 at batch 4,096 and 256, GPU vs one CPU
 #          core, CUDA graphs or not), a 4096 x 4096 x 10 float32 scene (GPU vs one CPU core,
-#          equal labels), the host and pinned transfer rates;
+#          equal labels), the host and pinned transfer rates, profiles of a fit and a scene;
 #   tests  every CUDA test (`-k "cuda or gpu"`: tests/test_cuda.py, the "cuda" cases of
 #          test_graph_epochs.py, test_device_pixels.py, test_estimators.py, test_nn.py,
 #          test_persistence.py, test_incremental.py, ...) and scikit-learn's estimator checks
@@ -64,7 +64,7 @@ PYEOF
 
     if "$PY" -c "import xdist" 2>/dev/null; then workers=(-n 8); else workers=(); fi
 
-    wanted bench && step 170 "benchmarks/bench_gpu.py" "$PY" benchmarks/bench_gpu.py
+    wanted bench && step 170 "benchmarks/bench_gpu.py" "$PY" benchmarks/bench_gpu.py --profile
 
     wanted tests && step 170 "CUDA tests and estimator checks on cuda" \
         "$PY" -m pytest -q -p no:cacheprovider -rfEs --tb=short --durations=8 "${workers[@]}" \

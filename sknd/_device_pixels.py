@@ -31,10 +31,17 @@ import numpy as np
 import torch
 
 from ._device import device_memory
+from ._pixels import DEFAULT_CHUNK_PIXELS
 from ._validation import MAX_ABS_BAND_VALUE, RANGE_FACTOR, check_band_values
 from .networks import rows_per_pass
 
 __all__ = []
+
+#: Pixels per chunk on the device when the caller keeps sknd.raster's default
+#: (:data:`sknd._pixels.DEFAULT_CHUNK_PIXELS`, sized for the CPU): 4096 x 4096 x 10 float32,
+#: H200: 46 Mpx/s in chunks of 65,536 pixels, 95 in 2**20 and 140 in 2**22
+#: (benchmarks/RESULTS.md), each chunk costing about a millisecond of host work.
+DEVICE_CHUNK_PIXELS = 2**22
 
 #: numpy dtypes read as they are, and those read through a signed type of the same width
 #: (torch has no arithmetic on uint16 and uint32): the bits, widened on the device.
@@ -215,7 +222,8 @@ class DevicePixels:
         if invalid is not None:
             x.masked_fill_(invalid.unsqueeze(1), 0.0)  # checked and run as zeros, then filled
         parts = [x.amin().reshape(1), x.amax().reshape(1)]
-        output = torch.cat([self.module(part) for part in x.split(self.rows)])
+        parts_out = [self.module(part) for part in x.split(self.rows)]
+        output = parts_out[0] if len(parts_out) == 1 else torch.cat(parts_out)
         bad = ~torch.isfinite(output).all(1)
         if invalid is not None:
             bad &= ~invalid
@@ -280,6 +288,8 @@ class DevicePixels:
             return False
         if np.ndim(nodata) == 1 and columns is not None:
             nodata = np.asarray(nodata)[columns]
+        if chunk_pixels == DEFAULT_CHUNK_PIXELS:
+            chunk_pixels = DEVICE_CHUNK_PIXELS
         with device_memory("evaluating a scene", f"chunk_pixels (now {chunk_pixels})"):
             pipeline = _Pipeline(self, table, out, spec, chunk_pixels, n_jobs)
             index = None if columns is None else torch.as_tensor(columns, device=self.device)

@@ -18,9 +18,9 @@ copied without blocking, and the next epoch's order is drawn while the GPU runs 
 current one. The generator is left as if the next order had not been drawn; the drawn
 order is used only if nothing else drew from the generator in between.
 
-The first epoch runs the segments eagerly (on the stream the capture uses), which warms
-up what the capture needs; so do CPU runs (``capture=False``), which the tests compare
-with the step-by-step epoch of :class:`~sknd._fused.FusedTrainer`.
+The first segment of the first epoch runs eagerly (on the stream the capture uses), which
+warms up what the capture needs. CPU runs (``capture=False``) run every segment eagerly: the
+tests compare them with the step-by-step epoch of :class:`~sknd._fused.FusedTrainer`.
 """
 
 import torch
@@ -122,7 +122,7 @@ class GraphEpochs:
         self.total = prepared.new_zeros(())
         self.shuffler = _Shuffler(n_samples, device)
         self.unshuffled = torch.arange(n_samples, device=device)
-        self.warm = False  # the segments ran once: they can be captured
+        self.warm = False  # a segment ran eagerly: the segments can be captured
         self.constants = None  # the optimizer's constants the graphs hold
         self.capture_error = None  # why capturing failed, if it did (then all runs eagerly)
 
@@ -159,7 +159,6 @@ class GraphEpochs:
             step += segment.n_steps
             self._run(segment, weighted)
         optimizer.count_steps(self.n_batches)
-        self.warm = True
         if iterator.shuffle:
             self.shuffler.draw_ahead(iterator.generator)  # while the device works
         return self.total.clone(), len(self.prepared), self.n_batches
@@ -177,6 +176,9 @@ class GraphEpochs:
             torch.cuda.current_stream().wait_stream(self.stream)
         else:
             self._steps(segment, weighted)
+        # One eager segment initialises what the steps use (the BLAS handles on the stream,
+        # the gather buffers): the next segments are captured, from the first epoch on.
+        self.warm = True
 
     def _capture(self, segment, weighted):
         graph = torch.cuda.CUDAGraph()

@@ -18,6 +18,11 @@ from ._evaluator import FastNetwork
 
 __all__ = []
 
+#: Pixels handed to the estimator per call (sknd.raster's default). Large enough that
+#: per-call overhead is negligible, small enough that a call's intermediates (pixels x
+#: indices) stay in the tens of megabytes.
+DEFAULT_CHUNK_PIXELS = 65_536
+
 
 # ---------------------------------------------------------------- output layout
 class OutputSpec:

@@ -108,7 +108,12 @@ def test_segments_bound_their_rows():
 @CUDA
 @pytest.mark.parametrize("task", ["binary", "multiclass", "regression"])
 @pytest.mark.parametrize("batch_size", [16, 256])
-def test_cuda_graphs_replay_the_eager_segments(task, batch_size, task_data):
+@pytest.mark.parametrize("segment_rows", [48, _graph_epochs.SEGMENT_ROWS])
+def test_cuda_graphs_replay_the_eager_segments(
+    task, batch_size, segment_rows, task_data, monkeypatch
+):
+    # Several segments (48 rows): the first epoch's later segments are captured already.
+    monkeypatch.setattr(_graph_epochs, "SEGMENT_ROWS", segment_rows)
     results = []
     for capture in (False, True):
         trainer, module, X, y, weight = _trainer(

@@ -62,7 +62,7 @@ import numpy as np
 
 from .._docstrings import Substitution
 from .._model_file import SavedModel
-from .._pixels import apply_pixels, prepare
+from .._pixels import DEFAULT_CHUNK_PIXELS, apply_pixels, prepare
 from ._categorical import CodeTable, adjust_output
 from ._checks import (
     check_fill_not_a_class,
@@ -86,11 +86,6 @@ __all__ = [
     "transform",
     "write_class_map",
 ]
-
-#: Pixels handed to the estimator per call. Large enough that per-call overhead
-#: is negligible, small enough that a call's intermediates (pixels x indices)
-#: stay in the tens of megabytes.
-DEFAULT_CHUNK_PIXELS = 65_536
 
 
 # --------------------------------------------------------------------- public API
@@ -138,7 +133,10 @@ _NODATA_PARAMETER = """\
 _CHUNK_PARAMETERS = """\
     chunk_pixels : int, default=DEFAULT_CHUNK_PIXELS
         Maximum number of pixels passed to the estimator at once. Bounds the
-        memory of each call; dask blocks larger than this are split too.
+        memory of each call; dask blocks larger than this are split too. An
+        sknd model on a GPU screens and evaluates chunks there, and takes the
+        default as 4,194,304 pixels (2**22), large enough to keep the device
+        busy (pass a smaller value if its memory runs out).
     n_jobs : int or None, default=None
         Threads processing the chunks of an in-memory image (``None``: 1,
         ``-1``: all cores). Threads help when the estimator releases the GIL
