@@ -1,10 +1,9 @@
 """sknd: learnable normalized-difference spectral indices as scikit-learn estimators."""
 
-__version__ = "0.1.0.dev0"
+import importlib
 
-import importlib  # noqa: E402
-
-from ._model_file import SavedModel, load_model  # noqa: E402
+from ._model_file import SavedModel, load_model
+from ._version import __version__
 
 __all__ = [
     "NDClassifier",

@@ -16,7 +16,6 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from . import __version__
 from ._fitting import FittingMixin
 from ._formula import EPSILON_RANGE, VARIANTS
 from ._recipe import RECIPES
@@ -32,6 +31,7 @@ from ._validation import (
     reject_images,
     warn_about_training_values,
 )
+from ._version import __version__
 from .inspection import export_formulas, index_table
 from .networks import (
     ARCHITECTURES,

@@ -396,6 +396,7 @@ class FittingMixin:
             X_train,
             c_train,
             n_outputs=task.n_outputs,
+            mlp_width=default_hidden_units(n_features * (n_features - 1) // 2),
             classification=isinstance(task, ClassificationTask),
             variant=self.variant,
             epsilon=self.epsilon,

@@ -24,10 +24,10 @@ import zlib
 
 import numpy as np
 
-from . import __version__
 from ._decoding import class_labels, class_probabilities, regression_targets
 from ._formula import VARIANTS
 from ._validation import check_band_values
+from ._version import __version__
 
 __all__ = ["SavedModel", "load_model"]
 

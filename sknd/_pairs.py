@@ -186,27 +186,26 @@ def band_pair_indices(pairs, bands):
     return indices
 
 
-def auto_pair_budget(n_features, n_outputs):
+def auto_pair_budget(n_features, n_outputs, mlp_width):
     """How many pairs ``pairs="auto"`` keeps for ``n_features`` bands and ``n_outputs`` outputs.
 
     All pairs below :data:`AUTO_ALL_PAIRS_BELOW` bands (a binary depth-2 ND model is then at
     most 28 % of the MLP); above, at most :data:`MAX_AUTO_PAIRS` and few enough that the
     depth-2 ND model (``P`` pairs: ``2 P`` band weights, ``P n_outputs + n_outputs`` in the
     output layer) has at most :data:`AUTO_PARAMETER_SHARE` of the parameters of the depth-2
-    MLP with the default width ``H`` (``H (n_features + 1) + H n_outputs + n_outputs``).
+    MLP of width ``H = mlp_width`` (``H (n_features + 1) + H n_outputs + n_outputs``): the
+    estimators pass the default width, :func:`sknd.networks.default_hidden_units` of all
+    the pairs (the width belongs with the networks, which import this module).
     Keeping fewer pairs than that budget cost accuracy on the 36-feature satimage data
     (200 pairs: -1.3 points; 412: none).
 
-    >>> auto_pair_budget(10, 1), auto_pair_budget(100, 1), auto_pair_budget(100, 10)
+    >>> auto_pair_budget(10, 1, 45), auto_pair_budget(100, 1, 256), auto_pair_budget(100, 10, 256)
     (45, 1024, 709)
     """
-    from .networks import default_hidden_units  # networks imports this module, via nn
-
     n_all = n_features * (n_features - 1) // 2
     if n_features < AUTO_ALL_PAIRS_BELOW:
         return n_all
-    hidden = default_hidden_units(n_all)
-    mlp = hidden * (n_features + 1) + hidden * n_outputs + n_outputs
+    mlp = mlp_width * (n_features + 1) + mlp_width * n_outputs + n_outputs
     budget = int((AUTO_PARAMETER_SHARE * mlp - n_outputs) // (2 + n_outputs))
     return max(1, min(budget, MAX_AUTO_PAIRS, n_all))
 
@@ -226,7 +225,17 @@ def n_pairs_to_keep(pairs, n_all_pairs, auto=MAX_AUTO_PAIRS):
 
 
 def estimator_pairs(
-    pairs, bands, X, y, *, n_outputs, classification, variant, epsilon, sample_weight=None
+    pairs,
+    bands,
+    X,
+    y,
+    *,
+    n_outputs,
+    mlp_width,
+    classification,
+    variant,
+    epsilon,
+    sample_weight=None,
 ):
     """The pairs of an estimator's new network, from its ``pairs`` parameter.
 
@@ -235,12 +244,14 @@ def estimator_pairs(
     validated. ``"auto"`` and a count then keep the pairs whose classic index best
     explains ``y`` (:func:`sknd._screening.screen_pairs`), scored on ``X``, the training
     part only: the validation data stays unseen until early stopping looks at it.
+    ``mlp_width`` is the default hidden width of an MLP on these columns, the size
+    ``"auto"`` measures the ND model against (:func:`auto_pair_budget`).
 
     Examples
     --------
     >>> import numpy as np
     >>> X = np.random.default_rng(0).uniform(0.1, 0.5, (30, 4))
-    >>> kept = estimator_pairs(2, None, X, X[:, 0] > X[:, 1], n_outputs=1,
+    >>> kept = estimator_pairs(2, None, X, X[:, 0] > X[:, 1], n_outputs=1, mlp_width=8,
     ...                        classification=True, variant="reflectance", epsilon=1e-6)
     >>> kept.shape
     (2, 2)
@@ -250,7 +261,8 @@ def estimator_pairs(
         resolved = all_pairs(n_features)  # "all", or all pairs to screen ("auto", a count)
     else:
         resolved = resolve_pairs(n_features, band_pair_indices(pairs, bands))
-    n_keep = n_pairs_to_keep(pairs, len(resolved), auto=auto_pair_budget(n_features, n_outputs))
+    auto = auto_pair_budget(n_features, n_outputs, mlp_width)
+    n_keep = n_pairs_to_keep(pairs, len(resolved), auto=auto)
     if n_keep is None:
         return resolved
     return screen_pairs(

@@ -29,8 +29,8 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from . import __version__
 from ._validation import check_band_values
+from ._version import __version__
 from .nn import NormalizedDifference
 
 __all__ = ["check_input", "run", "to_onnx"]

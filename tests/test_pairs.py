@@ -6,6 +6,7 @@ import pytest
 from sknd._pairs import MAX_AUTO_PAIRS, all_pairs, estimator_pairs, n_pairs_to_keep
 from sknd._screening import screen_pairs
 from sknd.bands import resolve_bands
+from sknd.networks import default_hidden_units
 
 
 def test_n_pairs_to_keep():
@@ -25,7 +26,15 @@ def _data(n_features=6, seed=0):
 
 def _pairs(pairs, X, y, bands=None):
     return estimator_pairs(
-        pairs, bands, X, y, n_outputs=1, classification=True, variant="reflectance", epsilon=1e-6
+        pairs,
+        bands,
+        X,
+        y,
+        n_outputs=1,
+        mlp_width=default_hidden_units(X.shape[1] * (X.shape[1] - 1) // 2),
+        classification=True,
+        variant="reflectance",
+        epsilon=1e-6,
     )
 
 

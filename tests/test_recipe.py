@@ -387,9 +387,9 @@ def test_the_c_path_scores_a_sample_of_large_validation_parts(monkeypatch):
 @pytest.mark.parametrize("n_classes", [2, 3, 5, 10])
 def test_auto_pairs_keep_depth_2_nd_within_30_percent_of_the_mlp(n_bands, n_classes):
     n_outputs = 1 if n_classes == 2 else n_classes
-    n_pairs = auto_pair_budget(n_bands, n_outputs)
-    nd = 2 * n_pairs + n_pairs * n_outputs + n_outputs
     hidden = default_hidden_units(n_bands * (n_bands - 1) // 2)
+    n_pairs = auto_pair_budget(n_bands, n_outputs, hidden)
+    nd = 2 * n_pairs + n_pairs * n_outputs + n_outputs
     mlp = hidden * (n_bands + 1) + hidden * n_outputs + n_outputs
     if n_classes == 2 or n_bands >= 50:
         assert nd <= AUTO_PARAMETER_SHARE * mlp
@@ -403,7 +403,8 @@ def test_auto_pairs_on_fitted_models_match_the_budget():
     y = np.arange(120) % 5
     model = NDClassifier(max_epochs=1, random_state=0).fit(X, y)
     mlp = NDClassifier(architecture="mlp", max_epochs=1, random_state=0).fit(X, y)
-    assert len(model.pairs_) == auto_pair_budget(60, 5) < 60 * 59 // 2
+    budget = auto_pair_budget(60, 5, default_hidden_units(60 * 59 // 2))
+    assert len(model.pairs_) == budget < 60 * 59 // 2
     assert model.n_parameters_ <= AUTO_PARAMETER_SHARE * mlp.n_parameters_
     every = NDClassifier(pairs="all", max_epochs=1, random_state=0).fit(X[:, :12], y)
     assert len(every.pairs_) == 66

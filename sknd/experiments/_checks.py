@@ -148,7 +148,8 @@ def _check_pair_tables(shape, specs, estimator_params, n_jobs, n_splits, options
 
 def _check_estimator_params(task, estimator_params, options):
     """Each network parameter as the estimators would validate it at their first fit."""
-    from .. import NDClassifier, NDRegressor
+    from .._classifier import NDClassifier
+    from .._regressor import NDRegressor
 
     estimator = NDRegressor() if task == "regression" else NDClassifier()
     for key, value in dict(estimator_params or {}).items():

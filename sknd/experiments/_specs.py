@@ -97,7 +97,8 @@ class ModelSpec:
 
 
 def _build_network(spec, context):
-    from .. import NDClassifier, NDRegressor
+    from .._classifier import NDClassifier
+    from .._regressor import NDRegressor
 
     estimator = NDClassifier if context["task"] == "classification" else NDRegressor
     params = dict(PAPER_SETTINGS) if spec.paper_recipe else {}
