@@ -21,10 +21,15 @@ _NAMES = {"exp": ("p",), "if": ("value", "accept")}
 
 
 class _Callback:
-    """The process graph of one value's per-pixel callback (a tree: no node is read twice)."""
+    """The process graph of a per-pixel callback (a tree: no node is read twice).
 
-    def __init__(self):
+    Bands and earlier values are read by position (``array_element(index=...)``):
+    ``apply_dimension`` numbers the labels of a dimension whose length it changes.
+    """
+
+    def __init__(self, layout):
         self.nodes = {}
+        self.position = {name: k for k, name in enumerate(layout)}
 
     def node(self, process_id, arguments):
         node_id = f"{process_id}{len(self.nodes)}"
@@ -36,9 +41,8 @@ class _Callback:
         if kind == "num":
             return expression[1]
         if kind == "in":
-            return self.node(
-                "array_element", {"data": {"from_parameter": "data"}, "label": expression[1]}
-            )
+            index = self.position[expression[1]]
+            return self.node("array_element", {"data": {"from_parameter": "data"}, "index": index})
         operands = [self.value(operand) for operand in expression[1:]]
         names = _NAMES.get(kind, _ARGUMENTS[OPERATIONS[kind]])
         arguments = dict(zip(names, operands))
@@ -46,54 +50,78 @@ class _Callback:
             arguments["reject"] = 0
         return self.node(kind, arguments)
 
-    def graph(self, expression):
+    def graph(self, result):
+        self.nodes[result["from_node"]]["result"] = True
+        return {"process_graph": self.nodes}
+
+    def reducer(self, expression):
         """The callback computing ``expression`` (a constant as ``add(x=c, y=0)``)."""
         value = self.value(expression)
         if not isinstance(value, dict):
             value = self.node("add", {"x": value, "y": 0})
-        self.nodes[value["from_node"]]["result"] = True
-        return {"process_graph": self.nodes}
+        return self.graph(value)
+
+    def appender(self, values):
+        """The callback appending ``values`` to the pixel's array (``array_append``)."""
+        array = {"from_parameter": "data"}
+        for _, expression in values:
+            array = self.node("array_append", {"data": array, "value": self.value(expression)})
+        return self.graph(array)
 
 
-class _Graph:
-    def __init__(self, dimension):
-        self.dimension = dimension
-        self.nodes = {}
+def _model_nodes(nodes, program, dimension, bands):
+    """The model's nodes after ``nodes["select"]``; marks the result node.
 
-    def add(self, node_id, process_id, **arguments):
-        self.nodes[node_id] = {"process_id": process_id, "arguments": arguments}
-        return {"from_node": node_id}
-
-    def stage(self, cube, index, values, keep_dimension):
-        """The cube of a stage's values, labelled along the band dimension."""
-        parts = []
-        for k, (label, expression) in enumerate(values):
-            part = self.add(
-                f"s{index}v{k}",
-                "reduce_dimension",
-                data=cube,
-                dimension=self.dimension,
-                reducer=_Callback().graph(expression),
-            )
-            if keep_dimension:
-                part = self.add(
-                    f"s{index}v{k}band",
-                    "add_dimension",
-                    data=part,
-                    name=self.dimension,
-                    label=label,
-                    type="bands",
-                )
-            parts.append(part)
-        level = 0
-        while len(parts) > 1:  # merged pairwise: every value is copied log2(n) times
-            merged = [
-                self.add(f"s{index}m{level}_{k}", "merge_cubes", cube1=first, cube2=second)
-                for k, (first, second) in enumerate(zip(parts[::2], parts[1::2]))
-            ]
-            parts = merged + parts[len(merged) * 2 :]
-            level += 1
-        return parts[0]
+    Each stage but the last appends its values to every pixel's bands
+    (``apply_dimension``), in a chain, so that later stages read them by
+    position; the last stage reduces the band dimension to the one output, or
+    appends the outputs and keeps only them, named (``rename_labels``,
+    ``filter_bands``).
+    """
+    layout = list(program.bands)
+    cube = {"from_node": "select"}
+    for index, values in enumerate(program.stages[:-1]):
+        nodes[f"stage{index}"] = {
+            "process_id": "apply_dimension",
+            "arguments": {
+                "data": cube,
+                "dimension": dimension,
+                "process": _Callback(layout).appender(values),
+            },
+        }
+        cube = {"from_node": f"stage{index}"}
+        layout += [name for name, _ in values]
+    outputs = program.stages[-1]
+    labels = [label for label, _ in outputs]
+    if len(outputs) == 1:
+        nodes["output"] = {
+            "process_id": "reduce_dimension",
+            "arguments": {
+                "data": cube,
+                "dimension": dimension,
+                "reducer": _Callback(layout).reducer(outputs[0][1]),
+            },
+            "result": True,
+        }
+        return
+    nodes["outputs"] = {
+        "process_id": "apply_dimension",
+        "arguments": {
+            "data": cube,
+            "dimension": dimension,
+            "process": _Callback(layout).appender(outputs),
+        },
+    }
+    names = list(bands) + layout[len(bands) :] + labels
+    nodes["named"] = {
+        "process_id": "rename_labels",
+        "arguments": {"data": {"from_node": "outputs"}, "dimension": dimension, "target": names},
+    }
+    nodes["output"] = {
+        "process_id": "filter_bands",
+        "arguments": {"data": {"from_node": "named"}, "bands": labels},
+        "result": True,
+    }
 
 
 def process_graph(program, *, collection, bands, dimension, summary):
@@ -101,7 +129,7 @@ def process_graph(program, *, collection, bands, dimension, summary):
 
     ``program.bands`` are read under the names ``bands`` (in the same order).
     """
-    graph = _Graph(dimension)
+    nodes = {}
     parameters = []
     if collection is None:
         parameters.append(
@@ -112,9 +140,10 @@ def process_graph(program, *, collection, bands, dimension, summary):
                 "schema": {"type": "object", "subtype": "datacube"},
             }
         )
-        cube = graph.add(
-            "select", "filter_bands", data={"from_parameter": "data"}, bands=list(bands)
-        )
+        nodes["select"] = {
+            "process_id": "filter_bands",
+            "arguments": {"data": {"from_parameter": "data"}, "bands": list(bands)},
+        }
     else:
         for name, what in (("spatial_extent", "area"), ("temporal_extent", "time interval")):
             parameters.append(
@@ -126,25 +155,17 @@ def process_graph(program, *, collection, bands, dimension, summary):
                     "optional": True,
                 }
             )
-        cube = graph.add(
-            "select",
-            "load_collection",
-            id=collection,
-            spatial_extent={"from_parameter": "spatial_extent"},
-            temporal_extent={"from_parameter": "temporal_extent"},
-            bands=list(bands),
-        )
-    renamed = dict(zip(program.bands, bands))
-    stages = [
-        [(label, _rename(expression, renamed)) for label, expression in stage]
-        for stage in program.stages
-    ]
-    for index, values in enumerate(stages[:-1]):
-        values_cube = graph.stage(cube, index, values, keep_dimension=True)
-        cube = graph.add(f"s{index}", "merge_cubes", cube1=cube, cube2=values_cube)
-    outputs = stages[-1]
-    result = graph.stage(cube, len(stages) - 1, outputs, keep_dimension=len(outputs) > 1)
-    graph.nodes[result["from_node"]]["result"] = True
+        nodes["select"] = {
+            "process_id": "load_collection",
+            "arguments": {
+                "id": collection,
+                "spatial_extent": {"from_parameter": "spatial_extent"},
+                "temporal_extent": {"from_parameter": "temporal_extent"},
+                "bands": list(bands),
+            },
+        }
+    _model_nodes(nodes, program, dimension, bands)
+    outputs = program.stages[-1]
     labels = [label for label, _ in outputs]
     return {
         "id": "sknd_model",
@@ -156,14 +177,5 @@ def process_graph(program, *, collection, bands, dimension, summary):
             "description": "A data cube of the model's outputs.",
             "schema": {"type": "object", "subtype": "datacube"},
         },
-        "process_graph": graph.nodes,
+        "process_graph": nodes,
     }
-
-
-def _rename(expression, renamed):
-    """``expression`` reading the model's bands under the cube's names."""
-    if expression[0] == "in":
-        return ("in", renamed.get(expression[1], expression[1]))
-    if expression[0] == "num":
-        return expression
-    return (expression[0], *(_rename(operand, renamed) for operand in expression[1:]))

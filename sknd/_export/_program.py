@@ -222,7 +222,8 @@ _LAYERS = {
     "passthrough": _passthrough,
     "standardize": _standardize,
     "linear": _linear,
-    "relu": lambda program, layer, values, inputs: [relu(value) for value in values],
+    # Each value is read twice: (x + |x|) / 2 of a staged value, not of a repeated tree.
+    "relu": lambda program, layer, values, inputs: [relu(value) for value in program.stage(values)],
 }
 
 
