@@ -173,6 +173,7 @@ def _labels(saved, output):
     return ["prediction_0", "prediction_1"]
 
 
+@pytest.mark.slow
 def test_openeo_graph_512_cube_equal_codes_and_probabilities():
     """The target: a 512 x 512 cube, equal class codes, probabilities within 1e-6."""
     estimator = _fit("multiclass", {"depth": 3, **NARROW})
