@@ -529,6 +529,62 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
 
         save_model(self, path)
 
+    def export_model(
+        self,
+        format="openeo",
+        *,
+        output=None,
+        bands=None,
+        sensor=None,
+        collection=None,
+        dimension="bands",
+    ):
+        """The whole model as an openEO process graph or as Earth Engine code.
+
+        The same as :meth:`sknd.SavedModel.export_model` on this estimator's
+        model file (see it for the parameters): both compute, with the other
+        system's own operations, what the estimator computes per pixel.
+
+        Parameters
+        ----------
+        format : {"openeo", "earthengine"}, default="openeo"
+            An openEO process (a dict) or Earth Engine Python code (a str).
+        output : {"class", "proba", "predict", "indices"}, default=None
+            What to compute; by default a classifier's class codes, a
+            regressor's predictions, a transformer's indices.
+        bands : list of str, default=None
+            The band names of the data, matched to the model's by name.
+        sensor : str, default=None
+            The sensor preset of ``bands``; guessed when None.
+        collection : str, default=None
+            openEO only: the collection to load.
+        dimension : str, default="bands"
+            openEO only: the name of the cube's band dimension.
+
+        Returns
+        -------
+        exported : dict or str
+            The openEO process, or the Earth Engine code.
+        """
+        check_is_fitted(self)
+        import os
+        import tempfile
+
+        from ._model_file import load_model
+
+        with tempfile.TemporaryDirectory() as directory:
+            path = os.path.join(directory, "model.sknd")
+            self.save_model(path)
+            model = load_model(path)
+        return model.export_model(
+            format,
+            output=output,
+            bands=bands,
+            sensor=sensor,
+            collection=collection,
+            dimension=dimension,
+        )
+
     def __getstate__(self):
         # A copy: object.__getstate__ returns the instance's own __dict__, which the
         # changes below must not touch (the live model stays on its GPU).

@@ -913,3 +913,86 @@ class SavedModel:
             [f"nd_{names[i]}_{names[j]}" for i, j in self._fields["indices"]["pairs"]],
             dtype=object,
         )
+
+    def export_model(
+        self,
+        format="openeo",
+        *,
+        output=None,
+        bands=None,
+        sensor=None,
+        collection=None,
+        dimension="bands",
+    ):
+        """The whole model as an openEO process graph or as Earth Engine code.
+
+        Both compute per pixel what the model computes (every layer, and the
+        class codes, probabilities, regression values or learned indices)
+        with the other system's own operations, over the bands selected by
+        name, so that maps are made where the data lives. See the
+        documentation's "Run a model anywhere" page.
+
+        Parameters
+        ----------
+        format : {"openeo", "earthengine"}, default="openeo"
+            ``"openeo"``: an openEO process (a dict, ``json.dumps`` writes
+            it) with the openEO API's core processes. ``"earthengine"``:
+            Python code (a str) defining ``sknd_model(image)``, which returns
+            an ``ee.Image`` computed with ``ee.Image.expression``.
+        output : {"class", "proba", "predict", "indices"}, default=None
+            What to compute: a classifier's ``"class"`` codes (the positions
+            in ``classes_``, as :func:`sknd.raster.class_map` numbers them;
+            the default) or ``"proba"`` (one band per class); a regressor's
+            ``"predict"``; a transformer's ``"indices"``.
+        bands : list of str, default=None
+            The band names of the data (a collection's or an image's), in any
+            order and with other bands too: the model's bands are found among
+            them by name as :func:`sknd.bands.match_bands` finds them (other
+            sensors' names by common name). By default the model's names.
+        sensor : str, default=None
+            The sensor preset of ``bands``; guessed when None.
+        collection : str, default=None
+            openEO only: the collection to load (e.g. ``"SENTINEL2_L2A"``);
+            the process then has ``spatial_extent`` and ``temporal_extent``
+            parameters. Without it, the process takes a data cube as its
+            ``data`` parameter.
+        dimension : str, default="bands"
+            openEO only: the name of the cube's band dimension.
+
+        Returns
+        -------
+        exported : dict or str
+            The openEO process, or the Earth Engine code.
+
+        Raises
+        ------
+        ValueError
+            If ``bands`` lack a band of the model (the message names it), or
+            ``format`` or ``output`` is not one of the choices.
+
+        Examples
+        --------
+        >>> import numpy as np, os, tempfile
+        >>> import sknd
+        >>> X = np.random.default_rng(0).uniform(0.05, 0.6, size=(200, 2))
+        >>> clf = sknd.NDClassifier(max_epochs=2, random_state=0, bands=["B4", "B8"],
+        ...                         sensor="sentinel2").fit(X, X[:, 1] > X[:, 0])
+        >>> path = os.path.join(tempfile.mkdtemp(), "model.sknd")
+        >>> clf.save_model(path)
+        >>> graph = sknd.load_model(path).export_model("openeo", collection="SENTINEL2_L2A",
+        ...                                            bands=["B02", "B04", "B08"])
+        >>> graph["process_graph"]["select"]["arguments"]["bands"]
+        ['B04', 'B08']
+        """
+        from ._export import export_model
+
+        return export_model(
+            self,
+            self._fields,
+            format=format,
+            output=output,
+            bands=bands,
+            sensor=sensor,
+            collection=collection,
+            dimension=dimension,
+        )

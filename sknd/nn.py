@@ -43,6 +43,10 @@ against autograd:
 - formula strings (numpy, Earth Engine, LaTeX, text) written by
   :func:`sknd.inspection.export_formulas`, pinned by tests/test_inspection.py
   (the exported numpy formula reproduces ``transform``).
+- whole-model exports (``export_model``: openEO process graphs, Earth Engine
+  code): the formula as scalar arithmetic once, in :mod:`sknd._export._program`,
+  spelled by each dialect; pinned by tests/test_export.py (the exports equal
+  :class:`sknd.SavedModel`).
 """
 
 import numbers

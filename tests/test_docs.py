@@ -24,6 +24,7 @@ NEEDS = {
     "interpretation.md": ["matplotlib"],
     "experiments.md": ["matplotlib"],
     "training.md": ["dask", "dask_ml"],
+    "anywhere.md": ["xarray", "dask"],
 }
 
 

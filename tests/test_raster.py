@@ -1220,3 +1220,36 @@ def test_write_class_map_opens_with_colour_table_and_category_names(tmp_path, co
     with pytest.raises(ValueError, match="multiply them by 255"):  # matplotlib's floats
         raster.write_class_map(codes, tmp_path / "bad.tif", colors=[(0.1, 0.2, 0.3)] * 3)
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("bad", ".sknd"))) == []
+
+
+# ------------------------------------------------------------------------ xarray Datasets
+@pytest.mark.parametrize("lazy", [False, True])
+def test_dataset_with_one_variable_per_band_is_matched_by_name(lazy):
+    """What odc-stac and stackstac give: bands as variables, in any order, nodata per band."""
+    X, y = _training_data()
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    image = _dataarray()
+    image[:, 0, 0] = -9999.0
+    variables = {}
+    for name in reversed(BANDS):  # another order than the model's
+        variable = image.sel(band=name, drop=True)
+        variable.attrs = {"_FillValue": -9999.0}
+        variables[name] = variable.chunk({"y": 4}) if lazy else variable
+    dataset = xr.Dataset(variables, attrs={"title": "a scene"})
+    codes = raster.class_map(clf, dataset)
+    assert codes.dims == ("y", "x")
+    assert "spatial_ref" in codes.coords
+    assert codes.chunks is not None if lazy else codes.chunks is None
+    expected = raster.class_map(clf, image, nodata=-9999.0)
+    np.testing.assert_array_equal(codes.values, expected.values)
+    assert int(codes.values[0, 0]) == codes.attrs["_FillValue"]
+
+
+def test_dataset_on_several_grids_is_refused():
+    dataset = xr.Dataset(
+        {"red": (("y", "x"), np.ones((4, 4))), "nir": (("y2", "x2"), np.ones((2, 2)))}
+    )
+    X, y = _training_data(n_bands=2)
+    clf = NDClassifier(bands=["red", "nir"], **FAST).fit(X, y)
+    with pytest.raises(ValueError, match="different grids"):
+        raster.predict(clf, dataset)

@@ -13,6 +13,9 @@ grid:
   other dimensions, their coordinates and their attributes, the CRS
   (``spatial_ref``, ``rio.crs``) and transform included; the output's
   attributes say what it holds and carry its no-data value (``_FillValue``);
+- an :class:`xarray.Dataset` with one variable per band (what ``odc-stac``
+  and ``stackstac`` give) is taken as a DataArray with the variables along
+  ``band_dim``, matched by their names, each variable's no-data value kept;
 - a :class:`pandas.DataFrame` of pixels (one column per band) gives a Series
   or a DataFrame on the same index;
 - a dask-backed DataArray (or a bare dask array) is processed lazily, block by
@@ -74,7 +77,7 @@ from ._checks import (
 from ._geotiff import write_class_map
 from ._labels import class_labels, class_map_from_proba
 from ._matching import band_columns
-from ._xarray import apply_dataarray, is_dataarray
+from ._xarray import apply_dataarray, dataset_bands, is_dataarray, is_dataset
 
 __all__ = [
     "DEFAULT_CHUNK_PIXELS",
@@ -94,10 +97,11 @@ _IMAGE_PARAMETERS = """\
         Any fitted scikit-learn compatible estimator that takes a table of
         pixels ``(n_pixels, n_bands)``; fitted sknd estimators take a fast
         path that gives the same values as their methods.
-    image : ndarray, dask array, xarray.DataArray or pandas.DataFrame
+    image : ndarray, dask array, xarray.DataArray, xarray.Dataset or pandas.DataFrame
         The image. numpy and dask arrays have their bands on the last axis
         (or on axis ``band_dim`` when it is an int); a DataArray has them
-        along dimension ``band_dim``, in any position. Any number of other
+        along dimension ``band_dim``, in any position; a Dataset has one
+        variable per band, named after it. Any number of other
         dimensions (``y, x``, ``time, y, x``, ...) is allowed. A DataFrame
         is a table of pixels with one column per band.
     band_dim : str or int, default="band"
@@ -530,6 +534,10 @@ def _apply(
     }
     if method == "predict" and codes is None:  # class codes keep their fill apart themselves
         check_fill_not_a_class(options["fill_value"], estimator)
+    if is_dataset(image):
+        if not isinstance(band_dim, str):
+            raise TypeError(f"band_dim must be a dimension name for a Dataset, got {band_dim!r}.")
+        image = dataset_bands(image, band_dim)
     if is_dataarray(image) or _is_dask_array(image):
         check_image_dtype(image.dtype)
     if is_dataarray(image):

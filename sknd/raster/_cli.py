@@ -47,6 +47,7 @@ from ._geotiff import (
     write_cog,
 )
 from ._matching import POSITIONAL, band_columns
+from ._stac import add_scene_arguments, open_scene
 
 __all__ = []
 
@@ -76,7 +77,12 @@ def _parser():
     parser.add_argument(
         "model", help="sknd model file (estimator.save_model), or a pickle with --trust-pickle"
     )
-    parser.add_argument("scene", help="input raster, one band per model input")
+    parser.add_argument(
+        "scene",
+        nargs="?",
+        help="input raster (one band per model input), or a STAC Item (.json) whose assets "
+        "with eo:bands are stacked; left out with --band",
+    )
     parser.add_argument("output", help="output GeoTIFF")
     what = parser.add_mutually_exclusive_group()
     what.add_argument(
@@ -113,6 +119,7 @@ def _parser():
         "--cog", action="store_true", help="write a Cloud Optimized GeoTIFF (GDAL's COG driver)"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_scene_arguments(parser)
     parser.add_argument(
         "--trust-pickle",
         action="store_true",
@@ -200,9 +207,9 @@ def _run_in_env(args, rasterio):
     method = _METHODS[what]
     model = _load_model(args.model, method, args.trust_pickle)
     try:
-        src = rasterio.open(args.scene)
-    except (rasterio.errors.RasterioError, OSError) as exc:
-        raise CommandError(f"cannot read the scene {args.scene!r}: {exc}") from None
+        src = open_scene(args.scene, args.band, args.resampling, rasterio)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
     with src:
         _check_scene_dtypes(src.dtypes)
         descriptions = list(src.descriptions)

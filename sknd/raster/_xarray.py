@@ -33,6 +33,56 @@ def is_dataarray(image):
     return xr is not None and isinstance(image, xr.DataArray)
 
 
+def is_dataset(image):
+    xr = sys.modules.get("xarray")
+    return xr is not None and isinstance(image, xr.Dataset)
+
+
+def dataset_bands(dataset, band_dim):
+    """A Dataset with one variable per band (odc-stac, stackstac) as one DataArray.
+
+    The bands lie along ``band_dim``, named after the variables (and so
+    matched by name); the coordinates (``spatial_ref`` with the CRS) are kept,
+    and each variable's no-data value (``_FillValue`` or ``nodata``) becomes
+    the image's, one per band.
+    """
+    names = list(dataset.data_vars)
+    if not names:
+        raise ValueError("The Dataset has no data variables: pass one variable per band.")
+    dims = {name: dataset[name].dims for name in names}
+    if len(set(dims.values())) > 1:
+        raise ValueError(
+            f"The Dataset's variables lie on different grids (their dimensions: {dims}): "
+            "resample them onto one grid first (e.g. odc-stac's load with one resolution)."
+        )
+    if band_dim in dims[names[0]]:
+        raise ValueError(
+            f"The Dataset's variables already have a dimension {band_dim!r}: pass one "
+            "variable per band, or another band_dim for the bands of the variables."
+        )
+    variables = [dataset[name] for name in names]
+    image = (
+        dataset.to_dataarray(dim=band_dim)
+        if hasattr(dataset, "to_dataarray")
+        else dataset.to_array(dim=band_dim)  # xarray < 2023.12
+    )
+    fills = [_variable_nodata(variable) for variable in variables]
+    if any(fill is not None for fill in fills):
+        image.attrs["_FillValue"] = [np.nan if fill is None else fill for fill in fills]
+    grid_mapping = variables[0].encoding.get("grid_mapping", variables[0].attrs.get("grid_mapping"))
+    if grid_mapping is not None:
+        image.encoding["grid_mapping"] = grid_mapping
+    return image
+
+
+def _variable_nodata(variable):
+    for key in ("_FillValue", "nodata"):
+        value = variable.attrs.get(key, variable.encoding.get(key))
+        if value is not None and np.ndim(value) == 0:
+            return value
+    return None
+
+
 def image_band_names(image, band_dim):
     """The band names a DataArray carries, or None.
 

@@ -1,0 +1,181 @@
+"""A :class:`~._program.Program` as an openEO process graph (the openEO API's own processes).
+
+The graph selects the model's bands by name (``load_collection(bands=...)``
+or ``filter_bands``), then computes each value of a stage with
+``reduce_dimension`` over the band dimension, whose callback reads bands and
+earlier values with ``array_element(label=...)`` and spells each operation as
+one core process (``add``, ``multiply``, ``exp``, ``if``, ...). A stage's
+values become bands again (``add_dimension``, ``merge_cubes``) for the stages
+after it; the last stage's values are the outputs, labelled along the band
+dimension (one output: the cube without that dimension). Any back-end that
+implements these core processes runs the graph.
+"""
+
+from ._program import OPERATIONS
+
+__all__ = []
+
+_ARGUMENTS = {1: ("x",), 2: ("x", "y")}
+# Operations whose openEO processes name their operands otherwise.
+_NAMES = {"exp": ("p",), "if": ("value", "accept")}
+
+
+class _Callback:
+    """The process graph of a per-pixel callback (a tree: no node is read twice).
+
+    Bands and earlier values are read by position (``array_element(index=...)``):
+    ``apply_dimension`` numbers the labels of a dimension whose length it changes.
+    """
+
+    def __init__(self, layout):
+        self.nodes = {}
+        self.position = {name: k for k, name in enumerate(layout)}
+
+    def node(self, process_id, arguments):
+        node_id = f"{process_id}{len(self.nodes)}"
+        self.nodes[node_id] = {"process_id": process_id, "arguments": arguments}
+        return {"from_node": node_id}
+
+    def value(self, expression):
+        kind = expression[0]
+        if kind == "num":
+            return expression[1]
+        if kind == "in":
+            index = self.position[expression[1]]
+            return self.node("array_element", {"data": {"from_parameter": "data"}, "index": index})
+        operands = [self.value(operand) for operand in expression[1:]]
+        names = _NAMES.get(kind, _ARGUMENTS[OPERATIONS[kind]])
+        arguments = dict(zip(names, operands))
+        if kind == "if":
+            arguments["reject"] = 0
+        return self.node(kind, arguments)
+
+    def graph(self, result):
+        self.nodes[result["from_node"]]["result"] = True
+        return {"process_graph": self.nodes}
+
+    def reducer(self, expression):
+        """The callback computing ``expression`` (a constant as ``add(x=c, y=0)``)."""
+        value = self.value(expression)
+        if not isinstance(value, dict):
+            value = self.node("add", {"x": value, "y": 0})
+        return self.graph(value)
+
+    def appender(self, values):
+        """The callback appending ``values`` to the pixel's array (``array_append``)."""
+        array = {"from_parameter": "data"}
+        for _, expression in values:
+            array = self.node("array_append", {"data": array, "value": self.value(expression)})
+        return self.graph(array)
+
+
+def _model_nodes(nodes, program, dimension, bands):
+    """The model's nodes after ``nodes["select"]``; marks the result node.
+
+    Each stage but the last appends its values to every pixel's bands
+    (``apply_dimension``), in a chain, so that later stages read them by
+    position; the last stage reduces the band dimension to the one output, or
+    appends the outputs and keeps only them, named (``rename_labels``,
+    ``filter_bands``).
+    """
+    layout = list(program.bands)
+    cube = {"from_node": "select"}
+    for index, values in enumerate(program.stages[:-1]):
+        nodes[f"stage{index}"] = {
+            "process_id": "apply_dimension",
+            "arguments": {
+                "data": cube,
+                "dimension": dimension,
+                "process": _Callback(layout).appender(values),
+            },
+        }
+        cube = {"from_node": f"stage{index}"}
+        layout += [name for name, _ in values]
+    outputs = program.stages[-1]
+    labels = [label for label, _ in outputs]
+    if len(outputs) == 1:
+        nodes["output"] = {
+            "process_id": "reduce_dimension",
+            "arguments": {
+                "data": cube,
+                "dimension": dimension,
+                "reducer": _Callback(layout).reducer(outputs[0][1]),
+            },
+            "result": True,
+        }
+        return
+    nodes["outputs"] = {
+        "process_id": "apply_dimension",
+        "arguments": {
+            "data": cube,
+            "dimension": dimension,
+            "process": _Callback(layout).appender(outputs),
+        },
+    }
+    names = list(bands) + layout[len(bands) :] + labels
+    nodes["named"] = {
+        "process_id": "rename_labels",
+        "arguments": {"data": {"from_node": "outputs"}, "dimension": dimension, "target": names},
+    }
+    nodes["output"] = {
+        "process_id": "filter_bands",
+        "arguments": {"data": {"from_node": "named"}, "bands": labels},
+        "result": True,
+    }
+
+
+def process_graph(program, *, collection, bands, dimension, summary):
+    """The openEO process (a dict ready for ``json.dumps``) computing ``program``.
+
+    ``program.bands`` are read under the names ``bands`` (in the same order).
+    """
+    nodes = {}
+    parameters = []
+    if collection is None:
+        parameters.append(
+            {
+                "name": "data",
+                "description": f"A raster data cube with the bands {list(bands)} along "
+                f"{dimension!r} (other bands are ignored).",
+                "schema": {"type": "object", "subtype": "datacube"},
+            }
+        )
+        nodes["select"] = {
+            "process_id": "filter_bands",
+            "arguments": {"data": {"from_parameter": "data"}, "bands": list(bands)},
+        }
+    else:
+        for name, what in (("spatial_extent", "area"), ("temporal_extent", "time interval")):
+            parameters.append(
+                {
+                    "name": name,
+                    "description": f"The {what} to load, or null for all.",
+                    "schema": [{"type": "object"}, {"type": "array"}, {"type": "null"}],
+                    "default": None,
+                    "optional": True,
+                }
+            )
+        nodes["select"] = {
+            "process_id": "load_collection",
+            "arguments": {
+                "id": collection,
+                "spatial_extent": {"from_parameter": "spatial_extent"},
+                "temporal_extent": {"from_parameter": "temporal_extent"},
+                "bands": list(bands),
+            },
+        }
+    _model_nodes(nodes, program, dimension, bands)
+    outputs = program.stages[-1]
+    labels = [label for label, _ in outputs]
+    return {
+        "id": "sknd_model",
+        "summary": summary,
+        "description": f"{summary}. Outputs: {labels}"
+        + (f" along {dimension!r}." if len(labels) > 1 else " (the band dimension reduced)."),
+        "parameters": parameters,
+        "returns": {
+            "description": "A data cube of the model's outputs.",
+            "schema": {"type": "object", "subtype": "datacube"},
+        },
+        "process_graph": nodes,
+    }

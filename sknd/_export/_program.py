@@ -1,0 +1,272 @@
+"""A fitted network as scalar arithmetic over named bands: what every export dialect writes.
+
+openEO process graphs and Earth Engine expressions compute per pixel with
+scalar operations (add, multiply, exp, ...) over the bands of a cube or an
+image. :func:`build` turns the layers of a model file (the plain-data network
+of :func:`sknd._evaluator.network_layers`, docs/model_files.md) and its
+decoding into a :class:`Program`: *stages* of named values, each value an
+expression tree of the operations in :data:`OPERATIONS` over constants
+(``("num", value)``) and the bands or values of earlier stages
+(``("in", name)``). Each dialect (:mod:`._openeo`, :mod:`._earthengine`)
+only spells these operations and materializes each stage (a data cube's
+bands, an image's bands): the network's math, the ND formula included, is
+written here once for all of them.
+
+A value read by several others (the inputs of a dense layer, the logits) is
+a stage's value, never a repeated tree, so that every tree stays small. The
+operations are chosen so that every dialect has them and none overflows:
+``max(x, 0) = (x + |x|) / 2`` (exact), ``softplus(x) = max(x, 0) + ln(1 +
+exp(-|x|))``, the logistic function ``0.5 + 0.5 tanh(x / 2)``, the softmax
+``p_k = 1 / sum_j exp(l_j - l_k)`` and the class code as the first largest
+logit found by comparisons (``argmax`` keeps the first of tied columns).
+tests/test_export.py checks every dialect against :class:`sknd.SavedModel`.
+"""
+
+import numpy as np
+
+from .._formula import softplus
+
+__all__ = []
+
+#: Operation -> number of operands. ``gt``, ``gte`` and ``and`` give truth values;
+#: ``("if", condition, value)`` is ``value`` where the condition holds, else 0.
+OPERATIONS = {
+    "add": 2,
+    "subtract": 2,
+    "multiply": 2,
+    "divide": 2,
+    "exp": 1,
+    "ln": 1,
+    "sqrt": 1,
+    "absolute": 1,
+    "tanh": 1,
+    "gt": 2,
+    "gte": 2,
+    "and": 2,
+    "if": 2,
+}
+
+#: The outputs each estimator's model exports, the default first.
+OUTPUTS = {
+    "NDClassifier": ("class", "proba"),
+    "NDRegressor": ("predict",),
+    "NDTransformer": ("indices",),
+}
+
+
+def num(value):
+    return ("num", float(value))
+
+
+def op(name, *operands):
+    return (name, *operands)
+
+
+def relu(x):
+    """``max(x, 0)`` as ``(x + |x|) / 2``: exact, with operations every dialect has."""
+    return op("multiply", num(0.5), op("add", x, op("absolute", x)))
+
+
+def sigmoid(x):
+    """The logistic function as ``0.5 + 0.5 tanh(x / 2)``, which never overflows."""
+    return op("add", num(0.5), op("multiply", num(0.5), op("tanh", op("multiply", num(0.5), x))))
+
+
+def linear(weights, values, bias):
+    """``sum_k weights[k] values[k] + bias``, zero weights left out."""
+    total = None
+    for weight, value in zip(weights, values):
+        if weight != 0:
+            term = op("multiply", num(weight), value)
+            total = term if total is None else op("add", total, term)
+    if total is None:
+        return num(bias)
+    return total if bias == 0 else op("add", total, num(bias))
+
+
+def total(values):
+    result = values[0]
+    for value in values[1:]:
+        result = op("add", result, value)
+    return result
+
+
+class Program:
+    """The stages of values over the bands, the last one the outputs.
+
+    Attributes
+    ----------
+    bands : list of str
+        The band names, in the model's order: ``("in", bands[k])`` reads band k.
+    stages : list of list of (str, tuple)
+        Each stage's ``(name, expression)`` pairs, reading the bands and the
+        values of earlier stages; the last stage's names are the output labels.
+    """
+
+    def __init__(self, bands):
+        self.bands = list(bands)
+        self.stages = []
+
+    def stage(self, values):
+        """Materialize the values that are not already bands or constants; refs to them."""
+        index = len(self.stages)
+        named = []
+        refs = []
+        for k, value in enumerate(values):
+            if value[0] in ("in", "num"):
+                refs.append(value)
+                continue
+            name = f"sknd_{index}_{k}"
+            named.append((name, value))
+            refs.append(("in", name))
+        if named:
+            self.stages.append(named)
+        return refs
+
+
+def build(fields, output, band_names):
+    """The :class:`Program` of a checked model file's ``fields`` for ``output``."""
+    program = Program(band_names)
+    values = [("in", name) for name in program.bands]
+    estimator = fields["estimator"]
+    if estimator == "NDTransformer":
+        indices = fields["indices"]
+        outputs = _nd(indices, values)
+        labels = [f"nd_{band_names[i]}_{band_names[j]}" for i, j in indices["pairs"]]
+    else:
+        logits = program.stage(_layers(program, fields["network"], values))
+        if estimator == "NDRegressor":
+            target = fields["target"]
+            outputs = [
+                op("add", op("multiply", value, num(scale)), num(mean))
+                for value, scale, mean in zip(logits, target["scale"], target["mean"])
+            ]
+            labels = [f"prediction_{k}" for k in range(len(outputs))]
+            if target["ndim"] == 1:
+                labels = ["prediction"]
+        elif output == "proba":
+            outputs = _probabilities(logits)
+            labels = [f"proba_{label}" for label in fields["classes"].tolist()]
+        else:
+            outputs = [_class_code(logits)]
+            labels = ["class"]
+    program.stages.append(list(zip(labels, outputs)))
+    return program
+
+
+def _layers(program, layers, values):
+    inputs = values
+    for layer in layers:
+        values = _LAYERS[layer["kind"]](program, layer, values, inputs)
+    return values
+
+
+def _nd(layer, values):
+    """The ND layer (:mod:`sknd._formula`): ``(wa x_i - wc x_j) / (wa r_i + wc r_j + eps)``."""
+    variant, epsilon = layer["variant"], layer["epsilon"]
+    wa, wc = softplus(np.asarray(layer["a"])), softplus(np.asarray(layer["c"]))
+    x = values
+    if variant == "softplus":
+        x = [_softplus(value) for value in values]
+    r = x
+    if variant == "signed":  # the smooth |b| = sqrt(b^2 + eps)
+        r = [op("sqrt", op("add", op("multiply", value, value), num(epsilon))) for value in x]
+    outputs = []
+    for (i, j), weight_i, weight_j in zip(np.asarray(layer["pairs"]).tolist(), wa, wc):
+        numerator = op(
+            "subtract", op("multiply", num(weight_i), x[i]), op("multiply", num(weight_j), x[j])
+        )
+        denominator = op(
+            "add",
+            op("add", op("multiply", num(weight_i), r[i]), op("multiply", num(weight_j), r[j])),
+            num(epsilon),
+        )
+        outputs.append(op("divide", numerator, denominator))
+    return outputs
+
+
+def _softplus(x):
+    """``max(x, 0) + ln(1 + exp(-|x|))``: never overflows."""
+    tail = op("ln", op("add", num(1.0), op("exp", op("multiply", num(-1.0), op("absolute", x)))))
+    return op("add", relu(x), tail)
+
+
+def _attention(program, layer, values, inputs):
+    nd = _nd(layer["nd"], values)
+    return [
+        op("multiply", index, sigmoid(linear(weights, inputs, bias)))
+        for index, weights, bias in zip(nd, layer["weight"], layer["bias"])
+    ]
+
+
+def _passthrough(program, layer, values, inputs):
+    return _layers(program, layer["inner"], values) + _standardize(program, layer, values, inputs)
+
+
+def _standardize(program, layer, values, inputs):
+    return [
+        op("divide", op("subtract", value, num(mean)), num(scale))
+        for value, mean, scale in zip(values, layer["mean"], layer["scale"])
+    ]
+
+
+def _linear(program, layer, values, inputs):
+    values = program.stage(values)  # each input is read by every output
+    return [linear(weights, values, bias) for weights, bias in zip(layer["weight"], layer["bias"])]
+
+
+#: The scalar arithmetic of each layer kind of a model file.
+_LAYERS = {
+    "nd": lambda program, layer, values, inputs: _nd(layer, values),
+    "attnd": _attention,
+    "passthrough": _passthrough,
+    "standardize": _standardize,
+    "linear": _linear,
+    # Each value is read twice: (x + |x|) / 2 of a staged value, not of a repeated tree.
+    "relu": lambda program, layer, values, inputs: [relu(value) for value in program.stage(values)],
+}
+
+
+def _probabilities(logits):
+    """Class probabilities as :func:`sknd._decoding.class_probabilities` computes them.
+
+    One logit: its logistic function and one minus it. Several:
+    ``p_k = 1 / sum_j exp(l_j - l_k)``, the softmax without a largest logit to
+    subtract (a term overflows to infinity only where ``p_k`` is 0 anyway).
+    """
+    if len(logits) == 1:
+        positive = sigmoid(logits[0])
+        return [op("subtract", num(1.0), positive), positive]
+    return [
+        op(
+            "divide",
+            num(1.0),
+            total(
+                [
+                    num(1.0) if j == k else op("exp", op("subtract", other, logit))
+                    for j, other in enumerate(logits)
+                ]
+            ),
+        )
+        for k, logit in enumerate(logits)
+    ]
+
+
+def _class_code(logits):
+    """The class code (position in ``classes_``) as :func:`sknd._decoding.class_labels` picks it.
+
+    One logit: 1 where it is positive. Several: ``sum_k k [l_k is the first
+    largest]``, with ``l_k > l_j`` before it and ``l_k >= l_j`` after it.
+    """
+    if len(logits) == 1:
+        return op("if", op("gt", logits[0], num(0.0)), num(1.0))
+    terms = []
+    for k, logit in enumerate(logits[1:], start=1):
+        conditions = [
+            op("gt" if j < k else "gte", logit, other) for j, other in enumerate(logits) if j != k
+        ]
+        condition = conditions[0]
+        for other in conditions[1:]:
+            condition = op("and", condition, other)
+        terms.append(op("if", condition, num(k)))
+    return total(terms)

@@ -1,0 +1,294 @@
+"""Tests of the whole-model exports (sknd/_export): openEO process graphs, Earth Engine code.
+
+The openEO graphs run locally with openeo-processes-dask (the openEO core processes
+on xarray/dask) and openeo-pg-parser-networkx; the Earth Engine code runs against a
+numpy stand-in of the few ``ee`` calls it makes, its expressions evaluated with numpy.
+Both are compared with the SavedModel of the same estimator.
+"""
+
+import importlib
+import inspect
+import json
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import sknd
+from sknd import NDClassifier, NDRegressor, NDTransformer, raster
+
+# What importing and running openeo-processes-dask warns about its own dependencies (pydantic
+# and numpy deprecations, its stac_validator import, its optional ML processes): not sknd's.
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:openeo_processes_dask"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:planetary_computer"),
+    pytest.mark.filterwarnings("ignore:Support for class-based `config`"),
+    pytest.mark.filterwarnings("ignore:The 'stac_validator' package has been deprecated"),
+]
+
+FAST = {"max_epochs": 3, "random_state": 0}
+BANDS = ["blue", "green", "red", "nir"]
+
+
+def _data(n=160, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(0.02, 0.6, size=(n, len(BANDS)))
+    ratio = (X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2])
+    return X, np.digitize(ratio, [-0.2, 0.2])
+
+
+def _fit(kind, params):
+    X, y = _data()
+    if kind == "binary":
+        return NDClassifier(bands=BANDS, **params, **FAST).fit(X, np.where(y > 0, "wet", "dry"))
+    if kind == "multiclass":
+        return NDClassifier(bands=BANDS, **params, **FAST).fit(X, y * 10 - 3)
+    if kind == "regression":
+        return NDRegressor(bands=BANDS, **params, **FAST).fit(X, X[:, 0] + X[:, 3])
+    if kind == "multi-output":
+        target = np.column_stack([X[:, 0], X[:, 3] - X[:, 1]])
+        return NDRegressor(bands=BANDS, **params, **FAST).fit(X, target)
+    return NDTransformer(bands=BANDS, **params, **FAST).fit(X, y)
+
+
+# Narrow hidden layers keep the graphs of deep networks small (the local executor walks
+# every node of the graph for every node it runs): their layers are exported all the same.
+NARROW = {"hidden_units": 8}
+MODELS = [
+    ("binary", {}),
+    ("multiclass", {}),
+    ("multiclass", {"depth": 3, **NARROW}),
+    ("multiclass", {"architecture": "mlp", "depth": 4, **NARROW}),
+    ("binary", {"architecture": "attnd"}),
+    ("multiclass", {"architecture": "attnd", "depth": 3, "passthrough": True, **NARROW}),
+    ("multiclass", {"variant": "signed"}),
+    ("binary", {"variant": "softplus", "depth": 3, **NARROW}),
+    ("multiclass", {"passthrough": True}),
+    ("regression", {}),
+    ("multi-output", {"depth": 3, "variant": "softplus", **NARROW}),
+    ("transform", {}),
+    ("transform", {"variant": "signed"}),
+]
+
+
+def _outputs(model):
+    return {"NDClassifier": ["class", "proba"], "NDRegressor": ["predict"]}.get(
+        model.estimator, ["indices"]
+    )
+
+
+def _expected(model, output, pixels):
+    """SavedModel's values for ``output``: (n_pixels, n_outputs), class codes as class_map's."""
+    if output == "class":
+        codes = raster.class_map(model, pixels.reshape(1, -1, pixels.shape[1]), bands=BANDS)
+        return codes.reshape(-1, 1).astype(float)
+    method = {"proba": "predict_proba", "predict": "predict", "indices": "transform"}[output]
+    return getattr(model, method)(pixels).reshape(len(pixels), -1)
+
+
+@pytest.fixture(scope="module", params=MODELS, ids=lambda case: f"{case[0]}-{case[1]}")
+def model(request, tmp_path_factory):
+    estimator = _fit(*request.param)
+    path = tmp_path_factory.mktemp("model") / "model.sknd"
+    estimator.save_model(path)
+    return estimator, sknd.load_model(path)
+
+
+def _pixels(n, seed=1):
+    pixels = np.random.default_rng(seed).uniform(0.01, 0.7, size=(n, len(BANDS)))
+    pixels[:3] = [[0.2, 0.2, 0.2, 0.2], [0.01, 0.01, 0.7, 0.7], [0.7, 0.01, 0.01, 0.7]]
+    return pixels
+
+
+# ------------------------------------------------------------------ openEO
+def _registry():
+    """openeo-processes-dask's core processes, as its README registers them."""
+    pg_parser = pytest.importorskip("openeo_pg_parser_networkx")
+    pytest.importorskip("openeo_processes_dask")
+    from openeo_pg_parser_networkx.process_registry import Process
+    from openeo_processes_dask.process_implementations.core import process
+
+    registry = pg_parser.ProcessRegistry(wrap_funcs=[process])
+    implementations = importlib.import_module("openeo_processes_dask.process_implementations")
+    specs = importlib.import_module("openeo_processes_dask.specs")
+    for _, function in inspect.getmembers(implementations, inspect.isfunction):
+        if hasattr(specs, function.__name__):
+            spec = getattr(specs, function.__name__)
+            registry[function.__name__] = Process(spec=spec, implementation=function)
+    return registry
+
+
+def run_openeo(process, cube):
+    """Execute an exported process on ``cube`` (its ``data`` parameter) with the local executor."""
+    from openeo_pg_parser_networkx import OpenEOProcessGraph
+
+    graph = OpenEOProcessGraph(
+        pg_data={"process_graph": json.loads(json.dumps(process))["process_graph"]}
+    )
+    result = graph.to_callable(process_registry=_registry())(named_parameters={"data": cube})
+    return result.compute()
+
+
+def _cube(pixels, shape, names=BANDS):
+    import xarray as xr
+
+    values = pixels.T.reshape(len(names), *shape)
+    return xr.DataArray(
+        values,
+        dims=("bands", "y", "x"),
+        coords={"bands": list(names), "y": np.arange(shape[0]), "x": np.arange(shape[1])},
+    )
+
+
+def _as_table(result, n):
+    if "bands" in result.dims:
+        result = result.transpose("y", "x", "bands")
+    return np.asarray(result.values, dtype=float).reshape(n, -1)
+
+
+def test_openeo_graph_reproduces_saved_model(model):
+    estimator, saved = model
+    pixels = _pixels(12 * 10)
+    cube = _cube(pixels, (12, 10))
+    for output in _outputs(saved):
+        process = saved.export_model("openeo", output=output)
+        assert process == estimator.export_model("openeo", output=output)
+        result = run_openeo(process, cube)
+        expected = _expected(saved, output, pixels)
+        if output == "class":
+            np.testing.assert_array_equal(_as_table(result, len(pixels)), expected)
+        else:
+            np.testing.assert_allclose(_as_table(result, len(pixels)), expected, rtol=0, atol=1e-6)
+        if expected.shape[1] > 1:
+            labels = result.coords["bands"].values.tolist()
+            assert labels == _labels(saved, output)
+
+
+def _labels(saved, output):
+    if output == "proba":
+        return [f"proba_{label}" for label in saved.classes_.tolist()]
+    if output == "indices":
+        return saved.get_feature_names_out().tolist()
+    return ["prediction_0", "prediction_1"]
+
+
+@pytest.mark.slow
+def test_openeo_graph_512_cube_equal_codes_and_probabilities():
+    """The target: a 512 x 512 cube, equal class codes, probabilities within 1e-6."""
+    estimator = _fit("multiclass", {"depth": 3, **NARROW})
+    pixels = _pixels(512 * 512, seed=3)
+    cube = _cube(pixels, (512, 512))
+    codes = run_openeo(estimator.export_model("openeo"), cube)
+    expected = raster.class_map(estimator, cube, band_dim="bands")
+    np.testing.assert_array_equal(codes.values, expected.values)
+    proba = run_openeo(estimator.export_model("openeo", output="proba"), cube)
+    np.testing.assert_allclose(
+        _as_table(proba, len(pixels)), estimator.predict_proba(pixels), rtol=0, atol=1e-6
+    )
+
+
+def test_openeo_selects_bands_by_name_from_another_sensor():
+    X, y = _data()
+    clf = NDClassifier(bands=["SR_B2", "SR_B3", "SR_B4", "SR_B5"], sensor="landsat8", **FAST)
+    clf.fit(X, y)
+    names = ["B08", "B02", "B11", "B04", "B03"]
+    process = clf.export_model("openeo", bands=names, collection="SENTINEL2_L2A")
+    load = process["process_graph"]["select"]
+    assert load["process_id"] == "load_collection"
+    assert load["arguments"]["id"] == "SENTINEL2_L2A"
+    assert load["arguments"]["bands"] == ["B02", "B03", "B04", "B08"]
+    assert [p["name"] for p in process["parameters"]] == ["spatial_extent", "temporal_extent"]
+    # The same graph without the collection runs on a cube with the Sentinel-2 names.
+    process = clf.export_model("openeo", bands=names)
+    pixels = _pixels(30)
+    cube = _cube(
+        np.column_stack([pixels[:, 3], pixels[:, 0], pixels[:, 2], pixels[:, 2], pixels[:, 1]]),
+        (5, 6),
+        names,
+    )
+    result = run_openeo(process, cube)
+    expected = raster.class_map(clf, pixels.reshape(5, 6, 4), bands=clf.bands)
+    np.testing.assert_array_equal(_as_table(result, 30)[:, 0], expected.ravel())
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"bands": ["B02", "B03", "B04"]}, "lack a band of the model"),
+        ({"bands": ["blue", "blue", "red", "nir", "green"]}, "more than once"),
+        ({"format": "onnx"}, "format must be one of"),
+        ({"output": "predict"}, "not an output of an NDClassifier"),
+        ({"format": "earthengine", "collection": "X"}, "leave collection out"),
+        ({"sensor": "sentinel2"}, "pass bands= too"),
+    ],
+)
+def test_export_refuses_bad_requests(kwargs, message):
+    X, y = _data()
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        clf.export_model(**kwargs)
+
+
+# ------------------------------------------------------------------ Earth Engine
+class _Image:
+    """The ``ee.Image`` calls of the exported code, on numpy arrays."""
+
+    functions = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "tanh": np.tanh}
+
+    def __init__(self, bands):
+        self.bands = bands  # name -> array
+
+    def select(self, name):
+        return _Image({name: self.bands[name]})
+
+    def expression(self, text, variables):
+        values = {name: next(iter(image.bands.values())) for name, image in variables.items()}
+        value = eval(text, {"__builtins__": {}}, {**self.functions, **values})  # noqa: S307
+        return _Image({"constant": np.asarray(value, dtype=float)})
+
+    @staticmethod
+    def cat(images):
+        return _Image({f"b{k}": next(iter(image.bands.values())) for k, image in enumerate(images)})
+
+    def rename(self, names):
+        return _Image(dict(zip(names, self.bands.values())))
+
+
+def run_earthengine(code, bands):
+    ee = types.ModuleType("ee")
+    ee.Image = _Image
+    namespace = {}
+    saved, sys.modules["ee"] = sys.modules.get("ee"), ee
+    try:
+        exec(compile(code, "<sknd_model>", "exec"), namespace)  # noqa: S102
+    finally:
+        if saved is None:
+            del sys.modules["ee"]
+        else:
+            sys.modules["ee"] = saved
+    return namespace, namespace["sknd_model"](_Image(bands)).bands
+
+
+def test_earthengine_code_reproduces_saved_model(model):
+    estimator, saved = model
+    pixels = _pixels(400)
+    for output in _outputs(saved):
+        code = saved.export_model("earthengine", output=output)
+        assert code == estimator.export_model("earthengine", output=output)
+        namespace, result = run_earthengine(code, dict(zip(BANDS, pixels.T)))
+        assert list(result) == namespace["OUTPUTS"]
+        values = np.column_stack(list(result.values()))
+        expected = _expected(saved, output, pixels)
+        if output == "class":
+            np.testing.assert_array_equal(values, expected)
+        else:
+            np.testing.assert_allclose(values, expected, rtol=0, atol=1e-6)
+
+
+def test_earthengine_code_reads_the_images_band_names():
+    X, y = _data()
+    clf = NDClassifier(bands=["B2", "B3", "B4", "B8"], sensor="sentinel2", **FAST).fit(X, y)
+    code = clf.export_model("earthengine", bands=["B8", "B4", "B3", "B2", "B11"])
+    assert "BANDS = ['B2', 'B3', 'B4', 'B8']" in code
+    assert "image.select('B8')" in code
