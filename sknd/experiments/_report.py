@@ -330,9 +330,11 @@ def _protocol_text(experiment, command, layout):
     )
     lines += _training_lines(s, layout)
     lines.append(_peers_text(s, layout))
-    formulas = "; and ".join(f"{kind} {_NOISE_FORMULAS[kind]}" for kind in layout.kinds)
+    formulas = [_NOISE_FORMULAS[kind] for kind in layout.kinds]
+    if len(formulas) > 1:
+        formulas = [f"{kind} {formula}," for kind, formula in zip(layout.kinds, formulas)]
     lines.append(
-        f"- Noise: {formulas}; at eta = "
+        f"- Noise: {' and '.join(formulas)} at eta = "
         + ", ".join(f"{100 * v:g}" for v in s.get("noise_levels", []))
         + f" %, mean of {s.get('noise_repeats')} draws per fold"
         + (" (the same draws z for both)." if len(layout.kinds) > 1 else ".")
