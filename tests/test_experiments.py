@@ -164,6 +164,45 @@ def test_write_report_from_synthetic_results(tmp_path):
     assert written.loc[written.model == "logreg_bands", "depth"].isna().all()
 
 
+def _illumination(agreements):
+    """Illumination rows: ``{(model, depth): agreement}`` at k = 0.5 and 1, two folds."""
+    return pd.DataFrame(
+        [
+            {"model": m, "depth": d, "fold": f, "factor": k, "accuracy": 0.9,
+             "agreement": 1.0 if k == 1 else a}
+            for (m, d), a in agreements.items()
+            for f in (0, 1)
+            for k in (0.5, 1.0)
+        ]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("band_wins", [True, False])
+def test_report_says_what_invariance_costs(tmp_path, band_wins):
+    results = _synthetic_results()  # nd ~0.95 > mlp ~0.94 > attnd > logreg_bands 0.90
+    invariant = {("nd", 2): 1.0, ("nd", 3): 1.0, ("attnd", 2): 1.0, ("attnd", 3): 1.0}
+    moved = {("mlp", 2): 0.4, ("mlp", 3): 0.5, ("logreg_bands", np.nan): 0.3}
+    if band_wins:  # the MLP reads brightness and beats ND by 3 points in every fold
+        results.loc[results.model == "mlp", "accuracy"] += 0.03
+    experiment = ExperimentResults(
+        results=results,
+        histories=pd.DataFrame(),
+        coefficients=pd.DataFrame(),
+        illumination=_illumination({**invariant, **moved}),
+        settings={"dataset": "synthetic", "n_splits": 10},
+    )
+    report = write_report(experiment, tmp_path, figures=False).read_text()
+    line = next(s for s in report.splitlines() if s.startswith("**What invariance costs here"))
+    acc = accuracy_table(results).set_index(["model", "depth"])["mean"]
+    best_nd = max(acc["nd", 2], acc["nd", 3])
+    best_mlp = max(acc["mlp", 2], acc["mlp", 3])
+    assert f"scores {100 * best_nd:.2f} %" in line
+    assert f"MLP at depth {2 if acc['mlp', 2] > acc['mlp', 3] else 3}" in line
+    assert f"({100 * (best_mlp - best_nd):+.2f} points)" in line
+    assert ("`passthrough=True`" in line) == band_wins
+    assert ("Invariance costs nothing" in line) != band_wins
+
+
 # --- noise and illumination ---------------------------------------------------------------
 
 
