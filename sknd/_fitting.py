@@ -138,11 +138,13 @@ def _tensors(X, codes, weight, task, device):
     )
 
 
-def _report_recipe(task, penalty, tuned, start, selected, gain):
-    """``verbose``: what the default recipe chose, and what learning the indices gained."""
+def _report_recipe(task, penalty, tuned, start, selected, gain, clock):
+    """``verbose``: what the default recipe chose, what learning the indices gained, and
+    the wall time of each stage (a :class:`~sknd._recipe.Stopwatch`)."""
     name = "C" if isinstance(task, ClassificationTask) else "alpha"
     how = "chosen on the data" if tuned else "fixed: too few rows to choose it on"
     print(f"recipe: convex start on the classic indices, {name}={penalty:.3g} ({how})")
+    print(f"recipe: stage times: {clock}")
     if start is None:
         print("recipe: no validation part: the indices were not refined; learning_gain_=None")
         return
@@ -502,41 +504,44 @@ class FittingMixin:
         valid = None
         if recipe and X_valid is not None:
             valid = (X_valid, self._convex_target(task, c_valid), w_valid)
+        clock = _recipe.Stopwatch()
         with torch_threads(1):
             start = selected = penalty = tuned = None
             if recipe:
                 start, selected, penalty, tuned = self._recipe_start(
-                    module, continuing, X_train, c_train, w_train, task, valid
+                    module, continuing, X_train, c_train, w_train, task, valid, clock
                 )
             callbacks = self._fit_callbacks(task, X_valid, valid, selected, rows)
             valid_data = None
             if X_valid is not None:
                 valid_data = _tensors(X_valid, c_valid, w_valid, task, device)
             net = self._net(module, task, device, seed, self.max_epochs, callbacks, valid_data)
-            net.fit(_tensors(X_train, c_train, w_train, task, device), None)
+            with clock.stage("epochs"):
+                net.fit(_tensors(X_train, c_train, w_train, task, device), None)
             gain = None
             if start is not None:
                 gain = _recipe.validation(net.module_, task, valid, rows).score - start.score
             if recipe:
-                self._recipe_refit(
-                    net.module_,
-                    task,
-                    rows,
-                    penalty,
-                    (X_train, c_train, w_train),
-                    (X_valid, c_valid, w_valid),
-                )
+                with clock.stage("refit"):
+                    self._recipe_refit(
+                        net.module_,
+                        task,
+                        rows,
+                        penalty,
+                        (X_train, c_train, w_train),
+                        (X_valid, c_valid, w_valid),
+                    )
 
         self._set_fitted_state(net, task, pairs, X_train, w_train)
         self.learning_gain_ = gain
         self.start_regularization_ = penalty
         if self.verbose and recipe and not continuing:
-            _report_recipe(task, penalty, tuned, start, selected, gain)
+            _report_recipe(task, penalty, tuned, start, selected, gain, clock)
         # partial_fit after fit starts a new optimizer (as after a warm start).
         self._optimizer_state = None
         self._finish_fit()
 
-    def _recipe_start(self, module, continuing, X_train, c_train, w_train, task, valid):
+    def _recipe_start(self, module, continuing, X_train, c_train, w_train, task, valid, clock):
         """Steps 1-3 of the recipe on ``module``: ``(start, selected, penalty, tuned)``.
 
         ``start`` and ``selected`` are the :class:`~sknd._recipe.Validation` of the tuned
@@ -549,12 +554,13 @@ class FittingMixin:
             return start, start, self.start_regularization_, True
         linear = _recipe.linear_part(module)
         target = self._convex_target(task, c_train)
-        penalty, tuned = _recipe.prepare(linear, X_train, target, task, rows, w_train, valid)
+        penalty, tuned = _recipe.prepare(linear, X_train, target, task, rows, w_train, valid, clock)
         start = selected = None
         if valid is not None:
-            start, selected = _recipe.refine(
-                linear, X_train, target, task, rows, penalty, w_train, valid
-            )
+            with clock.stage("refinement"):
+                start, selected = _recipe.refine(
+                    linear, X_train, target, task, rows, penalty, w_train, valid
+                )
         _recipe.carry(module, linear)
         return start, selected, penalty, tuned
 
