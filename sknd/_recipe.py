@@ -193,7 +193,9 @@ def linear_part(module):
     if len(layers) == 3:
         return module
     first, standardize, hidden = layers[:3]
-    head = torch.nn.Linear(hidden.in_features, layers[-1].out_features)
+    with torch.device("meta"):  # no random draws from the caller's generator
+        head = torch.nn.Linear(hidden.in_features, layers[-1].out_features)
+    head = head.to_empty(device=hidden.weight.device).to(hidden.weight.dtype)
     torch.nn.init.zeros_(head.weight)
     torch.nn.init.zeros_(head.bias)
     return torch.nn.Sequential(first, standardize, head)
