@@ -604,8 +604,10 @@ class FittingMixin:
 
         The deeper network starts exactly at the depth-2 model (:func:`~sknd._recipe.carry`
         on copies of its first block and Standardize layer), which early stopping scores
-        as epoch 0: depth 3 is kept when a later epoch beat it (``best_epoch_ > 0``), so
-        that it can only gain what validation confirms, at the cost of one more training.
+        as epoch 0: depth 3 is kept when a later epoch beat it (``best_epoch_ > 0``) and it
+        also does better on the validation rows clean and under the paper's noise
+        (:func:`~sknd._recipe.robust_monitored`), so that it can only gain what validation
+        confirms, at the cost of one more training.
         """
         two = shallow.module_
         deep = copy.deepcopy(module)
@@ -614,12 +616,16 @@ class FittingMixin:
         rows = rows_per_pass(deep)
         net = train(deep, _recipe.validation(two, task, valid, rows), valid_part)
         stopper = dict(net.callbacks_).get("early_stopping")
+        scores = [_recipe.robust_monitored(m, task, valid, rows) for m in (two, net.module_)]
+        better = (scores[1] < scores[0]) if task.lower_is_better else (scores[1] > scores[0])
+        keep = bool(stopper.best_epoch_) and better
         if self.verbose:
             print(
-                f"depth='auto': depth 3 best at epoch {stopper.best_epoch_} of its run (0: the "
-                "depth-2 model it starts at)"
+                f"depth='auto': depth {3 if keep else 2} (depth 3 best at epoch "
+                f"{stopper.best_epoch_} of its run, 0 being the depth-2 model; clean and noisy "
+                f"validation {scores[0]:.4f} at depth 2, {scores[1]:.4f} at depth 3)"
             )
-        return net if stopper.best_epoch_ else shallow
+        return net if keep else shallow
 
     def _recipe_start(
         self, module, continuing, X_train, c_train, w_train, task, valid, clock, auto=False
