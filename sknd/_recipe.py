@@ -193,7 +193,11 @@ def linear_part(module):
     if len(layers) == 3:
         return module
     first, standardize, hidden = layers[:3]
-    head = torch.nn.Linear(hidden.in_features, layers[-1].out_features)
+    # The caller's generator state comes back: the zeroed layer's draws leave no trace.
+    # (Not a "meta" layer: its to_empty imports sympy, 30 s without cached bytecode.)
+    with torch.random.fork_rng(devices=[]):
+        head = torch.nn.Linear(hidden.in_features, layers[-1].out_features)
+    head = head.to(device=hidden.weight.device, dtype=hidden.weight.dtype)
     torch.nn.init.zeros_(head.weight)
     torch.nn.init.zeros_(head.bias)
     return torch.nn.Sequential(first, standardize, head)
@@ -604,6 +608,16 @@ class _Evaluation:
 def validation(module, task, valid, rows):
     """The :class:`Validation` of ``module`` on ``valid``, ``(X, target, sample_weight)``."""
     return _Evaluation(task, *valid, rows)(module)
+
+
+def robust_monitored(module, task, valid, rows):
+    """The mean of early stopping's monitored value on ``valid`` and on its
+    :func:`noisy_copy`: what the recipe's choices between trained models compare."""
+    X, target, weight = valid
+    clean = validation(module, task, valid, rows).monitored(task)
+    return (
+        clean + validation(module, task, (noisy_copy(X), target, weight), rows).monitored(task)
+    ) / 2
 
 
 def _objective(task, penalty, X, target, weight, n_rows):

@@ -248,7 +248,7 @@ def test_refined_indices_recover_a_weighted_index_where_its_value_matters():
     rng = np.random.default_rng(4)
     X = _spectra(n_samples=600, n_bands=4, seed=4)
     y = (2 * X[:, 1] - X[:, 3]) / (2 * X[:, 1] + X[:, 3]) + rng.normal(0, 0.01, len(X))
-    model = NDRegressor(pairs=[(1, 3)], random_state=0).fit(X[:500], y[:500])
+    model = NDRegressor(pairs=[(1, 3)], depth=2, random_state=0).fit(X[:500], y[:500])
     k = np.log1p(np.exp(model.coef_a_)) / np.log1p(np.exp(model.coef_c_))
     assert k[0] == pytest.approx(2.0, rel=0.05)
     assert model.learning_gain_ > 0.005
@@ -498,9 +498,97 @@ def test_auto_pairs_on_fitted_models_match_the_budget():
     rng = np.random.default_rng(0)
     X = rng.uniform(0.05, 0.6, size=(120, 60))
     y = np.arange(120) % 5
-    model = NDClassifier(max_epochs=1, random_state=0).fit(X, y)
-    mlp = NDClassifier(architecture="mlp", max_epochs=1, random_state=0).fit(X, y)
+    model = NDClassifier(depth=2, max_epochs=1, random_state=0).fit(X, y)
+    mlp = NDClassifier(architecture="mlp", depth=2, max_epochs=1, random_state=0).fit(X, y)
     assert len(model.pairs_) == auto_pair_budget(60, 5) < 60 * 59 // 2
     assert model.n_parameters_ <= AUTO_PARAMETER_SHARE * mlp.n_parameters_
     every = NDClassifier(pairs="all", max_epochs=1, random_state=0).fit(X[:, :12], y)
     assert len(every.pairs_) == 66
+
+
+# ------------------------------------------------------------------ depth="auto"
+def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(monkeypatch):
+    # The depth-3 run starts at the trained depth-2 model, scored as its epoch 0; depth 3 is
+    # kept when a later epoch beat it and it scores better clean and under the paper's noise.
+    X = _spectra(n_samples=400, seed=14)
+    y = _classes(X, n_classes=3, seed=14)
+    runs, scores = [], []
+    train, robust = NDClassifier._train, _recipe.robust_monitored
+
+    def spy_train(self, *args):
+        runs.append(train(self, *args))
+        return runs[-1]
+
+    def spy_robust(*args):
+        scores.append(robust(*args))
+        return scores[-1]
+
+    monkeypatch.setattr(NDClassifier, "_train", spy_train)
+    monkeypatch.setattr(_recipe, "robust_monitored", spy_robust)
+    model = NDClassifier(max_epochs=15, random_state=0).fit(X, y)
+    assert model.depth == "auto" and len(runs) == 2 and len(scores) == 2
+    deep = dict(runs[1].callbacks_)["early_stopping"]
+    two = dict(runs[0].callbacks_)["early_stopping"]
+    assert deep.best_score_ >= two.best_score_  # never below the depth-2 model
+    assert model.depth_ == (3 if deep.best_epoch_ > 0 and scores[1] > scores[0] else 2)
+    assert model.net_ is runs[model.depth_ - 2]
+    fixed = NDClassifier(depth=model.depth_, max_epochs=15, random_state=0).fit(X, y)
+    assert model.n_parameters_ == fixed.n_parameters_
+
+
+@pytest.mark.parametrize(
+    "params, reason",
+    [
+        ({"early_stopping": False}, "no validation part"),
+        ({"recipe": "paper"}, "has no tuned depth-2 model"),
+        ({"architecture": "mlp"}, "has no tuned depth-2 model"),
+    ],
+)
+def test_auto_depth_falls_back_to_depth_2_and_says_so(params, reason, capsys):
+    X = _spectra(n_samples=200, seed=15)
+    y = _classes(X, seed=15)
+    model = NDClassifier(max_epochs=2, verbose=1, random_state=0, **params).fit(X, y)
+    assert model.depth_ == 2
+    out = capsys.readouterr().out
+    assert "depth='auto': depth 2, the plain rule" in out and reason in out
+    # The paper's parameter counts: recipe="paper" with depth="auto" is its depth-2 model.
+    two = NDClassifier(depth=2, max_epochs=2, random_state=0, **params).fit(X, y)
+    assert model.n_parameters_ == two.n_parameters_
+
+
+def test_auto_depth_with_too_few_validation_rows_is_depth_2():
+    X = _spectra(n_samples=40, seed=16)
+    y = _classes(X, seed=16)
+    model = NDRegressor(max_epochs=2, random_state=0).fit(X, X[:, 0] / X[:, 1])
+    assert model.depth_ == 2  # 8 validation rows
+    partial = NDClassifier(random_state=0).partial_fit(X, y, classes=[0, 1])
+    assert partial.depth_ == 2
+    explicit = NDClassifier(depth=3, max_epochs=2, random_state=0).fit(X, y)
+    assert explicit.depth_ == 3
+
+
+def test_grid_search_over_depth_still_works():
+    from sklearn.model_selection import GridSearchCV
+
+    X = _spectra(n_samples=150, seed=17)
+    y = _classes(X, seed=17)
+    grid = GridSearchCV(NDClassifier(max_epochs=2, random_state=0), {"depth": [2, 3, "auto"]}, cv=2)
+    grid.fit(X, y)
+    assert grid.best_estimator_.depth_ in (2, 3)
+    assert len(grid.cv_results_["params"]) == 3
+
+
+def test_a_first_default_fit_imports_neither_dynamo_nor_sympy():
+    # depth="auto" builds a depth-2 head beside the depth-3 network: torch's "meta" device
+    # would import sympy (30 s without cached bytecode), torch.optim.LBFGS torch._dynamo.
+    code = (
+        "import sys, numpy as np, sknd\n"
+        "X = np.random.default_rng(0).uniform(0.1, 1, (200, 4)); y = X[:, 0] > X[:, 1]\n"
+        "model = sknd.NDClassifier(max_epochs=3).fit(X, y)\n"
+        "assert model.depth == 'auto'\n"
+        "for name in ('torch._dynamo', 'sympy'):\n"
+        "    assert name not in sys.modules, name + ' was imported'\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
