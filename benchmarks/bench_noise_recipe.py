@@ -97,7 +97,8 @@ def main():
     warnings.simplefilter("ignore", ConvergenceWarning)
     results = pd.concat([run(name, args.folds) for name in args.dataset])
     print(summary(results).to_markdown())
-    depths = results.dropna(subset=["depth"]).groupby("data")["depth"].value_counts()
+    default = results[results["model"] == "ND default"]
+    depths = default.groupby("data")["depth"].value_counts()
     print("default's chosen depths:", depths.to_dict())
 
 

@@ -610,7 +610,7 @@ class FittingMixin:
         confirms, at the cost of one more training.
         """
         two = shallow.module_
-        deep = copy.deepcopy(module)
+        deep = copy.deepcopy(module).to(next(two.parameters()).device)
         deep[0], deep[1] = copy.deepcopy(two[0]), copy.deepcopy(two[1])
         _recipe.carry(deep, two)
         rows = rows_per_pass(deep)
