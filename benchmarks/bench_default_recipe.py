@@ -1,7 +1,13 @@
 """Default NDClassifier(depth=2) against tuned convex and neural peers (issues 11 and 22).
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_default_recipe.py
-[--dataset NAME ...] [--folds N]``
+[--dataset NAME ...] [--folds N]``; with ``--timing [--repeats R]`` (default datasets
+forest_type and satimage_36) only the fit time of one default ``NDClassifier`` against
+scikit-learn's ``MLPClassifier`` with its defaults (after a ``StandardScaler``) on the same
+rows, side by side (issue 33's targets): warm (a second fit in one process, medians of
+``R`` interleaved fits) and fresh (the first fit in a new process, imports of sknd and
+scikit-learn done, lazy ones inside ``fit`` counted; medians of ``R`` processes each),
+printing the seconds and the ratios ND / MLP.
 
 The paper's protocol (stratified 10-fold CV, 70/20/10 train/validation/test splits of
 ``sknd.experiments``) on the shipped data and, where chemotools is installed, its real
@@ -164,12 +170,79 @@ def run(name, n_folds):
     )
 
 
+#: The fit a timing child runs: argv = dataset, model ("nd" or "mlp"), repeats (1: fresh).
+_TIMED_FIT = """
+import sys, time, warnings
+sys.path[:0] = [{here!r}, {root!r}]
+from bench_default_recipe import timed_fits
+warnings.simplefilter("ignore")
+print(*timed_fits(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
+
+
+def timed_fits(name, model, repeats):
+    """Wall seconds of ``repeats`` fits of ``model`` on fold 0 of ``name`` in this process.
+
+    ``nd``: ``NDClassifier(random_state=0)`` with the fold's validation part; ``mlp``:
+    ``StandardScaler`` + ``MLPClassifier(random_state=0)`` on training + validation rows
+    (the same rows; its early stopping is off by default).
+    """
+    X, y = DATASETS[name]()
+    X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
+    train, val, _ = next(iter(paper_splits(y, n_splits=10, random_state=0)))
+    rows = np.concatenate([train, val])
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        if model == "nd":
+            NDClassifier(random_state=0).fit(X[train], y[train], X_val=X[val], y_val=y[val])
+        else:
+            make_pipeline(StandardScaler(), MLPClassifier(random_state=0)).fit(X[rows], y[rows])
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def timing(name, repeats):
+    """Print the warm and fresh-process fit times of the default ND and the MLP on ``name``."""
+    import subprocess
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    code = _TIMED_FIT.format(here=here, root=os.path.dirname(here))
+
+    def child(model, n):
+        out = subprocess.run(
+            [sys.executable, "-c", code, name, model, str(n)],
+            capture_output=True, text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"},
+        )  # fmt: skip
+        return [float(v) for v in out.stdout.split()]
+
+    # Fresh: interleaved new processes, one fit each. Warm: one process per model, a first
+    # fit to load everything, then the timed ones.
+    fresh = {m: [] for m in ("nd", "mlp")}
+    for _ in range(repeats):
+        for model in fresh:
+            fresh[model] += child(model, 1)
+    warm = {model: child(model, repeats + 1)[1:] for model in fresh}
+    print(f"\n{name}: fit time, wall seconds (median of {repeats})")
+    print(f"{'':8s} {'ND default':>10s} {'MLP':>8s} {'ratio':>6s}")
+    for label, times in (("warm", warm), ("fresh", fresh)):
+        nd, mlp = np.median(times["nd"]), np.median(times["mlp"])
+        print(f"{label:8s} {nd:10.2f} {mlp:8.2f} {nd / mlp:5.1f}x")
+
+
 def main(run=run, description=__doc__, datasets=("forest_type", "satimage_centre", "satimage_36")):
     """The command line: ``run(name, n_folds)`` for each ``--dataset`` (default ``datasets``)."""
     parser = argparse.ArgumentParser(description=description.splitlines()[0])
     parser.add_argument("--dataset", choices=sorted(DATASETS), action="append")
     parser.add_argument("--folds", type=int, default=10)
+    parser.add_argument("--timing", action="store_true", help="fit times against the MLP")
+    parser.add_argument("--repeats", type=int, default=3, help="fits per timing")
     args = parser.parse_args()
+    if args.timing:
+        for name in args.dataset or ("forest_type", "satimage_36"):
+            timing(name, args.repeats)
+        return
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         for name in args.dataset or datasets:

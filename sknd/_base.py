@@ -78,7 +78,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
     )
 
     _parameter_constraints = {
-        "depth": [Interval(Integral, 2, None, closed="left")],
+        "depth": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
         "architecture": [StrOptions(set(ARCHITECTURES))],
         "hidden_units": [Interval(Integral, 1, None, closed="left"), None],
         "epsilon": [Interval(Real, *EPSILON_RANGE, closed="both")],

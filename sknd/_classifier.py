@@ -73,7 +73,7 @@ class NDClassifier(ClassifierMixin, BaseND):
     def __init__(
         self,
         *,
-        depth=2,
+        depth="auto",
         architecture="nd",
         hidden_units=None,
         epsilon=1e-6,

@@ -78,11 +78,29 @@ class Substitution:
         return re.compile(rf"^([ \t]*)\{{{re.escape(name)}\}}[ \t]*$", re.MULTILINE)
 
 
-_DEPTH_DOC = """\
-    depth : int, default=2
+_DEPTH_LAYERS = """\
         Number of layers counted from input to output, at least 2: the first
         layer, ``depth - 2`` hidden ``Linear + ReLU`` layers, the output layer.
+        ``"auto"`` chooses 2 or 3 on the validation part under
+        ``recipe="sknd"``: the depth-3 network starts at the trained depth-2
+        model and is kept only when a later epoch beats it on validation (one
+        more training run); depth 2 where there is nothing to choose on (no
+        validation part, fewer than 10 validation rows, ``partial_fit``), for
+        ``recipe="paper"`` (the paper's depth-2 model) and the MLP, which
+        ``verbose`` reports. ``depth_`` holds the depth fitted.
 """
+_DEPTH_DOC = (
+    """\
+    depth : int or "auto", default="auto"
+"""
+    + _DEPTH_LAYERS
+)
+_TRANSFORMER_DEPTH_DOC = (
+    """\
+    depth : int or "auto", default=2
+"""
+    + _DEPTH_LAYERS
+)
 
 ARCHITECTURE_DOC = """\
     architecture : {"nd", "attnd", "mlp"}, default="nd"
@@ -258,7 +276,9 @@ FIT_OPTIONS_DOC = """\
 #: The parameters of NDClassifier and NDRegressor, in the order of their signature.
 PARAMETERS_DOC = _DEPTH_DOC + ARCHITECTURE_DOC + _OTHER_PARAMETERS_DOC
 #: The same for NDTransformer (after its own ``n_indices``).
-TRANSFORMER_PARAMETERS_DOC = _DEPTH_DOC + TRANSFORMER_ARCHITECTURE_DOC + _OTHER_PARAMETERS_DOC
+TRANSFORMER_PARAMETERS_DOC = (
+    _TRANSFORMER_DEPTH_DOC + TRANSFORMER_ARCHITECTURE_DOC + _OTHER_PARAMETERS_DOC
+)
 
 ATTRIBUTES_DOC = """\
     n_features_in_ : int
@@ -292,6 +312,9 @@ ATTRIBUTES_DOC = """\
     best_epoch_ : int or None
         1-based epoch whose weights were restored by early stopping; 0 when
         the starting model (``recipe="sknd"``) was never beaten.
+    depth_ : int
+        The depth of the fitted network: ``depth``, or the one ``depth="auto"``
+        chose (2 or 3).
     learning_gain_ : float or None
         Under ``recipe="sknd"``: the validation score (accuracy, or R^2) of
         the trained model minus that of the tuned fixed-index depth-2 start

@@ -41,6 +41,17 @@ from .networks import build_network, default_hidden_units, describe, rows_per_pa
 
 __all__ = ["FittingMixin", "restore_on_failure", "validation_data_by_keyword"]
 
+#: The depth ``depth="auto"`` builds where it cannot choose on validation (no validation
+#: part, ``recipe="paper"``, the MLP, ``partial_fit``): the paper's depth-2 model.
+AUTO_PLAIN_DEPTH = 2
+
+
+def _depth_of(module, architecture):
+    """The depth of a network built by :func:`~sknd.networks.build_network`: its
+    first layer, hidden layers and output layer (ReLUs and Standardize not counted)."""
+    linears = sum(layer.kind == "linear" for layer in describe(module))
+    return linears + (architecture != "mlp")
+
 
 # Fits of one process draw initial weights from torch's global generator under this lock
 # (see FittingMixin._new_network). The thread policy (one torch thread) lives in sknd._threads.
@@ -139,11 +150,13 @@ def _tensors(X, codes, weight, task, device):
     )
 
 
-def _report_recipe(task, penalty, tuned, start, selected, gain):
-    """``verbose``: what the default recipe chose, and what learning the indices gained."""
+def _report_recipe(task, penalty, tuned, start, selected, gain, clock):
+    """``verbose``: what the default recipe chose, what learning the indices gained, and
+    the wall time of each stage (a :class:`~sknd._recipe.Stopwatch`)."""
     name = "C" if isinstance(task, ClassificationTask) else "alpha"
     how = "chosen on the data" if tuned else "fixed: too few rows to choose it on"
     print(f"recipe: convex start on the classic indices, {name}={penalty:.3g} ({how})")
+    print(f"recipe: stage times: {clock}")
     if start is None:
         print("recipe: no validation part: the indices were not refined; learning_gain_=None")
         return
@@ -361,14 +374,14 @@ class FittingMixin:
         # at the depth-2 model (_recipe.carry). The MLP trains as in the paper.
         return self.recipe == "sknd" and self.architecture != "mlp"
 
-    def _hidden_units(self, n_features, pairs, n_outputs, passthrough):
-        """The hidden width: ``hidden_units``, or its default for the recipe and depth."""
-        recipe, deep = self._uses_recipe(), self.depth > 2
+    def _hidden_units(self, n_features, pairs, n_outputs, passthrough, depth):
+        """The hidden width: ``hidden_units``, or its default for the recipe and ``depth``."""
+        recipe, deep = self._uses_recipe(), depth > 2
         if self.hidden_units is not None:
             if recipe and deep and self.hidden_units < 2 * n_outputs:
                 raise ValueError(
                     f"hidden_units={self.hidden_units} is too narrow for recipe='sknd' at "
-                    f"depth={self.depth}: the hidden layers carry its linear start in 2 x "
+                    f"depth={depth}: the hidden layers carry its linear start in 2 x "
                     f"n_outputs = {2 * n_outputs} units. Use hidden_units >= "
                     f"{2 * n_outputs}, hidden_units=None or recipe='paper'."
                 )
@@ -387,8 +400,9 @@ class FittingMixin:
             )
         return _recipe.hidden_units(depth2, n_features)
 
-    def _new_network(self, X_train, c_train, w_train, task, seed, device):
-        """Screen the pairs and build the network (on the CPU); return ``(pairs, module)``."""
+    def _new_network(self, X_train, c_train, w_train, task, seed, device, depth):
+        """Screen the pairs and build the network of ``depth`` (on the CPU); return
+        ``(pairs, module)``."""
         n_features = X_train.shape[1]
         pairs = estimator_pairs(
             self.pairs,
@@ -403,7 +417,7 @@ class FittingMixin:
             sample_weight=w_train,
         )
         passthrough = self._passthrough_scaling(X_train, w_train)
-        hidden_units = self._hidden_units(n_features, pairs, task.n_outputs, passthrough)
+        hidden_units = self._hidden_units(n_features, pairs, task.n_outputs, passthrough, depth)
         recipe_rows = 0
         if self._uses_recipe():  # the convex fits' tables of rows x first-block outputs
             outputs = len(pairs) + (n_features if self.passthrough else 0)
@@ -414,7 +428,7 @@ class FittingMixin:
             n_features=n_features,
             n_pairs=len(pairs),
             n_outputs=task.n_outputs,
-            depth=self.depth,
+            depth=depth,
             hidden_units=hidden_units,
             batch_size=self.batch_size,
             n_samples=len(X_train),
@@ -433,7 +447,7 @@ class FittingMixin:
                 self.architecture,
                 n_features,
                 task.n_outputs,
-                depth=self.depth,
+                depth=depth,
                 hidden_units=hidden_units,
                 pairs=pairs,
                 epsilon=self.epsilon,
@@ -443,15 +457,35 @@ class FittingMixin:
             )
         return pairs, module
 
-    def _network(self, continuing, X_train, c_train, w_train, task, seed, device):
-        """``(pairs, module)`` to train: a copy of the fitted network, or a new one.
+    def _network(self, continuing, X_train, c_train, w_train, task, seed, device, depth=None):
+        """``(pairs, module)`` to train: a copy of the fitted network, or a new one of
+        ``depth`` (None: :meth:`_plain_depth`).
 
         Continuing trains a copy, so that a failed or interrupted warm start or
         ``partial_fit`` leaves the fitted model intact.
         """
         if continuing:
             return self.pairs_, copy.deepcopy(self._module).cpu()
-        return self._new_network(X_train, c_train, w_train, task, seed, device)
+        depth = self._plain_depth() if depth is None else depth
+        return self._new_network(X_train, c_train, w_train, task, seed, device, depth)
+
+    def _plain_depth(self):
+        """The depth built when none is chosen on validation: ``depth``, or 2 for "auto"."""
+        return AUTO_PLAIN_DEPTH if self.depth == "auto" else self.depth
+
+    def _auto_depth(self, continuing, X_valid):
+        """``(chooses, why_not)``: whether ``depth="auto"`` chooses between depths 2 and 3
+        on the validation part, and why it cannot (None when it can, or was not asked)."""
+        if self.depth != "auto" or continuing:
+            return False, None
+        if not self._uses_recipe():
+            why = f"the {self.architecture!r} network under recipe={self.recipe!r} has no tuned "
+            return False, why + "depth-2 model for a deeper one to start at"
+        if X_valid is None or not self.early_stopping:
+            return False, "no validation part to choose on (early_stopping=False, no X_val)"
+        if len(X_valid) < _recipe.MIN_SELECTION_ROWS:
+            return False, f"fewer than {_recipe.MIN_SELECTION_ROWS} validation rows"
+        return True, None
 
     def _net(self, module, task, device, seed, max_epochs, callbacks, valid_data=None):
         """The skorch net that trains ``module`` (an initialised instance) on ``device``.
@@ -505,67 +539,131 @@ class FittingMixin:
         check_part(w_train, "training")
         check_part(w_valid, "validation")
         recipe = self._uses_recipe()
-        pairs, module = self._network(continuing, X_train, c_train, w_train, task, seed, device)
+        auto, why_not = self._auto_depth(continuing, X_valid)
+        pairs, module = self._network(
+            continuing, X_train, c_train, w_train, task, seed, device, 3 if auto else None
+        )
         rows = rows_per_pass(module)
         valid = None
         if recipe and X_valid is not None:
             valid = (X_valid, self._convex_target(task, c_valid), w_valid)
+        clock = _recipe.Stopwatch()
         with torch_threads(1):
             start = selected = penalty = tuned = None
+            linear = module
             if recipe:
-                start, selected, penalty, tuned = self._recipe_start(
-                    module, continuing, X_train, c_train, w_train, task, valid
+                start, selected, penalty, tuned, linear = self._recipe_start(
+                    module, continuing, X_train, c_train, w_train, task, valid, clock, auto
                 )
-            callbacks = self._fit_callbacks(task, X_valid, valid, selected, rows)
-            valid_data = None
-            if X_valid is not None:
-                valid_data = _tensors(X_valid, c_valid, w_valid, task, device)
-            net = self._net(module, task, device, seed, self.max_epochs, callbacks, valid_data)
-            with self._device_memory(len(X_train)):
-                net.fit(_tensors(X_train, c_train, w_train, task, device), None)
+            train = functools.partial(
+                self._train, task, device, seed, (X_train, c_train, w_train), valid, clock
+            )
+            net = train(linear, selected, (X_valid, c_valid, w_valid))
+            if auto:
+                net = self._deeper(net, module, train, task, valid, (X_valid, c_valid, w_valid))
             gain = None
             if start is not None:
                 gain = _recipe.validation(net.module_, task, valid, rows).score - start.score
             if recipe:
-                self._recipe_refit(
-                    net.module_,
-                    task,
-                    rows,
-                    penalty,
-                    (X_train, c_train, w_train),
-                    (X_valid, c_valid, w_valid),
-                )
+                with clock.stage("refit"):
+                    self._recipe_refit(
+                        net.module_,
+                        task,
+                        rows,
+                        penalty,
+                        (X_train, c_train, w_train),
+                        (X_valid, c_valid, w_valid),
+                    )
 
         self._set_fitted_state(net, task, pairs, X_train, w_train)
+        if not continuing:
+            self.depth_ = _depth_of(net.module_, self.architecture)
         self.learning_gain_ = gain
         self.start_regularization_ = penalty
         if self.verbose and recipe and not continuing:
-            _report_recipe(task, penalty, tuned, start, selected, gain)
+            _report_recipe(task, penalty, tuned, start, selected, gain, clock)
+        if self.verbose and why_not is not None:
+            print(f"depth='auto': depth {self.depth_}, the plain rule: {why_not}")
         # partial_fit after fit starts a new optimizer (as after a warm start).
         self._optimizer_state = None
         self._finish_fit()
 
-    def _recipe_start(self, module, continuing, X_train, c_train, w_train, task, valid):
-        """Steps 1-3 of the recipe on ``module``: ``(start, selected, penalty, tuned)``.
+    def _train(self, task, device, seed, train, valid, clock, module, selected, valid_part):
+        """Train ``module`` with Adam and early stopping; return the skorch net.
+
+        ``train`` and ``valid_part`` are ``(X, codes, weight)``; ``valid`` is the recipe's
+        validation triple (None outside the recipe) and ``selected`` the
+        :class:`~sknd._recipe.Validation` of ``module`` when it is the recipe's start.
+        """
+        X_valid, c_valid, w_valid = valid_part
+        rows = rows_per_pass(module)
+        callbacks = self._fit_callbacks(task, X_valid, valid, selected, rows)
+        valid_data = None
+        if X_valid is not None:
+            valid_data = _tensors(X_valid, c_valid, w_valid, task, device)
+        net = self._net(module, task, device, seed, self.max_epochs, callbacks, valid_data)
+        with clock.stage("epochs"), self._device_memory(len(train[0])):
+            net.fit(_tensors(*train, task, device), None)
+        return net
+
+    def _deeper(self, shallow, module, train, task, valid, valid_part):
+        """``depth="auto"``: train the depth-3 ``module`` from the trained depth-2 network
+        (``shallow``, a skorch net) and keep it if validation confirms a gain.
+
+        The deeper network starts exactly at the depth-2 model (:func:`~sknd._recipe.carry`
+        on copies of its first block and Standardize layer), which early stopping scores
+        as epoch 0: depth 3 is kept when a later epoch beat it (``best_epoch_ > 0``) and it
+        also does better on the validation rows clean and under the paper's noise
+        (:func:`~sknd._recipe.robust_monitored`), so that it can only gain what validation
+        confirms, at the cost of one more training.
+        """
+        two = shallow.module_
+        deep = copy.deepcopy(module).to(next(two.parameters()).device)
+        deep[0], deep[1] = copy.deepcopy(two[0]), copy.deepcopy(two[1])
+        _recipe.carry(deep, two)
+        rows = rows_per_pass(deep)
+        net = train(deep, _recipe.validation(two, task, valid, rows), valid_part)
+        stopper = dict(net.callbacks_).get("early_stopping")
+        scores = [_recipe.robust_monitored(m, task, valid, rows) for m in (two, net.module_)]
+        better = (scores[1] < scores[0]) if task.lower_is_better else (scores[1] > scores[0])
+        keep = bool(stopper.best_epoch_) and better
+        if self.verbose:
+            print(
+                f"depth='auto': depth {3 if keep else 2} (depth 3 best at epoch "
+                f"{stopper.best_epoch_} of its run, 0 being the depth-2 model; clean and noisy "
+                f"validation {scores[0]:.4f} at depth 2, {scores[1]:.4f} at depth 3)"
+            )
+        return net if keep else shallow
+
+    def _recipe_start(
+        self, module, continuing, X_train, c_train, w_train, task, valid, clock, auto=False
+    ):
+        """Steps 1-3 of the recipe on ``module``: ``(start, selected, penalty, tuned,
+        trained)``.
 
         ``start`` and ``selected`` are the :class:`~sknd._recipe.Validation` of the tuned
         start and of the model training starts from (None without ``valid``). A warm start
-        keeps the fitted conditioning and head: both are the fitted model.
+        keeps the fitted conditioning and head: both are the fitted model. ``trained`` is
+        the network to train first: ``module`` started at the depth-2 model, or with
+        ``auto`` (``depth="auto"``) that depth-2 model itself.
         """
         rows = rows_per_pass(module)
         if continuing:
             start = None if valid is None else _recipe.validation(module, task, valid, rows)
-            return start, start, self.start_regularization_, True
+            return start, start, self.start_regularization_, True, module
         linear = _recipe.linear_part(module)
         target = self._convex_target(task, c_train)
-        penalty, tuned = _recipe.prepare(linear, X_train, target, task, rows, w_train, valid)
+        penalty, tuned = _recipe.prepare(linear, X_train, target, task, rows, w_train, valid, clock)
         start = selected = None
         if valid is not None:
-            start, selected = _recipe.refine(
-                linear, X_train, target, task, rows, penalty, w_train, valid
-            )
+            with clock.stage("refinement"):
+                start, selected = _recipe.refine(
+                    linear, X_train, target, task, rows, penalty, w_train, valid
+                )
+        if auto:
+            return start, selected, penalty, tuned, linear
         _recipe.carry(module, linear)
-        return start, selected, penalty, tuned
+        return start, selected, penalty, tuned, module
 
     def _fit_callbacks(self, task, X_valid, valid, selected, rows):
         """sknd's callbacks of ``fit``: the validation score and early stopping."""
@@ -652,6 +750,8 @@ class FittingMixin:
             with self._device_memory(len(X)):
                 net.partial_fit(_tensors(X, codes, weight, task, device), None)
         self._set_fitted_state(net, task, pairs, X, weight)
+        if not continuing:
+            self.depth_ = self._plain_depth()
         self.learning_gain_ = None  # no validation part to measure it on
         self._optimizer_state = _cpu_copy(net.optimizer_.state_dict())
         self._optimizer_params = (self.lr, self.weight_decay)

@@ -60,7 +60,7 @@ class NDRegressor(RegressorMixin, BaseND):
     def __init__(
         self,
         *,
-        depth=2,
+        depth="auto",
         architecture="nd",
         hidden_units=None,
         epsilon=1e-6,

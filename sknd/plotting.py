@@ -27,6 +27,11 @@ __all__ = [
     "plot_training_curves",
 ]
 
+#: Score columns plot_noise_robustness looks for, in order (sknd.experiments' results and
+#: noise_robustness name them so), and how its axis names them.
+_SCORES = ("accuracy", "r2", "rmse")
+_SCORE_NAMES = {"accuracy": "Accuracy", "r2": "R²", "rmse": "RMSE"}
+
 # Smallest half-range of the colour scale, in log2 units, so that an untrained
 # model (all k = 1) still gets a valid, visibly neutral scale.
 _MIN_LOG2_RANGE = np.log2(1.05)
@@ -422,20 +427,28 @@ def plot_training_curves(estimator, ax=None):
     return ax
 
 
-def plot_noise_robustness(results, ax=None, *, x="noise", y="accuracy", hue="model"):
+def plot_noise_robustness(results, ax=None, *, x="noise", y=None, hue="model"):
     """Plot a score against the input noise level, one line per model.
 
     Parameters
     ----------
     results : pandas.DataFrame
         One row per evaluation with columns ``noise`` (e.g. the standard
-        deviation of multiplicative noise as a fraction), ``accuracy`` and,
-        optionally, ``model``. Repeated rows (folds, seeds) are averaged and
-        their standard deviation is shaded.
+        deviation of multiplicative noise as a fraction), a score and,
+        optionally, ``model``: what :func:`sknd.experiments.noise_robustness`
+        returns (``accuracy`` for a classifier, ``r2`` and ``rmse`` for a
+        regressor) or the ``results.csv`` of ``python -m sknd.experiments``.
+        Repeated rows (folds, seeds) are averaged and their standard deviation
+        is shaded.
     ax : matplotlib.axes.Axes, optional
         Axes to draw on; a new figure is made when None.
-    x, y, hue : str, default="noise", "accuracy", "model"
-        Column names, for results that name them differently.
+    x : str, default="noise"
+        Column of the noise level.
+    y : str, default=None
+        Column of the score; None takes the first of ``accuracy``, ``r2`` and
+        ``rmse`` that ``results`` has.
+    hue : str, default="model"
+        Column that names the lines.
 
     Returns
     -------
@@ -460,6 +473,13 @@ def plot_noise_robustness(results, ax=None, *, x="noise", y="accuracy", hue="mod
 
     if not isinstance(results, pd.DataFrame):
         raise TypeError("results must be a pandas DataFrame.")
+    if y is None:
+        y = next((c for c in _SCORES if c in results.columns and results[c].notna().any()), None)
+        if y is None:
+            raise ValueError(
+                f"results has none of the score columns {list(_SCORES)} (it has "
+                f"{list(results.columns)}): name the score column with y=."
+            )
     missing = [column for column in (x, y) if column not in results.columns]
     if missing:
         raise ValueError(f"results lacks the column(s) {missing}; it has {list(results.columns)}.")
@@ -481,8 +501,8 @@ def plot_noise_robustness(results, ax=None, *, x="noise", y="accuracy", hue="mod
     if len(results) and results[x].max() <= 1:
         ax.xaxis.set_major_formatter(PercentFormatter(xmax=1))
     ax.set_xlabel("noise level")
-    ax.set_ylabel(y)
+    ax.set_ylabel(_SCORE_NAMES.get(y, y))
     if hue in results.columns:
         ax.legend(title=hue)
-    ax.set_title(f"{y.capitalize()} under input noise")
+    ax.set_title(f"{_SCORE_NAMES.get(y, y)} under input noise")
     return ax

@@ -33,10 +33,15 @@ README = ROOT / "README.md"
 #: Committed run -> the heading of its section in docs/experiments.md.
 RUNS = {
     "forest_type": "### forest_type (9 bands, 523 samples)",
+    "satimage": "### satimage (36 features: 3 x 3 pixels x 4 bands, 6435 samples)",
     "satimage_center": "### satimage, centre pixel (4 bands, 6435 samples)",
     "forest_type_additive": "### Additive noise: forest_type",
     "satimage_center_additive": "### Additive noise: satimage, centre pixel",
 }
+#: The report's one line on the cost of illumination invariance, and the runs whose
+#: section must quote it.
+INVARIANCE_LINE = "**What invariance costs here:**"
+QUOTES_INVARIANCE = {"satimage"}
 #: What a section of a shipped dataset without a committed run must say of itself.
 NOT_RERUN = "**From a previous version, not rerun.**"
 SHIPPED_RUN = re.compile(r"python -m sknd\.experiments\s+--dataset\s+(forest_type|satimage)\b")
@@ -130,6 +135,16 @@ def test_experiments_page_quotes_the_run(name, report):
     report_rows = set(table_rows(report(name), headers=True))
     stale = [row for row in rows if row not in report_rows]
     assert not stale, f"{name}: rows not in the report rebuilt from docs/results/{name}: {stale}"
+    # The report's line on what invariance costs, where the page quotes it (and it must
+    # where the page's point is that cost), is the rebuilt report's word for word.
+    quoted = [
+        " ".join(paragraph.split())
+        for paragraph in re.split(r"\n\s*\n", text)
+        if paragraph.strip().startswith(INVARIANCE_LINE)
+    ]
+    assert quoted or name not in QUOTES_INVARIANCE, f"{name}: quote the report's {INVARIANCE_LINE}"
+    rebuilt = " ".join(report(name).split())
+    assert all(line in rebuilt for line in quoted), f"{name}: {quoted} not in the rebuilt report"
 
 
 def test_readme_and_training_quote_the_forest_type_run(report):

@@ -1,4 +1,5 @@
 import importlib.util
+import re
 import warnings
 
 import numpy as np
@@ -163,6 +164,45 @@ def test_write_report_from_synthetic_results(tmp_path):
     assert written.loc[written.model == "logreg_bands", "depth"].isna().all()
 
 
+def _illumination(agreements):
+    """Illumination rows: ``{(model, depth): agreement}`` at k = 0.5 and 1, two folds."""
+    return pd.DataFrame(
+        [
+            {"model": m, "depth": d, "fold": f, "factor": k, "accuracy": 0.9,
+             "agreement": 1.0 if k == 1 else a}
+            for (m, d), a in agreements.items()
+            for f in (0, 1)
+            for k in (0.5, 1.0)
+        ]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("band_wins", [True, False])
+def test_report_says_what_invariance_costs(tmp_path, band_wins):
+    results = _synthetic_results()  # nd ~0.95 > mlp ~0.94 > attnd > logreg_bands 0.90
+    invariant = {("nd", 2): 1.0, ("nd", 3): 1.0, ("attnd", 2): 1.0, ("attnd", 3): 1.0}
+    moved = {("mlp", 2): 0.4, ("mlp", 3): 0.5, ("logreg_bands", np.nan): 0.3}
+    if band_wins:  # the MLP reads brightness and beats ND by 3 points in every fold
+        results.loc[results.model == "mlp", "accuracy"] += 0.03
+    experiment = ExperimentResults(
+        results=results,
+        histories=pd.DataFrame(),
+        coefficients=pd.DataFrame(),
+        illumination=_illumination({**invariant, **moved}),
+        settings={"dataset": "synthetic", "n_splits": 10},
+    )
+    report = write_report(experiment, tmp_path, figures=False).read_text()
+    line = next(s for s in report.splitlines() if s.startswith("**What invariance costs here"))
+    acc = accuracy_table(results).set_index(["model", "depth"])["mean"]
+    best_nd = max(acc["nd", 2], acc["nd", 3])
+    best_mlp = max(acc["mlp", 2], acc["mlp", 3])
+    assert f"scores {100 * best_nd:.2f} %" in line
+    assert f"MLP at depth {2 if acc['mlp', 2] > acc['mlp', 3] else 3}" in line
+    assert f"({100 * (best_mlp - best_nd):+.2f} points)" in line
+    assert ("`passthrough=True`" in line) == band_wins
+    assert ("Invariance costs nothing" in line) != band_wins
+
+
 # --- noise and illumination ---------------------------------------------------------------
 
 
@@ -290,14 +330,20 @@ def test_quick_results_schema(quick_run):
     }
     assert sorted(results["fold"].unique()) == [0, 1, 2]
     assert np.allclose(sorted(results["noise"].unique()), [0, 0.02, 0.04, 0.06, 0.08, 0.1])
+    # Both noise models by default, on the same draws: the clean scores agree.
+    assert list(results["noise_kind"].unique()) == ["multiplicative", "additive"]
+    clean = results[results["noise"] == 0].pivot_table(
+        "accuracy", ["model", "depth", "fold"], "noise_kind", dropna=False
+    )
+    np.testing.assert_array_equal(clean["multiplicative"], clean["additive"])
     networks = ["nd", "mlp", "attnd", "nd_sknd", "nd_sknd_passthrough"]
     with_depth = results["model"].isin([*networks, "sklearn_mlp"])
     assert set(results.loc[with_depth, "depth"]) == {2, 3}
     assert results.loc[~with_depth, "depth"].isna().all()
-    # One row per (model, depth, fold, noise).
-    keys = results[["model", "depth", "fold", "noise"]].astype(str)
+    # One row per (model, depth, fold, noise kind, noise level).
+    keys = results[["model", "depth", "fold", "noise_kind", "noise"]].astype(str)
     assert not keys.duplicated().any()
-    assert len(results) == (6 * 2 + 4) * 3 * 6
+    assert len(results) == (6 * 2 + 4) * 3 * 6 * 2
     assert results["accuracy"].between(0, 1).all()
     assert (results["n_parameters"] > 0).all()
     assert (results["n_train"] + results["n_val"] + results["n_test"] == 120).all()
@@ -332,19 +378,46 @@ def test_quick_report_and_figures(quick_run):
         "parameters",
         "efficiency",
         "noise",
+        "noise_additive",
         "illumination",
         "training_depth2",
         "training_depth3",
-        "coefficients_depth2",
-        "coefficients_depth3",
+        "coefficients_nd_sknd_depth2",
+        "coefficients_nd_sknd_depth3",
+        "coefficients_nd_depth2",
+        "coefficients_nd_depth3",
     ):
         assert (quick_run / f"{name}.png").stat().st_size > 0
         assert f"({name}.png)" in report
+    # The coefficient figures say whose indices they show.
+    assert "Learned indices of ND (sknd default) (sknd's default recipe) at depth 2" in report
+    assert "Learned indices of ND (the paper's recipe) at depth 3" in report
     histories = pd.read_csv(quick_run / "histories.csv")
     assert {"epoch", "train_loss", "valid_loss", "valid_score"} <= set(histories.columns)
-    coefficients = pd.read_csv(quick_run / "coefficients.csv")
+
+
+def test_quick_report_noise_and_invariance(quick_run):
+    report = (quick_run / "report.md").read_text()
+    # The paper's noise first, additive second; the peers show both drops.
+    paper = report.index("% multiplicative noise (the paper's)")
+    assert paper < report.index("## Table 3b. accuracy (%) drop (percentage points) from 0 to 10 %")
+    assert "| Multiplicative drop (pp) | Additive drop (pp) |" in report
+    # One line says what invariance costs on these data.
+    line = next(s for s in report.splitlines() if s.startswith("**What invariance costs here"))
+    assert re.search(r"predictions no change of illumination moved, .+, scores \d+\.\d\d %", line)
+
+
+def test_quick_coefficients_are_the_estimators_indices(quick_run):
+    # coefficients.csv names its columns as indices_ does, with the importance.
+    coefficients = pd.read_csv(quick_run / "coefficients.csv", keep_default_na=False)
+    assert list(coefficients.columns) == [
+        "model", "depth", "fold", "band_i", "band_j", "a", "c", "k", "importance", "known_index",
+    ]  # fmt: skip
     assert set(coefficients["model"]) == {"nd", "attnd", "nd_sknd", "nd_sknd_passthrough"}
     assert len(coefficients.query("model == 'nd' and depth == 2 and fold == 0")) == 36
+    k = np.logaddexp(0, coefficients["a"]) / np.logaddexp(0, coefficients["c"])
+    np.testing.assert_allclose(coefficients["k"], k, rtol=1e-6)
+    assert (coefficients["importance"] >= 0).all()
 
 
 def test_cli_usage_errors(tmp_path, capsys):
@@ -368,7 +441,7 @@ def test_peers_only_run_gives_empty_histories_and_coefficients_with_columns():
     X, y = load_forest_type(return_X_y=True, as_frame=True)
     results = run_experiments(
         X, y, depths=(2,), n_splits=3, models=("logreg_bands",), noise_levels=(0.0,),
-        noise_repeats=1, verbose=0,
+        noise_repeats=1, noise_kind="multiplicative", verbose=0,
     )  # fmt: skip
     assert len(results.results) == 3
     assert results.histories.empty and list(results.histories.columns) == HISTORY_COLUMNS

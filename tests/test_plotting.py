@@ -139,10 +139,27 @@ def test_noise_robustness(plt):
     single = pd.DataFrame({"noise": [0, 5, 10], "accuracy": [0.9, 0.8, 0.7]})
     ax = plot_noise_robustness(single)
     assert len(ax.get_lines()) == 1 and ax.get_legend() is None
-    with pytest.raises(ValueError, match="accuracy"):
+    with pytest.raises(ValueError, match="accuracy.*y="):
         plot_noise_robustness(pd.DataFrame({"noise": [0.0]}))
     with pytest.raises(TypeError):
         plot_noise_robustness([(0.0, 0.9)])
+
+
+def test_noise_robustness_of_a_regressor(plt):
+    # A regressor's scores (noise_robustness, results.csv) are r2 and rmse: no accuracy.
+    from sklearn.datasets import make_regression
+    from sklearn.linear_model import Ridge
+
+    from sknd.experiments import noise_robustness
+
+    X, y = make_regression(n_samples=60, n_features=4, random_state=0)
+    X = np.abs(X)
+    scores = noise_robustness(Ridge().fit(X, y), X, y, levels=[0.0, 0.1], n_repeats=2)
+    ax = plot_noise_robustness(scores)
+    assert ax.get_ylabel() == "R²" and ax.get_title() == "R² under input noise"
+    np.testing.assert_allclose(ax.get_lines()[0].get_ydata(), scores.groupby("noise").r2.mean())
+    ax = plot_noise_robustness(scores, y="rmse")
+    assert ax.get_ylabel() == "RMSE"
 
 
 def test_models_without_nd_layer_or_history(plt):

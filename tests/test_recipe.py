@@ -1,5 +1,10 @@
 """sknd's default training recipe (sknd._recipe) and the default pair budget."""
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -121,28 +126,120 @@ def test_leave_one_out_errors_are_those_of_repeated_rows():
     np.testing.assert_allclose(_recipe._leave_one_out_errors(X, y, None, alphas), refits)
 
 
-def test_logistic_start_penalty_is_chosen_by_validation_log_loss():
-    X = _spectra(n_samples=400, seed=3)
-    y = _classes(X, n_classes=3, seed=3)
+def _path_choice(X, y, X_val, y_val, noisy):
+    """The C the recipe's rule picks: the one-standard-error rule on each validation row's
+    log-loss (its mean clean and on ``noisy``, when given), along the path until two C in a
+    row do not improve the mean."""
+    index = classic_index(X, all_pairs(5), epsilon=1e-6 / np.log(2))
+    scaler = StandardScaler().fit(index)
+    copies = [X_val] if noisy is None else [X_val, noisy]
+    losses = []
+    for C in _recipe.C_PATH:
+        fit = LogisticRegression(C=C, max_iter=2000).fit(scaler.transform(index), y)
+        rows = []
+        for part in copies:
+            val = scaler.transform(classic_index(part, all_pairs(5), epsilon=1e-6 / np.log(2)))
+            rows.append(-np.log(fit.predict_proba(val)[np.arange(len(y_val)), y_val]))
+        losses.append(np.mean(rows, axis=0))
+        means = np.mean(losses, axis=1)
+        if noisy is not None and len(means) - 1 - np.argmin(means) >= 2:
+            break
+    best = np.argmin(means)
+    # The one-standard-error rule: the strongest penalty within a standard error of the best.
+    bound = means[best] + np.std(losses[best]) / np.sqrt(len(y_val))
+    return _recipe.C_PATH[np.flatnonzero(means <= bound)[0]], _recipe.C_PATH[best]
+
+
+def test_logistic_start_penalty_is_chosen_by_clean_and_noisy_validation_log_loss():
+    # Pairs of similar bands: their indices amplify band noise.
+    rng = np.random.default_rng(2)
+    X = np.repeat(rng.uniform(0.1, 0.5, (400, 3)), 2, axis=1)[:, :5]
+    X = X * rng.uniform(0.97, 1.03, (400, 5))
+    y = _classes(X, n_classes=3, seed=2)
     X_val, y_val = X[300:], y[300:]
     X, y = X[:300], y[:300]
     model = NDClassifier(max_epochs=1, lr=1e-12, random_state=0)
     model.fit(X, y, X_val=X_val, y_val=y_val)
-    index = classic_index(X, all_pairs(5), epsilon=1e-6 / np.log(2))
-    scaler = StandardScaler().fit(index)
-    val = scaler.transform(classic_index(X_val, all_pairs(5), epsilon=1e-6 / np.log(2)))
-    losses = []
-    for C in _recipe.C_PATH:
-        fit = LogisticRegression(C=C, max_iter=2000).fit(scaler.transform(index), y)
-        proba = fit.predict_proba(val)
-        losses.append(-np.log(proba[np.arange(len(y_val)), y_val]))
-    means = np.mean(losses, axis=1)
-    best = np.argmin(means)
-    # The one-standard-error rule: the strongest penalty within a standard error of the best.
-    bound = means[best] + np.std(losses[best]) / np.sqrt(len(y_val))
-    chosen = _recipe.C_PATH[np.flatnonzero(means <= bound)[0]]
-    assert chosen < _recipe.C_PATH[best]  # the rule matters on these data
+    noisy = _recipe.noisy_copy(X_val)
+    chosen, best = _path_choice(X, y, X_val, y_val, noisy)
+    assert chosen < best  # the one-standard-error rule matters on these data
     assert model.start_regularization_ == chosen
+    # The noisy copy matters too: the clean rows alone pick a weaker penalty.
+    assert _path_choice(X, y, X_val, y_val, None)[0] > chosen
+
+
+def test_noisy_copy_is_the_papers_noise_of_the_experiments():
+    from sknd.experiments import add_multiplicative_noise
+
+    X = _spectra(n_samples=20)
+    expected = add_multiplicative_noise(X, _recipe.NOISE_LEVEL, random_state=0)
+    np.testing.assert_array_equal(_recipe.noisy_copy(X), expected)
+    assert _recipe.NOISE_LEVEL == 0.1
+
+
+def test_convex_fits_on_principal_components_equal_fits_on_all_features():
+    # Many indices of few bands span few directions: the fit on the kept components maps
+    # back to the logistic regression on all the standardized indices.
+    rng = np.random.default_rng(11)
+    X = np.repeat(rng.uniform(0.1, 0.5, (300, 3)), 3, axis=1) * rng.uniform(0.95, 1.05, (300, 9))
+    y = _classes(X[:, :5], n_classes=3, seed=11)
+    features = StandardScaler().fit_transform(classic_index(X, all_pairs(9), epsilon=1e-6))
+    components = _recipe._Components(features, None)
+    assert components.basis.shape[1] < features.shape[1]
+    layer = torch.nn.Linear(features.shape[1], 3).double()
+    task = ClassificationTask(y)
+    _recipe._convex_fit(features, y, task, layer, 0.1)
+    reference = LogisticRegression(C=0.1, max_iter=5000, tol=1e-8).fit(features, y)
+    logits = layer(torch.as_tensor(features)).detach().numpy()
+    np.testing.assert_allclose(
+        np.exp(logits) / np.exp(logits).sum(1, keepdims=True),
+        reference.predict_proba(features),
+        atol=2e-3,
+    )
+
+
+def test_refinement_samples_wide_training_parts(monkeypatch):
+    # A small element budget stands in for many rows x pairs: 10 x 5 bands -> 10 pairs.
+    monkeypatch.setattr(_recipe, "MAX_REFINE_ELEMENTS", 10 * 60)
+    seen = []
+    objective = _recipe._objective
+
+    def spy(task, penalty, X, *args):
+        seen.append(len(X))
+        return objective(task, penalty, X, *args)
+
+    monkeypatch.setattr(_recipe, "_objective", spy)
+    X = _spectra(n_samples=500, seed=12)
+    y = _classes(X, seed=12)
+    model = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
+    assert seen == [max(60, 2 * _recipe.REFINE_CLASS_ROWS)]  # of 450 training rows
+    assert np.isfinite(model.predict_proba(X)).all()
+
+
+def test_a_default_fit_that_refines_does_not_import_torch_dynamo():
+    # torch.optim.LBFGS imports torch._dynamo on its first step: 1.3 s with cached bytecode,
+    # 16-19 s without (PYTHONDONTWRITEBYTECODE). The refinement's L-BFGS is scipy's.
+    code = (
+        "import sys, numpy as np, sknd, sknd._recipe as r\n"
+        "calls = []; m = r._minimize\n"
+        "r._minimize = lambda *a: calls.append(1) or m(*a)\n"
+        "X = np.random.default_rng(0).uniform(0.1, 1, (200, 4)); y = X[:, 0] > X[:, 1]\n"
+        "sknd.NDClassifier(max_epochs=2).fit(X, y).predict(X)\n"
+        "assert calls, 'the refinement did not run'\n"
+        "assert 'torch._dynamo' not in sys.modules, 'torch._dynamo was imported'\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
+
+
+def test_verbose_prints_the_time_of_each_stage(capsys):
+    X = _spectra(n_samples=200, seed=13)
+    y = _classes(X, seed=13)
+    NDClassifier(max_epochs=2, verbose=1, random_state=0).fit(X, y)
+    line = next(x for x in capsys.readouterr().out.splitlines() if "stage times" in x)
+    for stage in ("standardize", "C path", "refinement", "epochs", "refit"):
+        assert f"{stage} " in line
 
 
 def test_refined_indices_recover_a_weighted_index_where_its_value_matters():
@@ -151,7 +248,7 @@ def test_refined_indices_recover_a_weighted_index_where_its_value_matters():
     rng = np.random.default_rng(4)
     X = _spectra(n_samples=600, n_bands=4, seed=4)
     y = (2 * X[:, 1] - X[:, 3]) / (2 * X[:, 1] + X[:, 3]) + rng.normal(0, 0.01, len(X))
-    model = NDRegressor(pairs=[(1, 3)], random_state=0).fit(X[:500], y[:500])
+    model = NDRegressor(pairs=[(1, 3)], depth=2, random_state=0).fit(X[:500], y[:500])
     k = np.log1p(np.exp(model.coef_a_)) / np.log1p(np.exp(model.coef_c_))
     assert k[0] == pytest.approx(2.0, rel=0.05)
     assert model.learning_gain_ > 0.005
@@ -401,10 +498,98 @@ def test_auto_pairs_on_fitted_models_match_the_budget():
     rng = np.random.default_rng(0)
     X = rng.uniform(0.05, 0.6, size=(120, 60))
     y = np.arange(120) % 5
-    model = NDClassifier(max_epochs=1, random_state=0).fit(X, y)
-    mlp = NDClassifier(architecture="mlp", max_epochs=1, random_state=0).fit(X, y)
+    model = NDClassifier(depth=2, max_epochs=1, random_state=0).fit(X, y)
+    mlp = NDClassifier(architecture="mlp", depth=2, max_epochs=1, random_state=0).fit(X, y)
     budget = auto_pair_budget(60, 5, default_hidden_units(60 * 59 // 2))
     assert len(model.pairs_) == budget < 60 * 59 // 2
     assert model.n_parameters_ <= AUTO_PARAMETER_SHARE * mlp.n_parameters_
     every = NDClassifier(pairs="all", max_epochs=1, random_state=0).fit(X[:, :12], y)
     assert len(every.pairs_) == 66
+
+
+# ------------------------------------------------------------------ depth="auto"
+def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(monkeypatch):
+    # The depth-3 run starts at the trained depth-2 model, scored as its epoch 0; depth 3 is
+    # kept when a later epoch beat it and it scores better clean and under the paper's noise.
+    X = _spectra(n_samples=400, seed=14)
+    y = _classes(X, n_classes=3, seed=14)
+    runs, scores = [], []
+    train, robust = NDClassifier._train, _recipe.robust_monitored
+
+    def spy_train(self, *args):
+        runs.append(train(self, *args))
+        return runs[-1]
+
+    def spy_robust(*args):
+        scores.append(robust(*args))
+        return scores[-1]
+
+    monkeypatch.setattr(NDClassifier, "_train", spy_train)
+    monkeypatch.setattr(_recipe, "robust_monitored", spy_robust)
+    model = NDClassifier(max_epochs=15, random_state=0).fit(X, y)
+    assert model.depth == "auto" and len(runs) == 2 and len(scores) == 2
+    deep = dict(runs[1].callbacks_)["early_stopping"]
+    two = dict(runs[0].callbacks_)["early_stopping"]
+    assert deep.best_score_ >= two.best_score_  # never below the depth-2 model
+    assert model.depth_ == (3 if deep.best_epoch_ > 0 and scores[1] > scores[0] else 2)
+    assert model.net_ is runs[model.depth_ - 2]
+    fixed = NDClassifier(depth=model.depth_, max_epochs=15, random_state=0).fit(X, y)
+    assert model.n_parameters_ == fixed.n_parameters_
+
+
+@pytest.mark.parametrize(
+    "params, reason",
+    [
+        ({"early_stopping": False}, "no validation part"),
+        ({"recipe": "paper"}, "has no tuned depth-2 model"),
+        ({"architecture": "mlp"}, "has no tuned depth-2 model"),
+    ],
+)
+def test_auto_depth_falls_back_to_depth_2_and_says_so(params, reason, capsys):
+    X = _spectra(n_samples=200, seed=15)
+    y = _classes(X, seed=15)
+    model = NDClassifier(max_epochs=2, verbose=1, random_state=0, **params).fit(X, y)
+    assert model.depth_ == 2
+    out = capsys.readouterr().out
+    assert "depth='auto': depth 2, the plain rule" in out and reason in out
+    # The paper's parameter counts: recipe="paper" with depth="auto" is its depth-2 model.
+    two = NDClassifier(depth=2, max_epochs=2, random_state=0, **params).fit(X, y)
+    assert model.n_parameters_ == two.n_parameters_
+
+
+def test_auto_depth_with_too_few_validation_rows_is_depth_2():
+    X = _spectra(n_samples=40, seed=16)
+    y = _classes(X, seed=16)
+    model = NDRegressor(max_epochs=2, random_state=0).fit(X, X[:, 0] / X[:, 1])
+    assert model.depth_ == 2  # 8 validation rows
+    partial = NDClassifier(random_state=0).partial_fit(X, y, classes=[0, 1])
+    assert partial.depth_ == 2
+    explicit = NDClassifier(depth=3, max_epochs=2, random_state=0).fit(X, y)
+    assert explicit.depth_ == 3
+
+
+def test_grid_search_over_depth_still_works():
+    from sklearn.model_selection import GridSearchCV
+
+    X = _spectra(n_samples=150, seed=17)
+    y = _classes(X, seed=17)
+    grid = GridSearchCV(NDClassifier(max_epochs=2, random_state=0), {"depth": [2, 3, "auto"]}, cv=2)
+    grid.fit(X, y)
+    assert grid.best_estimator_.depth_ in (2, 3)
+    assert len(grid.cv_results_["params"]) == 3
+
+
+def test_a_first_default_fit_imports_neither_dynamo_nor_sympy():
+    # depth="auto" builds a depth-2 head beside the depth-3 network: torch's "meta" device
+    # would import sympy (30 s without cached bytecode), torch.optim.LBFGS torch._dynamo.
+    code = (
+        "import sys, numpy as np, sknd\n"
+        "X = np.random.default_rng(0).uniform(0.1, 1, (200, 4)); y = X[:, 0] > X[:, 1]\n"
+        "model = sknd.NDClassifier(max_epochs=3).fit(X, y)\n"
+        "assert model.depth == 'auto'\n"
+        "for name in ('torch._dynamo', 'sympy'):\n"
+        "    assert name not in sys.modules, name + ' was imported'\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)

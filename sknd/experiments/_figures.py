@@ -7,7 +7,7 @@ import numpy as np
 
 from ._protocol import MODEL_LABELS
 from ._specs import MODEL_SPECS
-from ._tables import main_metric, parameter_table
+from ._tables import main_metric, noise_kinds, one_kind, parameter_table
 
 # One colour per model of the table, stable across all figures and tasks.
 _ORDER = [spec.name for spec in MODEL_SPECS]
@@ -101,6 +101,7 @@ def plot_accuracy_by_depth(results, ax=None):
     fig, ax = _axes(ax, figsize=(9, 4.2))
     metric = main_metric(results)
     ylabel, scale = _AXIS[metric]
+    results = one_kind(results)  # a run of both noise models holds the clean rows twice
     clean = results[np.isclose(results["noise"], results["noise"].min())]
     models = _depth_models(clean)
     depths = sorted(clean["depth"].dropna().unique())
@@ -219,17 +220,26 @@ def _curve_panels(frame, x, y, xlabel, ylabel, title, logx=False, scale=100):
     return fig
 
 
-def plot_noise_curves(results):
-    """Test score against the multiplicative noise level, one panel per depth."""
+#: How the noise figures name each noise model.
+_NOISE_TITLES = {"multiplicative": "b + eta |b| z", "additive": "additive noise b + eta s z"}
+
+
+def plot_noise_curves(results, kind=None):
+    """Test score against the noise level, one panel per depth.
+
+    ``kind`` picks the noise model of a run of both (default: the paper's multiplicative).
+    """
     metric = main_metric(results)
     ylabel, scale = _AXIS[metric]
+    kinds = noise_kinds(results)
+    kind = kind or (kinds[0] if kinds else "multiplicative")
     return _curve_panels(
-        results,
+        one_kind(results, kind if kinds else None),
         "noise",
         metric,
         "noise level eta (%)",
         ylabel,
-        f"{ylabel[5:].capitalize()} under noise b + eta |b| z (mean +- std over folds)",
+        f"{ylabel[5:].capitalize()} under noise {_NOISE_TITLES[kind]} (mean +- std over folds)",
         scale=scale,
     )
 
@@ -271,11 +281,12 @@ def plot_training_curves(histories, depth, fold=0):
     return fig
 
 
-def plot_coefficients(estimator, k=15):
+def plot_coefficients(estimator, k=15, title=None):
     """Top-k asymmetric pairs (left) and the full ratio matrix (right) of an ND model.
 
     Both panels are drawn by :mod:`sknd.plotting` (``plot_top_asymmetric_pairs`` and
-    ``plot_coefficient_matrix``), so the report looks like the user guide's figures.
+    ``plot_coefficient_matrix``), so the report looks like the user guide's figures;
+    ``title`` names the model and recipe they show.
     """
     from ..plotting import plot_coefficient_matrix, plot_top_asymmetric_pairs
 
@@ -287,7 +298,17 @@ def plot_coefficients(estimator, k=15):
     )
     plot_top_asymmetric_pairs(estimator, k=k, ax=left)
     plot_coefficient_matrix(estimator, ax=right)
+    if title:
+        fig.suptitle(title)
     return fig
+
+
+#: The rows whose learned indices the report draws, the default recipe's first: what a
+#: user fits, whose k stay near 1; then the paper's recipe, whose k move further.
+_COEFFICIENT_MODELS = {
+    "nd_sknd": "sknd's default recipe",
+    "nd": "the paper's recipe",
+}
 
 
 def _report_depths(depths):
@@ -329,11 +350,12 @@ def _save_figures(experiment, output_dir, dpi):
     )
     save(plot_parameters(results), "parameters.png", "Trainable parameters.")
     save(plot_efficiency(results), "efficiency.png", "Accuracy (%) per 100 parameters.")
-    save(
-        plot_noise_curves(results),
-        "noise.png",
-        "Test score under multiplicative noise, one panel per depth.",
-    )
+    for kind in noise_kinds(results) or [experiment.settings.get("noise_kind", "multiplicative")]:
+        save(
+            plot_noise_curves(results, kind),
+            "noise.png" if kind == "multiplicative" else f"noise_{kind}.png",
+            f"Test score under {kind} noise, one panel per depth.",
+        )
     if len(experiment.illumination):
         save(
             plot_illumination(experiment.illumination),
@@ -349,12 +371,15 @@ def _save_figures(experiment, output_dir, dpi):
                 f"Training dynamics at depth {depth} (fold 0): validation score; training "
                 "(solid) and validation (dashed) loss.",
             )
-        estimator = experiment.estimators.get(("nd", depth, 0))
-        if estimator is not None and len(estimator.pairs_):
+        for model, recipe in _COEFFICIENT_MODELS.items():
+            estimator = experiment.estimators.get((model, depth, 0))
+            if estimator is None or not len(estimator.pairs_):
+                continue
+            shown = f"{_label(model)} ({recipe}) at depth {depth}, fold 0"
             save(
-                plot_coefficients(estimator),
-                f"coefficients_depth{depth}.png",
-                f"Learned ND coefficients at depth {depth} (fold 0): top 15 asymmetric pairs "
-                "by sp(a)/sp(c), and the full ratio matrix.",
+                plot_coefficients(estimator, title=f"Learned indices: {shown}"),
+                f"coefficients_{model}_depth{depth}.png",
+                f"Learned indices of {shown}: the top 15 asymmetric pairs by "
+                "k = sp(a)/sp(c), and the full matrix of k.",
             )
     return written

@@ -14,7 +14,14 @@ PAPER_NOISE_LEVELS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.10)
 #: Noise models of :func:`noise_robustness`: the paper's ``b + eta |b| z``, or
 #: ``b + eta s z`` with ``s`` each band's standard deviation (see :func:`add_additive_noise`).
 NOISE_KINDS = ("multiplicative", "additive")
+#: What a run of the experiments can score: one noise model, or both (the paper's first).
+RUN_NOISE_KINDS = (*NOISE_KINDS, "both")
 ILLUMINATION_FACTORS = (0.5, 0.8, 1.0, 1.25, 2.0)
+
+
+def run_noise_kinds(noise_kind):
+    """The noise models a run's ``noise_kind`` scores, in report order."""
+    return NOISE_KINDS if noise_kind == "both" else (noise_kind,)
 
 
 def _values(X):

@@ -13,6 +13,7 @@ from sklearn.utils import check_random_state
 
 from ..networks import default_hidden_units
 from ._checks import check_validation_classes
+from ._noise import run_noise_kinds
 from ._specs import PAPER_SETTINGS, specs_for
 from ._splits import PAPER_VALIDATION_SHARE, experiment_splits
 
@@ -73,7 +74,7 @@ class Plan:
             "metrics": self.metrics,
             "noise_levels": self.noise_levels,
             "noise_repeats": self.noise_repeats,
-            "noise_kind": self.noise_kind,
+            "noise_kinds": run_noise_kinds(self.noise_kind),
             "illumination_factors": self.illumination_factors,
             "keep_estimators": self.keep_estimators,
         }

@@ -16,7 +16,7 @@ from sklearn.utils.multiclass import type_of_target
 
 from .._tasks import check_label_kinds
 from ._checks import check_run_arguments
-from ._noise import ILLUMINATION_FACTORS, NOISE_KINDS, PAPER_NOISE_LEVELS
+from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS, RUN_NOISE_KINDS
 from ._plan import make_plan
 from ._progress import Progress
 from ._records import class_counts, data_name, screening_notes, versions
@@ -29,7 +29,7 @@ PAPER_MODELS = ("nd", "mlp", "attnd")
 MODELS = tuple(spec.name for spec in specs_for("classification"))
 MODEL_LABELS = {spec.name: spec.label for spec in MODEL_SPECS}
 
-_RESULT_KEYS = ["dataset", "model", "depth", "fold", "noise"]
+_RESULT_KEYS = ["dataset", "model", "depth", "fold", "noise_kind", "noise"]
 _RESULT_INFO = [
     "n_parameters",
     "fit_time",
@@ -50,11 +50,10 @@ COEFFICIENT_COLUMNS = [
     "fold",
     "band_i",
     "band_j",
-    "coef_a",
-    "coef_c",
-    "weight_a",
-    "weight_c",
-    "ratio",
+    "a",
+    "c",
+    "k",
+    "importance",
     "known_index",
 ]
 
@@ -66,14 +65,16 @@ class ExperimentResults:
     Parameters
     ----------
     results : DataFrame
-        Long format, one row per (model, depth, fold, noise); see :func:`run_experiments`.
+        Long format, one row per (model, depth, fold, noise kind, noise level); see
+        :func:`run_experiments`.
     histories : DataFrame
         Training curves of the paper models: ``model, depth, fold, epoch, train_loss,
         valid_loss, valid_score``.
     coefficients : DataFrame
-        Learned coefficients of the ND and AttND models: ``model, depth, fold, band_i,
-        band_j, coef_a, coef_c, weight_a, weight_c, ratio`` with weights ``softplus(coef)``
-        and ``ratio = weight_a / weight_c``.
+        Learned indices of the sknd networks with an ND layer, each fit's ``indices_``
+        after its key: ``model, depth, fold, band_i, band_j, a, c, k, importance,
+        known_index`` (``k = softplus(a) / softplus(c)``, the weighting of ``band_i``
+        relative to ``band_j``; see :func:`sknd.inspection.index_table`).
     illumination : DataFrame
         :func:`illumination_check` per model, depth and fold.
     estimators : dict
@@ -104,7 +105,7 @@ class ExperimentResults:
         "models": ["array-like", None],
         "noise_levels": ["array-like"],
         "noise_repeats": [Interval(numbers.Integral, 1, None, closed="left")],
-        "noise_kind": [StrOptions(set(NOISE_KINDS))],
+        "noise_kind": [StrOptions(set(RUN_NOISE_KINDS))],
         "illumination_factors": ["array-like"],
         "estimator_params": [dict, None],
         "n_estimators": [Interval(numbers.Integral, 1, None, closed="left")],
@@ -129,7 +130,7 @@ def run_experiments(
     models=None,
     noise_levels=PAPER_NOISE_LEVELS,
     noise_repeats=5,
-    noise_kind="multiplicative",
+    noise_kind="both",
     illumination_factors=ILLUMINATION_FACTORS,
     estimator_params=None,
     n_estimators=100,
@@ -202,10 +203,12 @@ def run_experiments(
         Noise levels eta; the first one should be 0 (the clean score).
     noise_repeats : int, default=5
         Noise draws per level, averaged into one result row.
-    noise_kind : {"multiplicative", "additive"}, default="multiplicative"
-        The paper's ``b + eta |b| z``, or ``b + eta s z`` with ``s`` the training rows'
+    noise_kind : {"both", "multiplicative", "additive"}, default="both"
+        The paper's ``b + eta |b| z``, ``b + eta s z`` with ``s`` the training rows'
         standard deviation of each band, clipped at 0 for non-negative bands (sensor noise
-        of a fixed size, which hits dark pixels hardest; :func:`add_additive_noise`).
+        of a fixed size, which hits dark pixels hardest; :func:`add_additive_noise`), or
+        both on the same draws (the results' ``noise_kind`` column tells them apart; the
+        tables and the report show the paper's first).
     illumination_factors : sequence of float, default=(0.5, 0.8, 1.0, 1.25, 2.0)
         Gains applied to all bands in the illumination check.
     estimator_params : dict, default=None
@@ -238,11 +241,11 @@ def run_experiments(
     Returns
     -------
     experiment : ExperimentResults
-        ``experiment.results`` has one row per (model, depth, fold, noise) with columns
-        ``dataset, model, depth, fold, noise``, the scores (``accuracy``; regression:
-        ``r2, rmse``) and ``n_parameters, fit_time, n_epochs, best_epoch, seed, n_train,
-        n_val, n_test, selected_pair``; ``depth`` is missing (``<NA>``) for peers that
-        have none.
+        ``experiment.results`` has one row per (model, depth, fold, noise kind, noise
+        level) with columns ``dataset, model, depth, fold, noise_kind, noise``, the
+        scores (``accuracy``; regression: ``r2, rmse``) and ``n_parameters, fit_time,
+        n_epochs, best_epoch, seed, n_train, n_val, n_test, selected_pair``; ``depth`` is
+        missing (``<NA>``) for peers that have none.
 
     Examples
     --------
@@ -253,8 +256,8 @@ def run_experiments(
     ...     X, y, depths=[2], n_splits=3, models=["nd", "logreg_bands"],
     ...     estimator_params={"max_epochs": 3}, noise_levels=[0.0, 0.1], noise_repeats=1,
     ...     verbose=0)
-    >>> experiment.results.groupby("model").size().to_dict()
-    {'logreg_bands': 6, 'nd': 6}
+    >>> experiment.results.groupby("model").size().to_dict()  # 3 folds, 2 levels, 2 kinds
+    {'logreg_bands': 12, 'nd': 12}
     """
     start = time.perf_counter()
     # Check everything before the first fit, plan what to fit, run, collect the records.

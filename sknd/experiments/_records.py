@@ -3,31 +3,19 @@
 import numpy as np
 import pandas as pd
 
-from .._formula import softplus
 from ..networks import default_hidden_units
 
 
-def coefficient_table(final, key, columns):
-    """The learned coefficients of a fitted network with an ND layer, one row per pair."""
-    names = np.asarray(getattr(final, "feature_names_in_", columns), dtype=object)
-    weight_a, weight_c = softplus(final.coef_a_), softplus(final.coef_c_)
-    table = pd.DataFrame(
-        {
-            **key,
-            "band_i": names[final.pairs_[:, 0]],
-            "band_j": names[final.pairs_[:, 1]],
-            "coef_a": final.coef_a_,
-            "coef_c": final.coef_c_,
-            "weight_a": weight_a,
-            "weight_c": weight_c,
-            "ratio": weight_a / weight_c,
-        }
-    )
-    # The estimator names the classic index of each pair (needs sensor= or band names it
-    # knows); merged on the pair so the table order does not matter.
-    known = final.indices_[["band_i", "band_j", "known_index"]].astype({"band_i": str})
-    known["band_j"] = known["band_j"].astype(str)
-    table = table.merge(known, on=["band_i", "band_j"], how="left")
+def coefficient_table(final, key):
+    """The learned indices of a fitted network with an ND layer, one row per pair.
+
+    The estimator's own ``indices_`` (``band_i, band_j, a, c, k, importance,
+    known_index``: the same names and values a user reads there) after the ``key``
+    columns (model, depth, fold).
+    """
+    table = final.indices_.copy()
+    for name, value in reversed(list(key.items())):
+        table.insert(0, name, value)
     table["known_index"] = table["known_index"].fillna("")
     return table
 

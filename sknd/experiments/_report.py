@@ -9,7 +9,15 @@ import pandas as pd
 
 from ._protocol import MODEL_LABELS
 from ._specs import FIXED_INDEX_BASELINE, MODEL_SPECS
-from ._tables import accuracy_table, main_metric, noise_drop_table, paired_ttest, parameter_table
+from ._tables import (
+    accuracy_table,
+    main_metric,
+    noise_drop_table,
+    noise_kinds,
+    one_kind,
+    paired_ttest,
+    parameter_table,
+)
 
 #: How each score is printed: name in headings, scale, decimals, and whether larger is better.
 #: The report's formula of each noise model (sknd.experiments.NOISE_KINDS).
@@ -37,6 +45,13 @@ def _pm(mean, std, metric="accuracy"):
     _, scale, digits = _FORMATS[metric]
     std = "n/a" if pd.isna(std) else f"{scale * std:.{digits}f}"
     return f"{scale * mean:.{digits}f} ± {std}"
+
+
+def _score(value, metric):
+    """A mean score as the report's text quotes it: ``81.32 %`` or ``R² 0.891``."""
+    _, scale, digits = _FORMATS[metric]
+    text = f"{scale * value:.{digits}f}"
+    return f"{text} %" if metric == "accuracy" else f"{_FORMATS[metric][0]} {text}"
 
 
 def _eff(value):
@@ -76,6 +91,8 @@ class _Layout:
         task = s.get("task") or ("classification" if self.metric == "accuracy" else "regression")
         self.task = task
         self.baseline = s.get("baseline") or FIXED_INDEX_BASELINE[task]
+        # A run of both noise models has a noise_kind column; an older one names its one.
+        self.kinds = noise_kinds(results) or [s.get("noise_kind", "multiplicative")]
 
     def label(self, model):
         return self.labels.get(model, model)
@@ -119,8 +136,9 @@ def _table_peers(results, layout):
     metric = layout.metric
     acc = accuracy_table(results).set_index("model")
     params = parameter_table(results).set_index("model")
-    drops = noise_drop_table(results).set_index("model")
-    clean = results[np.isclose(results["noise"], results["noise"].min())]
+    drops = [noise_drop_table(results, kind=kind).set_index("model") for kind in layout.kinds]
+    clean = one_kind(results)
+    clean = clean[np.isclose(clean["noise"], clean["noise"].min())]
     rmse = accuracy_table(results, metric="rmse").set_index("model") if metric == "r2" else None
     rows = []
     for m in layout.peers:
@@ -137,16 +155,14 @@ def _table_peers(results, layout):
         row = [layout.label(m), _pm(acc.loc[m, "mean"], acc.loc[m, "std"], metric)]
         if rmse is not None:
             row.append(_pm(rmse.loc[m, "mean"], rmse.loc[m, "std"], "rmse"))
-        row += [
-            f"{params.loc[m, 'n_parameters']:,.0f}",
-            _eff(params.loc[m, "efficiency"]),
-            f"{drops.loc[m, 'drop']:.{2 if metric == 'accuracy' else 3}f}",
-            note,
-        ]
-        rows.append(row)
+        row += [f"{params.loc[m, 'n_parameters']:,.0f}", _eff(params.loc[m, "efficiency"])]
+        row += [f"{d.loc[m, 'drop']:.{2 if metric == 'accuracy' else 3}f}" for d in drops]
+        rows.append(row + [note])
     header = ["Model", _FORMATS[metric][0]] + (["RMSE"] if rmse is not None else [])
-    drop = "Noise drop (pp)" if metric == "accuracy" else "Noise drop (R²)"
-    header += ["Params", "Eff.", drop, "Note"]
+    unit = "(pp)" if metric == "accuracy" else "(R²)"
+    # One noise model: "Noise drop" as ever; both: a column each, the paper's first.
+    names = [f"{kind.capitalize()} drop {unit}" for kind in layout.kinds]
+    header += ["Params", "Eff.", *(names if len(names) > 1 else [f"Noise drop {unit}"]), "Note"]
     return _markdown(header, rows)
 
 
@@ -161,7 +177,8 @@ def _table_learning(results, layout):
     if baseline not in layout.models:
         return ""
     metric = layout.metric
-    clean = results[np.isclose(results["noise"], results["noise"].min())]
+    clean = one_kind(results)
+    clean = clean[np.isclose(clean["noise"], clean["noise"].min())]
     gains = clean.groupby(["model", "depth"])["learning_gain"].mean()
     rows = []
     for model in layout.networks:
@@ -218,8 +235,8 @@ def _table_parameters(results, layout):
     return _markdown(header, rows)
 
 
-def _table_noise(results, layout):
-    drops = noise_drop_table(results)
+def _table_noise(results, layout, kind):
+    drops = noise_drop_table(results, kind=kind)
     models = layout.depth_models
     digits = 2 if layout.metric == "accuracy" else 3
     header = ["Depth"] + [f"{layout.label(m)} drop" for m in models]
@@ -262,6 +279,47 @@ def _table_illumination(illumination, layout):
     return _markdown(["Model", "Depth"] + [f"k={k:g}" for k in factors], rows)
 
 
+def _invariance_cost(experiment, layout):
+    """One line: the best illumination-invariant row against the best other row.
+
+    Invariance is what the run measured (every prediction unchanged with all bands times
+    k, in every fold), not what a row is meant to have. Empty without an illumination
+    check or without rows on both sides.
+    """
+    illumination = experiment.illumination
+    if illumination.empty:
+        return ""
+    frame = illumination.assign(depth=illumination["depth"].astype("float").fillna(-1))
+    invariant = frame.groupby(["model", "depth"])["agreement"].min() >= 1.0
+    acc = accuracy_table(experiment.results, metric=layout.metric)
+    acc = acc.assign(depth=acc["depth"].astype("float").fillna(-1)).set_index(["model", "depth"])
+    scores = acc["mean"].reindex(invariant.index).dropna()
+    sides = [scores[invariant.reindex(scores.index)], scores[~invariant.reindex(scores.index)]]
+    if any(side.empty for side in sides):
+        return ""
+    (inv_key, inv), (band_key, band) = [(side.idxmax(), side.max()) for side in sides]
+
+    def name(key):
+        model, depth = key
+        return layout.label(model) + ("" if depth < 0 else f" at depth {depth:.0f}")
+
+    text = (
+        f"**What invariance costs here:** the best model whose predictions no change of "
+        f"illumination moved, {name(inv_key)}, scores {_score(inv, layout.metric)}; the best "
+        f"one that reads the bands' brightness, {name(band_key)}, "
+        f"{_score(band, layout.metric)} ({_diff(band - inv, layout.metric)}"
+        + (" points)." if layout.metric == "accuracy" else ").")
+    )
+    if band <= inv:
+        return text + " Invariance costs nothing on these data: keep the invariant model."
+    row = "nd_sknd_passthrough"
+    here = f"; here the row {layout.label(row)}" if row in layout.models else ""
+    return text + (
+        " Where invariance to illumination is not needed, fit with `passthrough=True` "
+        f"(the raw bands beside the indices{here})."
+    )
+
+
 def _protocol_text(experiment, command, layout):
     s = experiment.settings
     lines = [f"Command: `{command}`\n"] if command else []
@@ -272,11 +330,14 @@ def _protocol_text(experiment, command, layout):
     )
     lines += _training_lines(s, layout)
     lines.append(_peers_text(s, layout))
-    formula = _NOISE_FORMULAS[s.get("noise_kind", "multiplicative")]
+    formulas = [_NOISE_FORMULAS[kind] for kind in layout.kinds]
+    if len(formulas) > 1:
+        formulas = [f"{kind} {formula}," for kind, formula in zip(layout.kinds, formulas)]
     lines.append(
-        f"- Noise: {formula} at eta = "
+        f"- Noise: {' and '.join(formulas)} at eta = "
         + ", ".join(f"{100 * v:g}" for v in s.get("noise_levels", []))
-        + f" %, mean of {s.get('noise_repeats')} draws per fold."
+        + f" %, mean of {s.get('noise_repeats')} draws per fold"
+        + (" (the same draws z for both)." if len(layout.kinds) > 1 else ".")
     )
     lines.append(
         f"- Wall time: {experiment.wall_time:.0f} s with n_jobs={s.get('n_jobs')} "
@@ -489,6 +550,8 @@ def _score_sections(experiment, layout):
         "## Peers without a depth, on the same folds",
         _table_peers(results, layout) or "(none run)",
     ]
+    cost = _invariance_cost(experiment, layout)
+    sections += [cost] if cost else []
     learning = _table_learning(results, layout)
     if learning:
         sections += [
@@ -505,18 +568,33 @@ def _score_sections(experiment, layout):
     return sections
 
 
+#: What the report says of each noise model under its Table 3.
+_NOISE_NAMES = {
+    "multiplicative": "multiplicative noise (the paper's)",
+    "additive": "additive noise (a fixed size per band)",
+}
+
+
 def _robustness_sections(experiment, layout):
-    """Table 2 (parameters), Table 3 (noise drop) and the illumination check."""
+    """Table 2 (parameters), Table 3 (noise drop, the paper's noise first; 3b additive)
+    and the illumination check."""
     results, metric = experiment.results, layout.metric
     name = _FORMATS[metric][0]
     high = results["noise"].max() * 100
     drop_unit = "percentage points" if metric == "accuracy" else "R²"
-    return [
+    sections = [
         "## Table 2. Parameters and efficiency (score per 100 parameters)",
         _table_parameters(results, layout),
-        f"## Table 3. {name} drop ({drop_unit}) from 0 to {high:g} % noise",
-        _table_noise(results, layout),
-        "Mean over folds of the per-fold drop; lower is more robust (best in bold).",
+    ]
+    for number, kind in zip(("3", "3b"), layout.kinds):
+        noise = _NOISE_NAMES.get(kind, f"{kind} noise")
+        sections += [
+            f"## Table {number}. {name} drop ({drop_unit}) from 0 to {high:g} % {noise}",
+            _table_noise(results, layout, kind),
+            f"Noise {_NOISE_FORMULAS[kind]}. Mean over folds of the per-fold drop; lower is "
+            "more robust (best in bold).",
+        ]
+    return sections + [
         f"## Illumination check: {name} (predictions unchanged %) with all bands times k",
         _table_illumination(experiment.illumination, layout) or "(not run)",
     ]

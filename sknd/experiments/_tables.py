@@ -17,8 +17,37 @@ def main_metric(results):
     raise ValueError(f"results has none of the score columns {METRICS}.")
 
 
+#: Noise models in the order the report shows them: the paper's first.
+NOISE_ORDER = ("multiplicative", "additive")
+
+
+def noise_kinds(results):
+    """The noise models of a results table in report order (none for a table without a
+    ``noise_kind`` column: it holds one, named in its run's settings)."""
+    if "noise_kind" not in results.columns:
+        return []
+    present = set(results["noise_kind"].dropna())
+    return [k for k in NOISE_ORDER if k in present] + sorted(present - set(NOISE_ORDER))
+
+
+def one_kind(results, kind=None):
+    """The rows of one noise model (default: the first in report order, the paper's).
+
+    A run with several noise models repeats the clean scores under each; every table is
+    computed on one model's rows so that each fold counts once.
+    """
+    kinds = noise_kinds(results)
+    if not kinds:
+        return results
+    kind = kinds[0] if kind is None else kind
+    if kind not in kinds:
+        raise ValueError(f"results holds no rows of noise kind {kind!r}; it has {kinds}.")
+    return results[results["noise_kind"] == kind]
+
+
 def _clean(results, noise):
     """Rows at one noise level (the clean score by default: the lowest level)."""
+    results = one_kind(results)
     level = results["noise"].min() if noise is None else noise
     rows = results[np.isclose(results["noise"], level)]
     if rows.empty:
@@ -228,7 +257,7 @@ def parameter_table(results, *, noise=None, metric=None):
     return table
 
 
-def noise_drop_table(results, *, low=None, high=None, metric=None):
+def noise_drop_table(results, *, low=None, high=None, metric=None, kind=None):
     """Score drop between two noise levels, averaged over folds.
 
     Parameters
@@ -240,6 +269,9 @@ def noise_drop_table(results, *, low=None, high=None, metric=None):
         (0 and 10 % in the paper's protocol).
     metric : {"accuracy", "r2"}, default=None
         Score column; None means ``accuracy`` when present, else ``r2``.
+    kind : {"multiplicative", "additive"}, default=None
+        Noise model, for results with a ``noise_kind`` column (a run with both); None
+        means the paper's multiplicative noise when present. Ignored without that column.
 
     Returns
     -------
@@ -258,6 +290,7 @@ def noise_drop_table(results, *, low=None, high=None, metric=None):
     5.0
     """
     metric = metric or main_metric(results)
+    results = one_kind(results, kind)
     low = results["noise"].min() if low is None else low
     high = results["noise"].max() if high is None else high
     keys = ["model", "depth", "fold"]

@@ -33,38 +33,52 @@ def run_task(task, X, y, split, config):
         warnings.simplefilter("ignore", ConvergenceWarning)
         estimator, fit_time = _fit(task, X, y, split, config)
         X_test, y_test = X.iloc[split[2]], y[split[2]]
-        scale = None  # additive noise: the training rows' band deviations
-        if config["noise_kind"] == "additive":
-            scale = X.iloc[split[0]].to_numpy(dtype=float).std(axis=0)
-        noise = noise_robustness(
-            estimator,
-            X_test,
-            y_test,
-            levels=config["noise_levels"],
-            n_repeats=config["noise_repeats"],
-            random_state=task["seed"],
-            kind=config["noise_kind"],
-            scale=scale,
-        )
+        curves = {
+            kind: _noise_curve(estimator, X, y, split, task, config, kind)
+            for kind in config["noise_kinds"]
+        }
         illumination = illumination_check(
             estimator, X_test, y_test, factors=config["illumination_factors"]
         )
     key = {"model": task["model"], "depth": task["depth"], "fold": task["fold"]}
     metrics = config["metrics"]
-    curve = noise.groupby("noise", sort=True)[metrics].mean()
     info = _info(estimator, fit_time, task, split, config)
     keep = config["keep_estimators"] == "all" or (
         config["keep_estimators"] == "first_fold" and task["fold"] == 0
     )
+    first = next(iter(curves.values()))
     return {
         "key": key,
-        "rows": [{**info, "noise": level, **row} for level, row in curve.iterrows()],
-        **_network_records(estimator, config["specs"][task["model"]], key, X.columns),
+        "rows": [
+            {**info, "noise_kind": kind, "noise": level, **row}
+            for kind, curve in curves.items()
+            for level, row in curve.iterrows()
+        ],
+        **_network_records(estimator, config["specs"][task["model"]], key),
         "illumination": illumination.assign(**key),
         "estimator": estimator if keep else None,
         "fit_time": fit_time,
-        "score": curve[metrics[0]].iloc[0] if len(curve) else np.nan,
+        "score": first[metrics[0]].iloc[0] if len(first) else np.nan,
     }
+
+
+def _noise_curve(estimator, X, y, split, task, config, kind):
+    """Mean test scores per noise level of one noise model; the same draws for every model
+    of the fold (its seed), each model of noise with its own."""
+    scale = None  # additive noise: the training rows' band deviations
+    if kind == "additive":
+        scale = X.iloc[split[0]].to_numpy(dtype=float).std(axis=0)
+    noise = noise_robustness(
+        estimator,
+        X.iloc[split[2]],
+        y[split[2]],
+        levels=config["noise_levels"],
+        n_repeats=config["noise_repeats"],
+        random_state=task["seed"],
+        kind=kind,
+        scale=scale,
+    )
+    return noise.groupby("noise", sort=True)[config["metrics"]].mean()
 
 
 def _fit(task, X, y, split, config):
@@ -125,7 +139,7 @@ def _info(estimator, fit_time, task, split, config):
     }
 
 
-def _network_records(estimator, spec, key, columns):
+def _network_records(estimator, spec, key):
     """Training curve, coefficients and number of band pairs of an sknd network."""
     if not spec.network:
         return {"history": None, "coefficients": None, "n_pairs": None}
@@ -136,7 +150,7 @@ def _network_records(estimator, spec, key, columns):
     n_pairs = len(final.pairs_)
     coefficients = None
     if n_pairs and len(getattr(final, "coef_a_", ())):
-        coefficients = coefficient_table(final, key, columns)
+        coefficients = coefficient_table(final, key)
     return {"history": history, "coefficients": coefficients, "n_pairs": n_pairs}
 
 
