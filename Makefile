@@ -8,7 +8,7 @@ DEMO_STAMP := $(VENV)/.sknd-installed-core
 DOCS_EXTRA_MODULES := sphinx pydata_sphinx_theme numpydoc sphinx_gallery myst_parser matplotlib \
 	sphinx-mathjax-offline
 
-.PHONY: demo lint test docs docs-clean
+.PHONY: demo lint test test-all docs docs-clean
 demo: $(DEMO_STAMP)
 	$(VENV)/bin/python examples/demo.py
 
@@ -17,7 +17,12 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check sknd tests benchmarks examples
 	$(VENV)/bin/ruff format --check sknd tests benchmarks examples
 
+# The fast selection: everything but the tests marked slow (end-to-end runs, fuzzing, the
+# exhaustive checks of every estimator variant); test-all runs those too, as CI does.
 test: $(STAMP)
+	$(VENV)/bin/python -m pytest -m "not slow"
+
+test-all: $(STAMP)
 	$(VENV)/bin/python -m pytest
 
 # The Sphinx site, warnings as errors, into docs/_build/html (runs every script in examples/).

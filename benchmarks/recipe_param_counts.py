@@ -2,13 +2,20 @@
 
 Run: ``PYTHONPATH=. python benchmarks/recipe_param_counts.py``
 
+``--defaults``: instead, the parameter counts of fitted estimators on 10 bands and a
+binary target at depths 2-4, under the default recipe and ``recipe="paper"`` (the figures
+docs/index.md quotes; tests/test_docs_numbers.py checks the page against the same fits).
+
 Budget: keep at most ``floor((0.3 * mlp - n_out) / (2 + n_out))`` pairs, where ``mlp``
 is the parameter count of the depth-2 MLP (hidden width clip(n(n-1)/2, 8, 256)) and a
 depth-2 ND network with P pairs has ``P * (2 + n_out) + n_out`` parameters.
 """
 
+import argparse
+
 import numpy as np
 
+from sknd import NDClassifier
 from sknd.networks import build_network
 from sknd.nn import all_pairs
 
@@ -51,5 +58,27 @@ def main():
             )
 
 
+def defaults():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.05, 0.5, size=(200, 10))
+    y = (X[:, 1] > X[:, 2]).astype(int)
+    print("| recipe | architecture | depth 2 | depth 3 | depth 4 |")
+    print("|---|---|---|---|---|")
+    for recipe in ("sknd", "paper"):
+        for architecture in ("nd", "mlp", "attnd"):
+            counts = [
+                NDClassifier(architecture=architecture, depth=depth, recipe=recipe, max_epochs=1)
+                .fit(X, y)
+                .n_parameters_
+                for depth in (2, 3, 4)
+            ]
+            print(f"| {recipe} | {architecture} | " + " | ".join(f"{n:,}" for n in counts) + " |")
+
+
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--defaults", action="store_true", help="counts of fitted estimators")
+    if parser.parse_args().defaults:
+        defaults()
+    else:
+        main()

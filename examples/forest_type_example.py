@@ -54,7 +54,9 @@ for name, model in (("ND", nd), ("LogReg", logreg)):
         f"predictions unchanged at k=0.5/2: {light['agreement'].iloc[[0, 2]].round(3).tolist()}"
     )
 
-import matplotlib.pyplot as plt  # noqa: E402
+from sknd.plotting import pyplot  # noqa: E402
+
+plt = pyplot()  # matplotlib, or the command that installs it
 
 fig, ax = plt.subplots(figsize=(5, 3.5), layout="constrained")
 for name, noise in curves.items():

@@ -19,6 +19,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier
 from sknd.datasets import load_forest_type
+from sknd.plotting import pyplot
 
 
 def load(subset):
@@ -45,7 +46,7 @@ def main():
     for formula in clf.export_formulas(format="text", top=3, precision=3):
         print(" ", formula)
 
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # matplotlib, or the command that installs it
 
     names = [f"{row.band_i} / {row.band_j}" for row in top.itertuples()]
     fig, ax = plt.subplots(figsize=(7, 3.8), layout="constrained")

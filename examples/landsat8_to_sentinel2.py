@@ -98,10 +98,10 @@ for name, entry in catalogue["SpectralIndices"].items():
 for formula in clf.export_formulas(format="gee", top=2, precision=4, sensor="sentinel2"):
     print(f"Earth Engine, Sentinel-2 bands: {formula}")
 
-import matplotlib  # noqa: E402
+from sknd.plotting import pyplot  # noqa: E402
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+plt = pyplot()  # matplotlib, or the command that installs it
+plt.switch_backend("Agg")
 from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 

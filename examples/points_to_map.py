@@ -166,10 +166,10 @@ print(
     f"(CRS kept: {codes.rio.crs == image.rio.crs})",
 )
 
-import matplotlib  # noqa: E402
+from sknd.plotting import pyplot  # noqa: E402
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+plt = pyplot()  # matplotlib, or the command that installs it
+plt.switch_backend("Agg")
 from matplotlib.colors import ListedColormap  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 

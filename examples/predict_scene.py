@@ -9,7 +9,8 @@ no-data, and dask chunks. The scene is a mosaic of the held-out test pixels, so
 that predictions can be checked against their labels.
 
 Run with ``python examples/predict_scene.py`` (needs the ``raster`` extra:
-xarray and dask).
+xarray and dask; the figure at the end also needs the ``plot`` extra, matplotlib,
+and is skipped with a message without it).
 """
 
 import dask
@@ -18,6 +19,7 @@ import xarray as xr
 
 from sknd import NDClassifier, raster
 from sknd.datasets import load_satimage
+from sknd.plotting import pyplot
 
 train = load_satimage(subset="train", center_pixel=True, as_frame=True)
 test = load_satimage(subset="test", center_pixel=True, as_frame=True)
@@ -65,22 +67,35 @@ check = clf.predict(test.data.iloc[: height * width]).reshape(height, width)
 assert (labels.values[valid] == check[valid]).all()
 print("labels match clf.predict on the flattened pixels")
 
-# The class map beside the test pixels' labels (a mosaic of pixels, not a landscape).
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.colors import ListedColormap  # noqa: E402
+# The class map beside the test pixels' labels (a mosaic of pixels, not a landscape). The
+# figure needs matplotlib (the plot extra); without it the example ends here and says so.
+try:
+    plt = pyplot()
+except ImportError as missing:
+    print(f"no figure: {missing}")
+    plt = None
 
-classes = list(clf.classes_)
-colours = ListedColormap(plt.get_cmap("tab10").colors[: len(classes)])
-fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), layout="constrained")
-for ax, (title, grid) in zip(axes, [("labels", truth), ("class map", labels.values)]):
-    codes = np.full(grid.shape, np.nan)
-    for code, name in enumerate(classes):
-        codes[grid == name] = code
-    ax.imshow(codes, cmap=colours, vmin=-0.5, vmax=len(classes) - 0.5)
-    ax.set_title(title)
-image = axes[2].imshow(confidence.values, cmap="viridis", vmin=0, vmax=1)
-axes[2].set_title("top-class probability")
-fig.colorbar(image, ax=axes[2])
-for ax in axes:
-    ax.set_axis_off()
-plt.show()
+if plt is not None:
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    classes = list(clf.classes_)
+    palette = plt.get_cmap("tab10").colors[: len(classes)]
+    fig, axes = plt.subplots(1, 3, figsize=(12, 4.2), layout="constrained")
+    for ax, (title, grid) in zip(axes, [("labels", truth), ("class map", labels.values)]):
+        codes = np.full(grid.shape, np.nan)  # NaN: no data, left blank
+        for code, name in enumerate(classes):
+            codes[grid == name] = code
+        ax.imshow(codes, cmap=ListedColormap(palette), vmin=-0.5, vmax=len(classes) - 0.5)
+        ax.set_title(title)
+    fig.legend(
+        handles=[Patch(color=colour, label=name) for colour, name in zip(palette, classes)],
+        loc="outside lower center",
+        ncol=len(classes),
+    )
+    image = axes[2].imshow(confidence.values, cmap="viridis", vmin=0, vmax=1)
+    axes[2].set_title("top-class probability")
+    fig.colorbar(image, ax=axes[2])
+    for ax in axes:
+        ax.set_axis_off()
+    plt.show()

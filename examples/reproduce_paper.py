@@ -31,10 +31,6 @@ on two cores; docs/experiments.md gives the measured wall times and the results.
 import argparse
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")  # write files, never open windows
-import matplotlib.pyplot as plt  # noqa: E402
 from sklearn.model_selection import train_test_split
 
 from sknd.experiments import (
@@ -44,12 +40,15 @@ from sknd.experiments import (
     run_experiments,
     write_report,
 )
+from sknd.plotting import pyplot
 
 #: Rows per dataset in the quick look.
 QUICK_ROWS = 1000
 
 
 def main():
+    plt = pyplot()  # matplotlib, or the command that installs it
+    plt.switch_backend("Agg")  # write files, never open windows
     parser = argparse.ArgumentParser(
         description="Reproduce the paper's experiments on the datasets shipped with sknd."
     )

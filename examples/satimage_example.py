@@ -44,7 +44,9 @@ print("\nLearned band weight ratios sp(a)/sp(c) (1 = the classic normalized diff
 for (i, j), r in zip(nd.pairs_, ratio):
     print(f"  ND({train.feature_names[i]}, {train.feature_names[j]}): {r:.2f}")
 
-import matplotlib.pyplot as plt  # noqa: E402
+from sknd.plotting import pyplot  # noqa: E402
+
+plt = pyplot()  # matplotlib, or the command that installs it
 
 fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
 labels = [f"{train.feature_names[i]} / {train.feature_names[j]}" for i, j in nd.pairs_]

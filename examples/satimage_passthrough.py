@@ -28,6 +28,7 @@ from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier
 from sknd.datasets import load_satimage
+from sknd.plotting import pyplot
 
 
 def load_centre_pixels(subset):
@@ -64,7 +65,7 @@ def main():
     scores = pd.DataFrame(rows)
     print(scores.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
 
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # matplotlib, or the command that installs it
 
     ax = scores.set_index("model").plot.barh(figsize=(7, 3.2), xlim=(0.4, 0.9))
     ax.set_xlabel("test accuracy")

@@ -30,6 +30,7 @@ from sknd.plotting import (
     plot_coefficient_matrix,
     plot_top_asymmetric_pairs,
     plot_training_curves,
+    pyplot,
 )
 
 # The ten 10 m and 20 m bands used in the paper.
@@ -136,10 +137,8 @@ def main(output_dir="."):
     print("\nEarth Engine expression (image.expression(...)) of the WDRVI model's index:")
     print(" ", reg.export_formulas(format="gee", top=1, precision=4)[0])
 
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()  # matplotlib, or the command that installs it
+    plt.switch_backend("Agg")
 
     # The paper's coefficient figure for the WDRVI model: the pairs by asymmetry
     # and the ratio matrix (red: band i upweighted, blue: band j upweighted).

@@ -25,6 +25,7 @@ __all__ = [
     "plot_noise_robustness",
     "plot_top_asymmetric_pairs",
     "plot_training_curves",
+    "pyplot",
 ]
 
 #: Score columns plot_noise_robustness looks for, in order (sknd.experiments' results and
@@ -37,7 +38,30 @@ _SCORE_NAMES = {"accuracy": "Accuracy", "r2": "R²", "rmse": "RMSE"}
 _MIN_LOG2_RANGE = np.log2(1.05)
 
 
-def _pyplot():
+def pyplot():
+    """Import ``matplotlib.pyplot``, or say how to install matplotlib.
+
+    matplotlib is an optional dependency (the ``plot`` extra). The functions of this
+    module, and the example scripts, import it through this function, so that a
+    missing matplotlib raises one message that names the command installing it.
+
+    Returns
+    -------
+    module
+        ``matplotlib.pyplot``.
+
+    Raises
+    ------
+    ImportError
+        If matplotlib is not installed; the message gives the ``pip`` command.
+
+    Examples
+    --------
+    >>> from sknd.plotting import pyplot
+    >>> plt = pyplot()
+    >>> plt.__name__
+    'matplotlib.pyplot'
+    """
     try:
         import matplotlib.pyplot as plt
     except ImportError as exc:
@@ -50,7 +74,7 @@ def _pyplot():
 
 
 def _axes(ax):
-    plt = _pyplot()
+    plt = pyplot()
     if ax is None:
         _, ax = plt.subplots()
     return ax
@@ -238,7 +262,7 @@ def plot_coefficient_matrix(
     ...     variant="reflectance")
     >>> ax = plot_coefficient_matrix(model)
     """
-    _pyplot()
+    pyplot()
     import matplotlib as mpl
     from matplotlib.colors import TwoSlopeNorm
 
@@ -332,7 +356,7 @@ def plot_top_asymmetric_pairs(estimator, k=15, ax=None):
     """
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive int, got {k!r}.")
-    _pyplot()
+    pyplot()
     pairs, log2k = _log2_ratios(estimator)
     bands = get_bands(estimator)
     # Stable sort: ties keep the ND layer's order.
@@ -387,7 +411,7 @@ def plot_training_curves(estimator, ax=None):
     ...                         "valid_score": [0.5, 0.7, 0.75]})
     >>> ax = plot_training_curves(SimpleNamespace(history_=history, best_epoch_=3))
     """
-    _pyplot()
+    pyplot()
     history = getattr(estimator, "history_", None)
     if history is None:
         from sklearn.exceptions import NotFittedError
@@ -468,7 +492,7 @@ def plot_noise_robustness(results, ax=None, *, x="noise", y=None, hue="model"):
     """
     import pandas as pd
 
-    _pyplot()
+    pyplot()
     from matplotlib.ticker import PercentFormatter
 
     if not isinstance(results, pd.DataFrame):

@@ -7,9 +7,42 @@ builders, so that a test asks for the size it needs; builders return fresh array
 the fixtures are safe to share over the session.
 """
 
+import re
+
 import numpy as np
 import pytest
 import torch
+
+#: Estimator variants whose scikit-learn checks (tests/test_common.py) are exhaustive rather
+#: than first-line: the checks of the default NDClassifier, NDRegressor and NDTransformer run
+#: in ``make test``, those of these variants carry the slow marker (``make test-all``, CI).
+SLOW_CHECK_VARIANTS = ("variant=", "architecture=", "depth=", "passthrough=")
+#: What a test run without the test extra lacks, and the command that installs it.
+TEST_EXTRA = 'pip install -e ".[test]" (in the sknd checkout; `make test` does it in .venv)'
+MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
+_MISSING = set()
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        estimator = item.name.split("-check_")[0]
+        if item.path.name == "test_common.py" and any(v in estimator for v in SLOW_CHECK_VARIANTS):
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_collectreport(report):
+    """Remember the modules a test module could not import (for the summary below)."""
+    if report.failed:
+        _MISSING.update(MISSING_MODULE.findall(str(report.longrepr)))
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _MISSING:
+        terminalreporter.write_line(
+            f"Test modules could not import {', '.join(sorted(_MISSING))}: the tests need the "
+            f"test extra, {TEST_EXTRA}.",
+            red=True,
+        )
 
 
 def _binary_data(n_samples=120, n_features=5, seed=0):

@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from sknd._adam import FlatAdam
@@ -64,6 +65,7 @@ def test_flat_adam_shares_one_buffer_until_released():
     assert len({p.untyped_storage().data_ptr() for p in module.parameters()}) == 1
 
 
+@pytest.mark.slow
 def test_a_fit_does_not_import_torch_dynamo():
     # Optimizer.add_param_group's torch._disable_dynamo wrapper imports torch._dynamo on its
     # first call: 0.8 s of a process's first fit. FlatAdam calls the plain method.

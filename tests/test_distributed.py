@@ -75,6 +75,7 @@ def _grid_search_on_cluster(client):
     return search
 
 
+@pytest.mark.slow
 def test_grid_search_on_dask_backend(client):
     X, y = _data()
     search = _grid_search_on_cluster(client)

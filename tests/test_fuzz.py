@@ -13,6 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+# Fuzzing: behind the slow marker (`make test-all` and CI run it).
+pytestmark = pytest.mark.slow
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402

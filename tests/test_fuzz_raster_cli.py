@@ -28,6 +28,8 @@ from sklearn.linear_model import LinearRegression, LogisticRegression  # noqa: E
 from sknd import NDClassifier, NDTransformer  # noqa: E402
 from sknd.raster._cli import main  # noqa: E402
 
+# Fuzzing: behind the slow marker (`make test-all` and CI run it).
+pytestmark = pytest.mark.slow
 BANDS = ["blue", "green", "red", "nir"]
 PREFIX = "python -m sknd.raster: error: "
 

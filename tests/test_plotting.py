@@ -1,6 +1,8 @@
 """Render every figure of sknd.plotting with the Agg backend."""
 
+import re
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -182,3 +184,18 @@ def test_missing_matplotlib_names_the_extra(plt, monkeypatch):
         plot_coefficient_matrix(stand_in())
     with pytest.raises(ImportError, match=works):
         plotting.plot_noise_robustness(pd.DataFrame({"noise": [0.0], "accuracy": [1.0]}))
+
+
+def test_examples_import_matplotlib_through_pyplot(monkeypatch):
+    monkeypatch.setitem(sys.modules, "matplotlib.pyplot", None)
+    with pytest.raises(ImportError, match=r"pip install -e [\"']\.\[plot\][\"']"):
+        plotting.pyplot()
+    # The examples ask sknd.plotting.pyplot() for matplotlib, so that a missing matplotlib
+    # says how to install it; a direct import would raise a bare ModuleNotFoundError.
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    direct = [
+        path.name
+        for path in sorted(examples.glob("*.py"))
+        if re.search(r"^\s*(import matplotlib\b|import matplotlib\.pyplot)", path.read_text(), re.M)
+    ]
+    assert not direct, f"examples importing matplotlib directly: {direct}"

@@ -25,9 +25,9 @@ cpu_index=${TORCH_CPU_INDEX_URL:-https://download.pytorch.org/whl/cpu}
 extras=${EXTRAS-test}
 
 pip=("$venv/bin/python" -m pip --disable-pip-version-check)
-# No bytecode at install time: Python compiles the modules a program imports when it first
-# imports them. Compiling every file up front (9,300 files, 0.24 GB in the demo environment)
-# took a large part of `make demo`'s install.
+# pip compiles no bytecode (every file up front: 9,300 files, 0.24 GB in the demo environment,
+# a large part of `make demo`'s install); the last step below writes it for the modules a
+# first fit imports.
 install=("${pip[@]}" install --no-compile)
 say() { echo "install.sh: $*"; }
 if [ ! -x "$venv/bin/python" ]; then
@@ -90,3 +90,21 @@ if [ -n "$extras" ]; then
 else
     "${install[@]}" -e .
 fi
+
+# Bytecode for the modules a first fit imports (about 2,900 of torch, scikit-learn, scipy,
+# skorch and sknd), written now. Python writes bytecode at first import only where it may:
+# under PYTHONDONTWRITEBYTECODE=1, which many containers set, every fresh process compiled
+# them again, and `import sknd` plus a first fit took 15.6 s of CPU instead of 5.5-6.5 s
+# (docs/install.md). sys.dont_write_bytecode = False writes it whatever the environment says.
+say "writing the bytecode of what a first fit imports"
+"$venv/bin/python" - <<'PY'
+import sys
+
+sys.dont_write_bytecode = False
+import numpy as np
+
+from sknd import NDClassifier
+
+X = np.random.default_rng(0).uniform(0.05, 0.5, size=(200, 4))
+NDClassifier(max_epochs=2, random_state=0).fit(X, (X[:, 0] > X[:, 1]).astype(int))
+PY
