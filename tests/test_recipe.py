@@ -198,6 +198,15 @@ def test_convex_fits_on_principal_components_equal_fits_on_all_features():
     )
 
 
+@pytest.mark.parametrize("estimator", [NDClassifier, NDRegressor])
+def test_constant_indices_give_a_finite_fit(estimator):
+    # Equal bands: every classic index is exactly 0, no principal direction.
+    X = np.outer(_spectra(n_samples=60, n_bands=1, seed=18)[:, 0], [1.0, 1.0, 1.0])
+    y = np.arange(60) % 2
+    model = estimator(max_epochs=2, random_state=0).fit(X, y)
+    assert np.isfinite(model.predict(X).astype(float)).all()
+
+
 def test_refinement_samples_wide_training_parts(monkeypatch):
     # A small element budget stands in for many rows x pairs: 10 x 5 bands -> 10 pairs.
     monkeypatch.setattr(_recipe, "MAX_REFINE_ELEMENTS", 10 * 60)
