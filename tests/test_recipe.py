@@ -11,6 +11,7 @@ import torch
 from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from skorch.callbacks import PrintLog
 
 from sknd import NDClassifier, NDRegressor, NDTransformer, _recipe
 from sknd._formula import classic_index
@@ -551,6 +552,7 @@ def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(monkeypatch):
         ({"early_stopping": False}, "no validation part"),
         ({"recipe": "paper"}, "has no tuned depth-2 model"),
         ({"architecture": "mlp"}, "has no tuned depth-2 model"),
+        ({"callbacks": [("print", PrintLog())]}, "callbacks follow one training run"),
     ],
 )
 def test_auto_depth_falls_back_to_depth_2_and_says_so(params, reason, capsys):
