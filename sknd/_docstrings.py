@@ -85,7 +85,8 @@ _DEPTH_LAYERS = """\
         ``recipe="sknd"``: the depth-3 network starts at the trained depth-2
         model and is kept only when a later epoch beats it on validation (one
         more training run); depth 2 where there is nothing to choose on (no
-        validation part, fewer than 10 validation rows, ``partial_fit``), for
+        validation part, fewer than 10 validation rows, ``partial_fit``, user
+        ``callbacks``, which follow one training run), for
         ``recipe="paper"`` (the paper's depth-2 model) and the MLP, which
         ``verbose`` reports. ``depth_`` holds the depth fitted.
 """

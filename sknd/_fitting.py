@@ -483,6 +483,8 @@ class FittingMixin:
             return False, why + "depth-2 model for a deeper one to start at"
         if X_valid is None or not self.early_stopping:
             return False, "no validation part to choose on (early_stopping=False, no X_val)"
+        if self.callbacks:
+            return False, "callbacks follow one training run (pass depth=3 for the deeper one)"
         if len(X_valid) < _recipe.MIN_SELECTION_ROWS:
             return False, f"fewer than {_recipe.MIN_SELECTION_ROWS} validation rows"
         return True, None

@@ -252,7 +252,9 @@ class _Components:
         self.mean = np.average(features, axis=0, weights=weight)
         centred = features - self.mean
         values, vectors = np.linalg.eigh((centred * weight[:, None]).T @ centred)
-        self.basis = vectors[:, values > MIN_COMPONENT_VARIANCE * max(values[-1], 0.0)]
+        keep = values > MIN_COMPONENT_VARIANCE * max(values[-1], 0.0)
+        keep[-1] = True  # constant features: one zero column, whose weight stays 0
+        self.basis = vectors[:, keep]
 
     def __call__(self, features):
         return (features - self.mean) @ self.basis

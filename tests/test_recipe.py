@@ -11,6 +11,7 @@ import torch
 from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from skorch.callbacks import PrintLog
 
 from sknd import NDClassifier, NDRegressor, NDTransformer, _recipe
 from sknd._formula import classic_index
@@ -196,6 +197,15 @@ def test_convex_fits_on_principal_components_equal_fits_on_all_features():
         reference.predict_proba(features),
         atol=2e-3,
     )
+
+
+@pytest.mark.parametrize("estimator", [NDClassifier, NDRegressor])
+def test_constant_indices_give_a_finite_fit(estimator):
+    # Equal bands: every classic index is exactly 0, no principal direction.
+    X = np.outer(_spectra(n_samples=60, n_bands=1, seed=18)[:, 0], [1.0, 1.0, 1.0])
+    y = np.arange(60) % 2
+    model = estimator(max_epochs=2, random_state=0).fit(X, y)
+    assert np.isfinite(model.predict(X).astype(float)).all()
 
 
 def test_refinement_samples_wide_training_parts(monkeypatch):
@@ -543,6 +553,7 @@ def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(monkeypatch):
         ({"early_stopping": False}, "no validation part"),
         ({"recipe": "paper"}, "has no tuned depth-2 model"),
         ({"architecture": "mlp"}, "has no tuned depth-2 model"),
+        ({"callbacks": [("print", PrintLog())]}, "callbacks follow one training run"),
     ],
 )
 def test_auto_depth_falls_back_to_depth_2_and_says_so(params, reason, capsys):

@@ -64,7 +64,7 @@ def test_fit_uses_the_fused_trainer_and_keeps_epoch_history(binary_data):
 
     try:
         FusedTrainer.run_epoch = spy
-        NDClassifier(max_epochs=3, batch_size=16, random_state=0).fit(X, y)
+        NDClassifier(depth=2, max_epochs=3, batch_size=16, random_state=0).fit(X, y)
     finally:
         FusedTrainer.run_epoch = original
     assert calls == [16, 16, 16]
