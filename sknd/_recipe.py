@@ -90,7 +90,7 @@ MIN_COMPONENT_VARIANCE = 1e-6
 #: The paper's noise model, ``b + NOISE_LEVEL |b| z`` per band value (``z`` standard
 #: normal): the recipe's selections score every validation row clean and under this noise
 #: (:func:`noisy_copy`), so that they prefer models that indices of similar bands do not
-#: make fragile (issue 33).
+#: make fragile (benchmarks/bench_noise_recipe.py).
 NOISE_LEVEL = 0.1
 #: Prior strengths of the band weights' logarithms (per training set, like the ridge
 #: penalty of the output layer), strongest first: each refined model warm-starts the next.
@@ -244,7 +244,8 @@ class _Components:
     directions than the bands (630 indices of satimage's 36 bands: 87 above 1e-6), and an
     iteration of lbfgs then costs a fraction of one on all the features. Those directions
     carry no weight the penalty lets through (same test accuracy at C <= 0.01 on
-    satimage-36, ``/tmp`` probe in the issue 33 report) and only amplify band noise.
+    satimage-36, in a probe of all 630 features against the components) and only amplify
+    band noise.
     """
 
     def __init__(self, features, sample_weight):
