@@ -25,6 +25,7 @@ from ._threads import torch_threads
 from ._validation import (
     check_band_values,
     check_min_bands,
+    choose_variant,
     densify,
     locate,
     non_numeric_error,
@@ -82,7 +83,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         "architecture": [StrOptions(set(ARCHITECTURES))],
         "hidden_units": [Interval(Integral, 1, None, closed="left"), None],
         "epsilon": [Interval(Real, *EPSILON_RANGE, closed="both")],
-        "variant": [StrOptions(set(VARIANTS))],
+        "variant": [StrOptions({*VARIANTS, "auto"})],
         "pairs": [
             StrOptions({"all", "auto"}),
             Interval(Integral, 1, None, closed="left"),
@@ -272,10 +273,17 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         check_label_kinds(y, "y" + name[1:])  # before numpy turns [1, "a"] into text
         X, y = self._validate_bands(X, y, reset=reset, name=name)
         if reset:
+            self.variant_ = choose_variant(
+                self.variant,
+                X,
+                estimator_name=type(self).__name__,
+                feature_names=getattr(self, "feature_names_in_", None),
+                verbose=self.verbose,
+            )
             warn_about_training_values(
                 X,
                 epsilon=self.epsilon,
-                variant=self.variant,
+                variant=self.variant_,
                 nd_layer=self.architecture != "mlp",
             )
         return X, y

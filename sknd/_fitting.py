@@ -34,7 +34,7 @@ from ._training import (
     user_callbacks,
 )
 from ._validation import check_training_memory
-from ._weights import check_part, fit_weights, weight_tensor
+from ._weights import fit_weights, merge_duplicates, weight_tensor
 from .bands import resolve_bands
 from .networks import build_network, default_hidden_units, describe, rows_per_pass
 
@@ -311,13 +311,14 @@ class FittingMixin:
                     "with fit (and warm_start=False)."
                 )
 
-    def _start_fit(self, X, y, sample_weight, *, continuing, how, classes=None):
+    def _start_fit(self, X, y, sample_weight, *, continuing, how, classes=None, groups=None):
         """Validate the data of a fit, warm start or ``partial_fit`` call.
 
-        Returns ``(X, codes, weight, task)``. A new fit freezes what the network is
-        made of (``epsilon_``, ``variant_``, ``bands_``, the network parameters) and
-        makes a task from ``y`` (and ``classes``); a continuing call checks ``X`` and
-        ``y`` against them and keeps the fitted task.
+        Returns ``(X, codes, weight, task, groups)``, exact duplicate rows merged
+        into weighted ones (:func:`~sknd._weights.merge_duplicates`). A new fit
+        freezes what the network is made of (``epsilon_``, ``variant_``, ``bands_``,
+        the network parameters) and makes a task from ``y`` (and ``classes``); a
+        continuing call checks ``X`` and ``y`` against them and keeps the fitted task.
         """
         if isinstance(self.batch_size, (bool, np.bool_)):  # an Integral to scikit-learn
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
@@ -325,6 +326,8 @@ class FittingMixin:
             self._check_network_params(how)
             X, y = self._validate_X_y(X, y, reset=False)
             self._record_band_range(X, continuing=True)
+            weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
+            X, y, weight, groups = merge_duplicates(X, y, weight, groups)
             task = self._task.continued(y)
             codes = task.encode(y)
             if np.ndim(codes) == 2 and codes.shape[1] != task.n_outputs:
@@ -333,8 +336,7 @@ class FittingMixin:
                     f"{type(self).__name__} predicts {task.n_outputs}: pass y with the "
                     "columns of the first fit."
                 )
-            weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
-            return X, codes, weight, task
+            return X, codes, weight, task, groups
         # Frozen at fit: set_params without a refit must not change what the network
         # computes or which inputs it accepts (X_val is checked against these too).
         self.epsilon_, self.variant_ = float(self.epsilon), self.variant
@@ -352,8 +354,9 @@ class FittingMixin:
         )
         self.band_names_ = np.asarray([band.name for band in self.bands_], dtype=object)
         weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
+        X, y, weight, groups = merge_duplicates(X, y, weight, groups)
         task = self._make_task(y, weight, classes)
-        return X, task.encoded, weight, task
+        return X, task.encoded, weight, task, groups
 
     def _uses_recipe(self):
         # sknd's default recipe (sknd._recipe): networks with an ND layer; deeper ones start
@@ -380,7 +383,7 @@ class FittingMixin:
                 n_features,
                 n_outputs,
                 pairs=pairs,
-                variant=self.variant,
+                variant=self.variant_,
                 passthrough=passthrough,
                 standardize=True,
             )
@@ -396,7 +399,7 @@ class FittingMixin:
             c_train,
             n_outputs=task.n_outputs,
             classification=isinstance(task, ClassificationTask),
-            variant=self.variant,
+            variant=self.variant_,
             epsilon=self.epsilon,
             sample_weight=w_train,
         )
@@ -435,7 +438,7 @@ class FittingMixin:
                 hidden_units=hidden_units,
                 pairs=pairs,
                 epsilon=self.epsilon,
-                variant=self.variant,
+                variant=self.variant_,
                 passthrough=passthrough,
                 standardize=self._uses_recipe(),
             )
@@ -486,16 +489,14 @@ class FittingMixin:
     def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
         """``fit``: train a new network, or continue the fitted one with ``warm_start``."""
         continuing = self.warm_start and hasattr(self, "_module")
-        X, codes, weight, task = self._start_fit(
-            X, y, sample_weight, continuing=continuing, how="warm_start=True"
+        X, codes, weight, task, groups = self._start_fit(
+            X, y, sample_weight, continuing=continuing, how="warm_start=True", groups=groups
         )
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         device = _resolve_device(self.device)
         X_train, c_train, X_valid, c_valid, w_train, w_valid = self._validation_split(
             X, codes, task, X_val, y_val, seed, groups, weight
         )
-        check_part(w_train, "training")
-        check_part(w_valid, "validation")
         recipe = self._uses_recipe()
         pairs, module = self._network(continuing, X_train, c_train, w_train, task, seed, device)
         rows = rows_per_pass(module)
@@ -605,7 +606,7 @@ class FittingMixin:
                 "sklearn.utils.class_weight.compute_class_weight('balanced', classes=classes, "
                 "y=y) and pass them as a dict: class_weight=dict(zip(classes, weights))."
             )
-        X, codes, weight, task = self._start_fit(
+        X, codes, weight, task, _ = self._start_fit(
             X, y, sample_weight, continuing=continuing, how="partial_fit", classes=classes
         )
         n_calls = self.n_iter_ if continuing else 0

@@ -64,7 +64,7 @@ class NDRegressor(RegressorMixin, BaseND):
         architecture="nd",
         hidden_units=None,
         epsilon=1e-6,
-        variant="reflectance",
+        variant="auto",
         pairs="auto",
         lr=0.01,
         weight_decay=1e-4,

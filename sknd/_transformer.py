@@ -89,7 +89,7 @@ class NDTransformer(TransformerMixin, BaseND):
         architecture="nd",
         hidden_units=None,
         epsilon=1e-6,
-        variant="reflectance",
+        variant="auto",
         pairs="auto",
         lr=0.01,
         weight_decay=1e-4,

@@ -93,18 +93,47 @@ def _check_magnitude(weight, name):
         )
 
 
-def check_part(weight, part):
-    """Refuse a training or validation part whose samples all weigh zero."""
-    if weight is not None and not weight.any():
-        raise ValueError(
-            f"Every sample of the {part} part of the data has sample weight zero. Give more "
-            "samples a non-zero weight, pass an explicit X_val and y_val, or use "
-            "early_stopping=False."
-        )
-
-
 def weight_tensor(weight, device):
     """Training-loss weights: a float32 column of mean 1 (see the module docstring), or None."""
     if weight is None:
         return None
     return torch.tensor(weight / weight.mean(), dtype=torch.float32, device=device).reshape(-1, 1)
+
+
+def merge_duplicates(X, y, weight, groups=None):
+    """Merge exact duplicate rows into one weighted row, in a canonical order.
+
+    Rows with the same bands, target (and group, when ``groups`` is given) become
+    one row weighing the sum of their weights; rows of weight zero are dropped.
+    The rows come back sorted by their bytes, so the fit is a function of the
+    weighted rows alone: a weight ``k`` gives, bit for bit, the model of the row
+    repeated ``k`` times, in any order (scikit-learn's sample-weight
+    equivalence). It also keeps copies of one pixel from landing on both sides
+    of the validation split. Duplicates with different targets stay separate
+    rows, one per target.
+
+    Returns ``(X, y, weight, groups)``: ``weight`` is None when every merged
+    weight is 1 (no duplicates, no weights), ``groups`` None when it was.
+    """
+    n_samples = len(X)
+    keys = [np.ascontiguousarray(X)]
+    y = np.asarray(y)
+    axis = 0 if y.ndim == 2 else None
+    keys.append(np.unique(y, axis=axis, return_inverse=True)[1].reshape(-1).astype(np.int64))
+    if groups is not None:
+        groups = np.asarray(groups)
+        if groups.ndim != 1 or len(groups) != n_samples:
+            raise ValueError(
+                f"groups must be one label per sample: got shape {groups.shape} for "
+                f"{n_samples} samples."
+            )
+        keys.append(np.unique(groups, return_inverse=True)[1].reshape(-1).astype(np.int64))
+    rows = np.hstack([key.reshape(n_samples, -1).view(np.uint8) for key in keys])
+    rows = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.shape[1]))).ravel()
+    _, first, inverse = np.unique(rows, return_index=True, return_inverse=True)
+    counts = np.bincount(inverse.reshape(-1), weights=weight, minlength=len(first))
+    kept = counts > 0
+    first, counts = first[kept], counts[kept]
+    merged_groups = None if groups is None else groups[first]
+    merged_weight = None if np.all(counts == 1) else counts
+    return X[first], y[first], merged_weight, merged_groups

@@ -249,14 +249,35 @@ def test_negative_values_point_to_the_signed_variants():
     X, y = binary_spectra()
     X[0, 0] = -0.01
     with pytest.raises(ValueError, match="variant='signed'"):
-        NDClassifier(**FAST).fit(X, y)
+        NDClassifier(variant="reflectance", **FAST).fit(X, y)
     for variant in ("signed", "softplus"):
         NDClassifier(variant=variant, **FAST).fit(X, y)
-    assert NDClassifier().__sklearn_tags__().input_tags.positive_only
+    assert NDClassifier(variant="reflectance").__sklearn_tags__().input_tags.positive_only
     assert not NDClassifier(variant="signed").__sklearn_tags__().input_tags.positive_only
+    assert not NDClassifier().__sklearn_tags__().input_tags.positive_only  # "auto"
     clf = NDClassifier(**FAST).fit(np.abs(X), y)
+    assert clf.variant_ == "reflectance"
     with pytest.raises(ValueError, match="Negative values"):
         clf.predict(X)
+
+
+def test_auto_variant_is_signed_for_signed_data_and_refuses_fill_values(capsys):
+    X, y = binary_spectra()
+    signed = X - X.mean(axis=0)
+    clf = NDClassifier(**FAST, verbose=1).fit(signed, y)
+    assert clf.variant_ == "signed" and clf.get_params()["variant"] == "auto"
+    assert "variant_='signed'" in capsys.readouterr().out
+    np.testing.assert_array_equal(
+        clf.predict(signed), NDClassifier(**FAST, variant="signed").fit(signed, y).predict(signed)
+    )
+    fitted = NDClassifier(**FAST).fit(X, y)
+    before = fitted.predict_proba(X)
+    for fill in ([-9999.0], [-32768.0], [-5.0] * X.shape[1]):
+        bad = X.copy()
+        bad[3, : len(fill)] = fill
+        with pytest.raises(ValueError, match="Negative values.*look like no-data fill values"):
+            fitted.fit(bad, y)
+        np.testing.assert_array_equal(fitted.predict_proba(X), before)  # unchanged
 
 
 def test_non_finite_input_is_rejected():
