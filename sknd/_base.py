@@ -17,7 +17,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import __version__
-from ._fitting import FittingMixin
+from ._fitting import FittingMixin, inference_device
 from ._formula import EPSILON_RANGE, VARIANTS
 from ._recipe import RECIPES
 from ._tasks import check_label_kinds
@@ -97,7 +97,9 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         "early_stopping": ["boolean"],
         "patience": [Interval(Integral, 1, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "device": [StrOptions({"cpu", "cuda", "auto"})],
+        # Any device torch.device accepts ("cuda:1", "mps"), or "auto": checked at fit by
+        # PyTorch itself (sknd._fitting.resolve_device), with what to change.
+        "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "bands": ["array-like", None],
@@ -351,8 +353,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------ inference
     def _inference_device(self):
-        device = "cuda" if self.device in ("cuda", "auto") and torch.cuda.is_available() else "cpu"
-        return torch.device(device)
+        return inference_device(self.device)
 
     def _run_module(self, X, module=None):
         """Forward ``X`` (a validated array) through ``module`` (default: the whole net).

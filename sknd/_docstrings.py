@@ -152,8 +152,10 @@ _OTHER_PARAMETERS_DOC = """\
     validation_fraction : float, default=0.2
         Share of the training data held out for early stopping (stratified for
         classification), as in the paper's 70/20/10 protocol.
-    device : {"cpu", "cuda", "auto"}, default="cpu"
-        Where to train. ``"auto"`` picks a CUDA GPU when PyTorch sees one.
+    device : str or torch.device, default="cpu"
+        Where to train: any device PyTorch accepts (``"cpu"``, ``"cuda"``,
+        ``"cuda:1"``, ``"mps"``, a ``torch.device``), checked at fit; ``"auto"``
+        picks a CUDA GPU when PyTorch sees one.
     random_state : int, RandomState instance or None, default=None
         Seeds weight initialisation, shuffling and the validation split. Fits
         with the same integer give bit-identical models on the same machine;

@@ -38,7 +38,13 @@ from ._weights import fit_weights, merge_duplicates, weight_tensor
 from .bands import resolve_bands
 from .networks import build_network, default_hidden_units, describe, rows_per_pass
 
-__all__ = ["FittingMixin", "restore_on_failure", "validation_data_by_keyword"]
+__all__ = [
+    "FittingMixin",
+    "inference_device",
+    "resolve_device",
+    "restore_on_failure",
+    "validation_data_by_keyword",
+]
 
 
 # Fits of one process draw initial weights from torch's global generator under this lock
@@ -46,15 +52,50 @@ __all__ = ["FittingMixin", "restore_on_failure", "validation_data_by_keyword"]
 _init_lock = threading.Lock()
 
 
-def _resolve_device(device):
-    if device == "auto":
+def _available(device):
+    """Whether PyTorch can use ``device`` (a ``torch.device``) on this machine."""
+    if device.type == "cuda":
+        return torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()
+    if device.type == "mps":
+        return torch.backends.mps.is_available()
+    return device.type == "cpu" or device.type == "meta"
+
+
+def resolve_device(device):
+    """The device a fit trains on, as a string: ``"auto"`` chosen, any other checked.
+
+    ``device`` is anything ``torch.device`` accepts (``"cpu"``, ``"cuda:1"``,
+    ``"mps"``, a ``torch.device``) or ``"auto"``; a ``ValueError`` says what is
+    wrong with one PyTorch does not know or cannot use here.
+    """
+    if isinstance(device, str) and device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
         raise ValueError(
-            "device='cuda' was requested but no CUDA GPU is available to PyTorch; "
-            "use device='cpu' or device='auto'."
+            f"device={device!r} is not a device PyTorch knows ({exc}). Use 'cpu', 'cuda', "
+            "'cuda:0', 'mps', a torch.device, or 'auto' (a CUDA GPU when there is one)."
+        ) from None
+    if not _available(resolved):
+        missing = {
+            "cuda": f"no CUDA GPU {resolved.index or 0} is available to PyTorch (it sees "
+            f"{torch.cuda.device_count()})",
+            "mps": "PyTorch's Apple MPS backend is not available",
+        }.get(resolved.type, f"PyTorch cannot use {resolved.type} devices here")
+        raise ValueError(
+            f"device={device!r} was requested but {missing}; use device='cpu' or device='auto'."
         )
-    return device
+    return str(resolved)
+
+
+def inference_device(device):
+    """The ``torch.device`` a fitted model predicts on: the CPU where ``device`` is not
+    available here (a model fitted on a GPU, unpickled elsewhere)."""
+    try:
+        return torch.device(resolve_device(device))
+    except ValueError:
+        return torch.device("cpu")
 
 
 def _group_split(X, codes, groups, validation_fraction, seed, weight):
@@ -454,7 +495,9 @@ class FittingMixin:
             return self.pairs_, copy.deepcopy(self._module).cpu()
         return self._new_network(X_train, c_train, w_train, task, seed, device)
 
-    def _net(self, module, task, device, seed, max_epochs, callbacks, valid_data=None):
+    def _net(
+        self, module, task, device, seed, max_epochs, callbacks, valid_data=None, how="this fit"
+    ):
         """The skorch net that trains ``module`` (an initialised instance) on ``device``.
 
         ``callbacks`` are sknd's; the user's (copies of ``self.callbacks``) run after
@@ -465,8 +508,14 @@ class FittingMixin:
         rows = rows_per_pass(module)
         stopping = [item for item in callbacks if item[0] == "early_stopping"]
         own = [item for item in callbacks if item[0] != "early_stopping"]
-        users = user_callbacks(self.callbacks, early_stopping=bool(stopping))
-        return Net(
+        users = user_callbacks(
+            self.callbacks,
+            early_stopping=bool(stopping),
+            validation=valid_data is not None,
+            how=how,
+            task=task,
+        )
+        net = Net(
             module=module,
             criterion=task.criterion,
             optimizer=FlatAdam,
@@ -485,6 +534,8 @@ class FittingMixin:
             device=device,
             verbose=self.verbose,
         )
+        net.task_ = task  # net_.predict and predict_proba decode as the estimator does
+        return net
 
     def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
         """``fit``: train a new network, or continue the fitted one with ``warm_start``."""
@@ -493,7 +544,7 @@ class FittingMixin:
             X, y, sample_weight, continuing=continuing, how="warm_start=True", groups=groups
         )
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        device = _resolve_device(self.device)
+        device = resolve_device(self.device)
         X_train, c_train, X_valid, c_valid, w_train, w_valid = self._validation_split(
             X, codes, task, X_val, y_val, seed, groups, weight
         )
@@ -613,7 +664,7 @@ class FittingMixin:
         # A new shuffling order each call, reproducible from random_state.
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         seed = (seed + n_calls) % np.iinfo(np.int32).max
-        device = _resolve_device(self.device)
+        device = resolve_device(self.device)
         pairs, module = self._network(continuing, X, codes, weight, task, seed, device)
         train_data = _tensors(X, codes, weight, task, device)
         with torch_threads(1):
@@ -626,7 +677,7 @@ class FittingMixin:
                 _recipe.carry(module, linear)
             elif not continuing:
                 self.start_regularization_ = None
-            net = self._net(module, task, device, seed, 1, [])
+            net = self._net(module, task, device, seed, 1, [], how="partial_fit")
             net.initialize()
             state = getattr(self, "_optimizer_state", None) if continuing else None
             if state is not None:
