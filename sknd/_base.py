@@ -14,6 +14,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import __version__
@@ -374,10 +375,69 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         Returns a :class:`sknd._evaluator.FastNetwork`, whose values equal the
         method's (tests/test_networks.py, tests/test_raster.py).
         """
+        if method == "transform":
+            return self._indices_evaluator(slice(None))
         finish = {"predict": "decode", "predict_proba": "proba"}.get(method)
         if not hasattr(self._task, finish or "-"):
             return None
         return self._network_evaluator(getattr(self._task, finish))
+
+    def _indices_evaluator(self, selected):
+        """The learned indices ``selected`` (rows of ``pairs_``) as a
+        :class:`sknd._evaluator.FastNetwork`, in the input's dtype, on the CPU."""
+        from ._evaluator import FastNetwork
+
+        return FastNetwork.for_indices(
+            self.pairs_[selected],
+            self.coef_a_[selected],
+            self.coef_c_[selected],
+            self.n_features_in_,
+            self.epsilon_,
+            self.variant_,
+            **self._pixel_checks(),
+        )
+
+    def _learns_indices(self):
+        """Whether the network has an ND layer (``transform``): not the MLP baseline."""
+        params = getattr(self, "_network_params_", None) or self.get_params()
+        return params["architecture"] != "mlp"
+
+    @available_if(_learns_indices)
+    def transform(self, X):
+        """Compute the learned indices: the ND layer's outputs, one per row of ``indices_``.
+
+        What :meth:`export_formulas` writes as formulas (its default order),
+        for networks with an ND layer (not ``architecture="mlp"``). For the
+        indices alone as features of other models, see
+        :class:`sknd.NDTransformer`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values.
+
+        Returns
+        -------
+        indices : ndarray of shape (n_samples, n_indices)
+            Learned normalized differences in ``[-1, 1]``, in the order of
+            ``pairs_``, in the dtype of ``X`` (float32 or float64). With
+            ``architecture="attnd"`` these are the indices before gating.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknd import NDClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
+        >>> y = (X[:, 3] > X[:, 2]).astype(int)
+        >>> clf = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
+        >>> clf.transform(X).shape == (200, len(clf.indices_))
+        True
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        # The evaluator sknd.raster uses: a scene's pixels get these very values.
+        return self._fast_evaluator("transform")(X, checked=True)
 
     def _network_evaluator(self, finish=None):
         """The network as a :class:`sknd._evaluator.FastNetwork` then ``finish``, or None.

@@ -502,3 +502,33 @@ def test_groups_routed_through_cross_validation_and_grid_search():
     # Each training part of a 3-fold split over 12 groups holds 8 groups.
     assert seen[:3] == [8, 8, 8]
     assert seen[-1] == 12  # the refit on all data
+
+
+def test_classifier_decision_function_is_the_logits():
+    X, y = spectra()
+    clf = NDClassifier(**FAST).fit(X, y)
+    scores = clf.decision_function(X)
+    assert scores.shape == (len(X), 3)
+    np.testing.assert_array_equal(clf.classes_[scores.argmax(1)], clf.predict(X))
+    softmax = np.exp(scores - scores.max(1, keepdims=True))
+    np.testing.assert_allclose(softmax / softmax.sum(1, keepdims=True), clf.predict_proba(X))
+    X, y = binary_spectra()
+    binary = NDClassifier(**FAST).fit(X, y)
+    scores = binary.decision_function(X)
+    assert scores.shape == (len(X),)
+    np.testing.assert_allclose(1 / (1 + np.exp(-scores)), binary.predict_proba(X)[:, 1])
+
+
+@pytest.mark.parametrize("Estimator", [NDClassifier, NDRegressor])
+def test_transform_gives_the_learned_indices_export_formulas_writes(Estimator):
+    X, y = spectra()
+    frame = pd.DataFrame(X, columns=["B2", "B4", "B8", "B11", "B12"][: X.shape[1]])
+    target = y if Estimator is NDClassifier else X[:, 1] / X[:, 0]
+    model = Estimator(**FAST).fit(frame, target)
+    values = model.transform(frame)
+    assert values.shape == (len(X), len(model.indices_))
+    namespace = {"np": np, **{name: frame[name].to_numpy() for name in frame.columns}}
+    formulas = model.export_formulas(format="numpy")
+    np.testing.assert_allclose(np.column_stack([eval(f, namespace) for f in formulas]), values)
+    assert model.transform(frame.astype(np.float32)).dtype == np.float32
+    assert not hasattr(Estimator(architecture="mlp"), "transform")
