@@ -346,7 +346,12 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         True
         """
         check_is_fitted(self)
-        return copy.deepcopy(self._module).cpu().train()
+        module = copy.deepcopy(self._module).cpu().train()
+        layer = first_nd_layer(module)
+        if layer is not None:  # names for sknd.inspection and sknd.plotting
+            layer.bands = tuple(str(name) for name in self.band_names_)
+            layer.sensor = self._network_params_["sensor"]
+        return module
 
     def _nd_layer(self):
         """The trained ND layer, or None for the MLP baseline."""

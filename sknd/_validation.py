@@ -381,6 +381,52 @@ def check_fitted_indices(estimator):
         )
 
 
+def _nd_layer_of(model):
+    """The first ``sknd.nn.NormalizedDifference`` in ``model`` if it is a torch module, else
+    None (torch is looked up, not imported: without it no such module exists)."""
+    torch_nn = sys.modules.get("torch.nn")
+    if torch_nn is None or not isinstance(model, torch_nn.Module):
+        return None
+    from .nn import NormalizedDifference
+
+    layer = next((m for m in model.modules() if isinstance(m, NormalizedDifference)), None)
+    if layer is None:
+        raise TypeError(
+            f"This {type(model).__name__} module has no sknd.nn.NormalizedDifference layer: "
+            "sknd.inspection and sknd.plotting read the indices of such layers and of sknd "
+            "estimators."
+        )
+    return layer
+
+
+def fitted_indices(model):
+    """``model`` as :mod:`sknd.inspection` and :mod:`sknd.plotting` read it.
+
+    A fitted estimator as it is (``NotFittedError`` unless it has learned
+    indices, see :func:`check_fitted_indices`); a torch module (a
+    ``NormalizedDifference`` the user trained, an estimator's ``to_torch()``)
+    as the fitted attributes of its first ``NormalizedDifference``: ``pairs_``,
+    ``coef_a_``, ``coef_c_``, ``epsilon_``, ``variant_``, ``n_features_in_``
+    and the layer's ``bands`` and ``sensor``.
+    """
+    layer = _nd_layer_of(model)
+    if layer is None:
+        check_fitted_indices(model)
+        return model
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        pairs_=layer.pairs.detach().cpu().numpy().astype(np.int64),
+        coef_a_=layer.a.detach().cpu().double().numpy(),
+        coef_c_=layer.c.detach().cpu().double().numpy(),
+        epsilon_=float(layer.epsilon),
+        variant_=layer.variant,
+        n_features_in_=int(layer.n_features),
+        bands=None if layer.bands is None else [str(name) for name in layer.bands],
+        sensor=getattr(layer, "sensor", None),
+    )
+
+
 def physical_memory():
     """Bytes of physical memory of this machine (16 GiB where the system does not say)."""
     try:
