@@ -179,8 +179,8 @@ def _tensors(X, codes, weight, task, device):
     )
 
 
-def _report_recipe(task, penalty, tuned, start, selected, gain):
-    """``verbose``: what the default recipe chose, and what learning the indices gained."""
+def _report_recipe(task, penalty, tuned, start, selected):
+    """``verbose``, before the epoch table: what the default recipe chose."""
     name = "C" if isinstance(task, ClassificationTask) else "alpha"
     how = "chosen on the data" if tuned else "fixed: too few rows to choose it on"
     print(f"recipe: convex start on the classic indices, {name}={penalty:.3g} ({how})")
@@ -189,8 +189,14 @@ def _report_recipe(task, penalty, tuned, start, selected, gain):
         return
     print(
         f"recipe: validation score {start.score:.4f} at the start, {selected.score:.4f} "
-        f"with refined indices; learning_gain_={gain:+.4f} after training"
+        "with refined indices; training follows"
     )
+
+
+def _report_gain(gain):
+    """``verbose``, after the epoch table: what learning the indices gained."""
+    if gain is not None:
+        print(f"recipe: learning_gain_={gain:+.4f} after training")
 
 
 def _start_score(module, task, valid, rows):
@@ -560,6 +566,8 @@ class FittingMixin:
                 start, selected, penalty, tuned = self._recipe_start(
                     module, continuing, X_train, c_train, w_train, task, valid
                 )
+            if self.verbose and recipe and not continuing:
+                _report_recipe(task, penalty, tuned, start, selected)
             callbacks = self._fit_callbacks(task, X_valid, valid, selected, rows)
             valid_data = None
             if X_valid is not None:
@@ -583,7 +591,7 @@ class FittingMixin:
         self.learning_gain_ = gain
         self.start_regularization_ = penalty
         if self.verbose and recipe and not continuing:
-            _report_recipe(task, penalty, tuned, start, selected, gain)
+            _report_gain(gain)
         # partial_fit after fit starts a new optimizer (as after a warm start).
         self._optimizer_state = None
         self._finish_fit()

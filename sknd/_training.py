@@ -35,6 +35,8 @@ training page, "Callbacks"):
 """
 
 import copy
+import re
+import sys
 
 import numpy as np
 import torch
@@ -432,7 +434,7 @@ class Net(NeuralNet):
             for item in self.callbacks or []
         )
         if self.verbose and not own_log:
-            callbacks.append(("print_log", PrintLog()))
+            callbacks.append(("print_log", PlainPrintLog()))
         return callbacks
 
     def notify(self, method_name, **cb_kwargs):
@@ -609,6 +611,25 @@ class Net(NeuralNet):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+#: skorch's colour codes (``skorch.utils.Ansi``), e.g. ``"\x1b[36m"`` and ``"\x1b[0m"``.
+_ANSI_CODE = re.compile("\x1b\\[[0-9;]*m")
+
+
+class PlainPrintLog(PrintLog):
+    """skorch's ``PrintLog`` (``verbose``'s epoch table), in colour only on a terminal.
+
+    Written to a log file, a notebook's captured output or a pipe, skorch's
+    colour codes for the best values would be escape sequences in the text.
+    """
+
+    def format_row(self, row, key, color):
+        text = super().format_row(row, key, color)
+        isatty = getattr(sys.stdout, "isatty", None)
+        if isinstance(text, str) and not (isatty is not None and isatty()):
+            text = _ANSI_CODE.sub("", text)
+        return text
 
 
 class FiniteTraining(Callback):

@@ -520,3 +520,17 @@ def test_an_unknown_or_missing_device_is_a_clear_error(binary_data):
         with pytest.raises(ValueError, match=message):
             model.set_params(device=device).fit(X[::-1], y[::-1])
         np.testing.assert_array_equal(model.predict_proba(X), before)
+
+
+def test_verbose_is_plain_text_off_a_terminal_with_the_recipe_before_the_epochs(
+    capsys, binary_data
+):
+    X, y = binary_data()
+    NDClassifier(max_epochs=4, random_state=0, verbose=1).fit(X, y)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out  # no colour codes in a captured (or redirected) stream
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["epoch"])
+    recipe = [i for i, line in enumerate(lines) if line.startswith("recipe:")]
+    assert recipe[0] < header and "convex start" in lines[recipe[0]]
+    assert "learning_gain_" in lines[recipe[-1]] and recipe[-1] > header
