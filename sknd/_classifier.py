@@ -3,7 +3,7 @@
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from ._base import BaseND
+from ._base import BaseND, LearnedIndicesMixin
 from ._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
@@ -23,7 +23,7 @@ __all__ = ["NDClassifier"]
     attributes=ATTRIBUTES_DOC,
     notes=NOTES_DOC,
 )
-class NDClassifier(ClassifierMixin, BaseND):
+class NDClassifier(ClassifierMixin, LearnedIndicesMixin, BaseND, auto_wrap_output_keys=None):
     """Classifier whose first layer learns normalized-difference indices.
 
     Every band pair ``(i, j)`` becomes an index

@@ -531,4 +531,9 @@ def test_transform_gives_the_learned_indices_export_formulas_writes(Estimator):
     formulas = model.export_formulas(format="numpy")
     np.testing.assert_allclose(np.column_stack([eval(f, namespace) for f in formulas]), values)
     assert model.transform(frame.astype(np.float32)).dtype == np.float32
-    assert not hasattr(Estimator(architecture="mlp"), "transform")
+    pairs = model.indices_[["band_i", "band_j"]].values
+    assert model.get_feature_names_out().tolist() == [f"nd_{i}_{j}" for i, j in pairs]
+    np.testing.assert_array_equal(Estimator(**FAST).fit_transform(frame, target), values)
+    mlp = Estimator(architecture="mlp")
+    assert not any(hasattr(mlp, name) for name in ["transform", "fit_transform"])
+    assert mlp.__sklearn_tags__().transformer_tags is None
