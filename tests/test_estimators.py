@@ -537,3 +537,13 @@ def test_transform_gives_the_learned_indices_export_formulas_writes(Estimator):
     mlp = Estimator(architecture="mlp")
     assert not any(hasattr(mlp, name) for name in ["transform", "fit_transform"])
     assert mlp.__sklearn_tags__().transformer_tags is None
+
+
+def test_a_one_row_validation_part_scores_nan_without_a_warning():
+    import warnings
+
+    X = np.random.default_rng(0).uniform(0.1, 1.0, (4, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scikit-learn's UndefinedMetricWarning included
+        reg = NDRegressor(max_epochs=2, random_state=0).fit(X, X[:, 0])
+    assert np.isnan(reg.validation_scores_).all()
