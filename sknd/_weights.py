@@ -101,16 +101,17 @@ def weight_tensor(weight, device):
 
 
 def merge_duplicates(X, y, weight, groups=None):
-    """Merge exact duplicate rows into one weighted row, in a canonical order.
+    """Merge exact duplicate rows into one weighted row.
 
     Rows with the same bands, target (and group, when ``groups`` is given) become
     one row weighing the sum of their weights; rows of weight zero are dropped.
-    The rows come back sorted by their bytes, so the fit is a function of the
-    weighted rows alone: a weight ``k`` gives, bit for bit, the model of the row
-    repeated ``k`` times, in any order (scikit-learn's sample-weight
-    equivalence). It also keeps copies of one pixel from landing on both sides
-    of the validation split. Duplicates with different targets stay separate
-    rows, one per target.
+    Where rows were merged or weigh other than 1, they come back in an order
+    set by their values alone, so that a weight ``k`` gives, bit for bit, the
+    model of the row repeated ``k`` times in any order (scikit-learn's
+    sample-weight equivalence); otherwise in the order given (a weight of 0 is
+    then exactly an absent row). It also keeps copies of one pixel from landing
+    on both sides of the validation split. Duplicates with different targets
+    stay separate rows, one per target.
 
     Returns ``(X, y, weight, groups)``: ``weight`` is None when every merged
     weight is 1 (no duplicates, no weights), ``groups`` None when it was.
@@ -132,6 +133,9 @@ def merge_duplicates(X, y, weight, groups=None):
     counts = np.bincount(inverse, weights=weight, minlength=len(first))
     kept = counts > 0
     first, counts = first[kept], counts[kept]
+    if len(inverse) == len(kept) and np.all(counts == 1):
+        # Nothing to merge and no weight but 0 and 1: the rows as given, less weight 0.
+        first = np.sort(first)
     merged_groups = None if groups is None else groups[first]
     merged_weight = None if np.all(counts == 1) else counts
     return X[first], y[first], merged_weight, merged_groups
