@@ -12,11 +12,13 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 import torch
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import TransformerTags
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
-from ._fitting import FittingMixin
+from ._fitting import FittingMixin, inference_device
 from ._formula import EPSILON_RANGE, VARIANTS
 from ._recipe import RECIPES
 from ._tasks import check_label_kinds
@@ -24,6 +26,7 @@ from ._threads import torch_threads
 from ._validation import (
     check_band_values,
     check_min_bands,
+    choose_variant,
     densify,
     locate,
     non_numeric_error,
@@ -82,7 +85,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         "architecture": [StrOptions(set(ARCHITECTURES))],
         "hidden_units": [Interval(Integral, 1, None, closed="left"), None],
         "epsilon": [Interval(Real, *EPSILON_RANGE, closed="both")],
-        "variant": [StrOptions(set(VARIANTS))],
+        "variant": [StrOptions({*VARIANTS, "auto"})],
         "pairs": [
             StrOptions({"all", "auto"}),
             Interval(Integral, 1, None, closed="left"),
@@ -96,7 +99,9 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         "early_stopping": ["boolean"],
         "patience": [Interval(Integral, 1, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
-        "device": [StrOptions({"cpu", "cuda", "auto"})],
+        # Any device torch.device accepts ("cuda:1", "mps"), or "auto": checked at fit by
+        # PyTorch itself (sknd._fitting.resolve_device), with what to change.
+        "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "bands": ["array-like", None],
@@ -272,10 +277,17 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         check_label_kinds(y, "y" + name[1:])  # before numpy turns [1, "a"] into text
         X, y = self._validate_bands(X, y, reset=reset, name=name)
         if reset:
+            self.variant_ = choose_variant(
+                self.variant,
+                X,
+                estimator_name=type(self).__name__,
+                feature_names=getattr(self, "feature_names_in_", None),
+                verbose=self.verbose,
+            )
             warn_about_training_values(
                 X,
                 epsilon=self.epsilon,
-                variant=self.variant,
+                variant=self.variant_,
                 nd_layer=self.architecture != "mlp",
             )
         return X, y
@@ -335,7 +347,12 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         True
         """
         check_is_fitted(self)
-        return copy.deepcopy(self._module).cpu().train()
+        module = copy.deepcopy(self._module).cpu().train()
+        layer = first_nd_layer(module)
+        if layer is not None:  # names for sknd.inspection and sknd.plotting
+            layer.bands = tuple(str(name) for name in self.band_names_)
+            layer.sensor = self._network_params_["sensor"]
+        return module
 
     def _nd_layer(self):
         """The trained ND layer, or None for the MLP baseline."""
@@ -343,8 +360,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------ inference
     def _inference_device(self):
-        device = "cuda" if self.device in ("cuda", "auto") and torch.cuda.is_available() else "cpu"
-        return torch.device(device)
+        return inference_device(self.device)
 
     def _run_module(self, X, module=None):
         """Forward ``X`` (a validated array) through ``module`` (default: the whole net).
@@ -367,6 +383,8 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         :class:`sknd._device_pixels.DevicePixels`, which screens, checks and
         evaluates pixels there.
         """
+        if method == "transform":
+            return self._indices_evaluator(slice(None))
         finish = {"predict": "decode", "predict_proba": "proba"}.get(method)
         if not hasattr(self._task, finish or "-"):
             return None
@@ -377,6 +395,21 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
                 self._module, self._task, method, self._inference_device(), **self._pixel_checks()
             )
         return self._network_evaluator(getattr(self._task, finish))
+
+    def _indices_evaluator(self, selected):
+        """The learned indices ``selected`` (rows of ``pairs_``) as a
+        :class:`sknd._evaluator.FastNetwork`, in the input's dtype, on the CPU."""
+        from ._evaluator import FastNetwork
+
+        return FastNetwork.for_indices(
+            self.pairs_[selected],
+            self.coef_a_[selected],
+            self.coef_c_[selected],
+            self.n_features_in_,
+            self.epsilon_,
+            self.variant_,
+            **self._pixel_checks(),
+        )
 
     def _network_evaluator(self, finish=None):
         """The network as a :class:`sknd._evaluator.FastNetwork` then ``finish``, or None.
@@ -607,3 +640,107 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
                 stacklevel=2,
             )
         super().__setstate__(state)
+
+
+class LearnedIndicesMixin(TransformerMixin, auto_wrap_output_keys=None):
+    """``transform`` to the learned indices, for the predictors (as scikit-learn's
+    ``LinearDiscriminantAnalysis`` is a classifier and a transformer).
+
+    Available for networks with an ND layer; the MLP baseline has no indices
+    (no ``transform``, no transformer tags). No ``set_output``: scikit-learn's
+    wrapping of ``transform`` would drop that availability (subclasses pass
+    ``auto_wrap_output_keys=None`` too); ``NDTransformer`` has it.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags = (
+            TransformerTags(preserves_dtype=["float64", "float32"])
+            if self._learns_indices()
+            else None
+        )
+        return tags
+
+    def _learns_indices(self):
+        """Whether the network has an ND layer (``transform``): not the MLP baseline."""
+        params = getattr(self, "_network_params_", None) or self.get_params()
+        return params["architecture"] != "mlp"
+
+    @available_if(_learns_indices)
+    def transform(self, X):
+        """Compute the learned indices: the ND layer's outputs, one per row of ``indices_``.
+
+        What :meth:`export_formulas` writes as formulas (its default order),
+        for networks with an ND layer (not ``architecture="mlp"``). For the
+        indices alone as features of other models, see
+        :class:`sknd.NDTransformer`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values.
+
+        Returns
+        -------
+        indices : ndarray of shape (n_samples, n_indices)
+            Learned normalized differences in ``[-1, 1]``, in the order of
+            ``pairs_``, in the dtype of ``X`` (float32 or float64). With
+            ``architecture="attnd"`` these are the indices before gating.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknd import NDClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
+        >>> y = (X[:, 3] > X[:, 2]).astype(int)
+        >>> clf = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
+        >>> clf.transform(X).shape == (200, len(clf.indices_))
+        True
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        # The evaluator sknd.raster uses: a scene's pixels get these very values.
+        return self._fast_evaluator("transform")(X, checked=True)
+
+    @available_if(_learns_indices)
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fit on ``X`` and ``y``, then return the learned indices of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            The target of ``fit``.
+        **fit_params : dict
+            Passed to ``fit`` (``sample_weight``, ``X_val``, ``y_val``, ``groups``).
+
+        Returns
+        -------
+        indices : ndarray of shape (n_samples, n_indices)
+            ``fit(X, y, **fit_params).transform(X)``.
+        """
+        return super().fit_transform(X, y, **fit_params)
+
+    @available_if(_learns_indices)
+    def get_feature_names_out(self, input_features=None):
+        """Names of the learned indices, ``nd_<band i>_<band j>``, one per row of ``indices_``.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Band names; defaults to ``band_names_`` (the ``bands`` parameter,
+            else ``feature_names_in_``, else ``x0, x1, ...``).
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            One name per column of :meth:`transform`.
+        """
+        check_is_fitted(self)
+        if input_features is None:
+            names = self.band_names_
+        else:
+            names = _check_feature_names_in(self, input_features)
+        return np.asarray([f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_], dtype=object)

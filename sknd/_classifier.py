@@ -3,7 +3,7 @@
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from ._base import BaseND
+from ._base import BaseND, LearnedIndicesMixin
 from ._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
@@ -23,7 +23,7 @@ __all__ = ["NDClassifier"]
     attributes=ATTRIBUTES_DOC,
     notes=NOTES_DOC,
 )
-class NDClassifier(ClassifierMixin, BaseND):
+class NDClassifier(ClassifierMixin, LearnedIndicesMixin, BaseND, auto_wrap_output_keys=None):
     """Classifier whose first layer learns normalized-difference indices.
 
     Every band pair ``(i, j)`` becomes an index
@@ -77,7 +77,7 @@ class NDClassifier(ClassifierMixin, BaseND):
         architecture="nd",
         hidden_units=None,
         epsilon=1e-6,
-        variant="reflectance",
+        variant="auto",
         pairs="auto",
         lr=0.01,
         weight_decay=1e-4,
@@ -230,6 +230,38 @@ class NDClassifier(ClassifierMixin, BaseND):
         """
         output = self._network_output(X)
         return self._task.proba(output)
+
+    def decision_function(self, X):
+        """The network's raw outputs: the logits of the classes.
+
+        As for scikit-learn's ``MLPClassifier`` and linear models: for two
+        classes, the logit of ``classes_[1]`` (positive: ``classes_[1]`` is
+        predicted); otherwise one logit per class, whose softmax is
+        ``predict_proba`` and whose argmax ``predict``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Logits, float64.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknd import NDClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
+        >>> y = (X[:, 3] > X[:, 2]).astype(int)
+        >>> clf = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
+        >>> bool(np.array_equal(clf.decision_function(X) > 0, clf.predict(X) == 1))
+        True
+        """
+        output = self._network_output(X)
+        return output[:, 0] if output.shape[1] == 1 else output
 
     def predict(self, X):
         """Predicted class labels.

@@ -130,10 +130,14 @@ _OTHER_PARAMETERS_DOC = """\
     epsilon : float, default=1e-6
         Positive stabilising constant of the ND denominator, in
         ``[1e-15, 1e15]`` (smaller values vanish in float32).
-    variant : {"reflectance", "signed", "softplus"}, default="reflectance"
+    variant : {"auto", "reflectance", "signed", "softplus"}, default="auto"
         ``"reflectance"`` requires non-negative inputs (and says so in its
         tags); ``"signed"`` uses ``sqrt(b**2 + epsilon)`` in the denominator
         and ``"softplus"`` applies softplus to the inputs, both for signed data.
+        ``"auto"`` chooses at fit (``variant_``): ``"reflectance"`` when every
+        training value is non-negative, else ``"signed"``; negative values
+        that look like no-data fill values (-9999, -32768, one negative value
+        in every band of a row) raise a ``ValueError`` instead.
     pairs : "auto", "all", int or array-like of shape (n_pairs, 2), default="auto"
         Band pairs of the ND layer: every pair ``i < j``, explicit ``(i, j)``
         pairs of band indices or band names, e.g. ``[("B8", "B4"), ("B8", "B11")]``
@@ -167,8 +171,10 @@ _OTHER_PARAMETERS_DOC = """\
     validation_fraction : float, default=0.2
         Share of the training data held out for early stopping (stratified for
         classification), as in the paper's 70/20/10 protocol.
-    device : {"cpu", "cuda", "auto"}, default="cpu"
-        Where to train. ``"auto"`` picks a CUDA GPU when PyTorch sees one.
+    device : str or torch.device, default="cpu"
+        Where to train: any device PyTorch accepts (``"cpu"``, ``"cuda"``,
+        ``"cuda:1"``, ``"mps"``, a ``torch.device``), checked at fit; ``"auto"``
+        picks a CUDA GPU when PyTorch sees one.
     random_state : int, RandomState instance or None, default=None
         Seeds weight initialisation, shuffling and the validation split. Fits
         with the same integer give bit-identical models on the same machine;
@@ -358,8 +364,9 @@ ATTRIBUTES_DOC = """\
         ``export_formulas`` and :mod:`sknd.raster` use it, so that
         ``set_params`` without a refit cannot change a fitted model.
     variant_ : str
-        ``variant`` as the network was fitted with (it decides, e.g., whether
-        negative band values are refused).
+        ``variant`` as the network was fitted with, ``"auto"`` resolved to
+        ``"reflectance"`` or ``"signed"`` (it decides, e.g., whether negative
+        band values are refused).
     indices_ : pandas.DataFrame
         One row per learned index, in the order of ``pairs_`` (for
         ``NDTransformer``: of the columns of ``transform``), see

@@ -35,11 +35,17 @@ from ._training import (
     user_callbacks,
 )
 from ._validation import check_training_memory
-from ._weights import check_part, fit_weights, weight_tensor
+from ._weights import fit_weights, merge_duplicates, weight_tensor
 from .bands import resolve_bands
 from .networks import build_network, default_hidden_units, describe, rows_per_pass
 
-__all__ = ["FittingMixin", "restore_on_failure", "validation_data_by_keyword"]
+__all__ = [
+    "FittingMixin",
+    "inference_device",
+    "resolve_device",
+    "restore_on_failure",
+    "validation_data_by_keyword",
+]
 
 #: The depth ``depth="auto"`` builds where it cannot choose on validation (no validation
 #: part, ``recipe="paper"``, the MLP, ``partial_fit``): the paper's depth-2 model.
@@ -58,15 +64,50 @@ def _depth_of(module, architecture):
 _init_lock = threading.Lock()
 
 
-def _resolve_device(device):
-    if device == "auto":
+def _available(device):
+    """Whether PyTorch can use ``device`` (a ``torch.device``) on this machine."""
+    if device.type == "cuda":
+        return torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()
+    if device.type == "mps":
+        return torch.backends.mps.is_available()
+    return device.type == "cpu" or device.type == "meta"
+
+
+def resolve_device(device):
+    """The device a fit trains on, as a string: ``"auto"`` chosen, any other checked.
+
+    ``device`` is anything ``torch.device`` accepts (``"cpu"``, ``"cuda:1"``,
+    ``"mps"``, a ``torch.device``) or ``"auto"``; a ``ValueError`` says what is
+    wrong with one PyTorch does not know or cannot use here.
+    """
+    if isinstance(device, str) and device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
+    try:
+        resolved = torch.device(device)
+    except (RuntimeError, TypeError, ValueError) as exc:
         raise ValueError(
-            "device='cuda' was requested but no CUDA GPU is available to PyTorch; "
-            "use device='cpu' or device='auto'."
+            f"device={device!r} is not a device PyTorch knows ({exc}). Use 'cpu', 'cuda', "
+            "'cuda:0', 'mps', a torch.device, or 'auto' (a CUDA GPU when there is one)."
+        ) from None
+    if not _available(resolved):
+        missing = {
+            "cuda": f"no CUDA GPU {resolved.index or 0} is available to PyTorch (it sees "
+            f"{torch.cuda.device_count()})",
+            "mps": "PyTorch's Apple MPS backend is not available",
+        }.get(resolved.type, f"PyTorch cannot use {resolved.type} devices here")
+        raise ValueError(
+            f"device={device!r} was requested but {missing}; use device='cpu' or device='auto'."
         )
-    return device
+    return str(resolved)
+
+
+def inference_device(device):
+    """The ``torch.device`` a fitted model predicts on: the CPU where ``device`` is not
+    available here (a model fitted on a GPU, unpickled elsewhere)."""
+    try:
+        return torch.device(resolve_device(device))
+    except ValueError:
+        return torch.device("cpu")
 
 
 def _group_split(X, codes, groups, validation_fraction, seed, weight):
@@ -150,20 +191,26 @@ def _tensors(X, codes, weight, task, device):
     )
 
 
-def _report_recipe(task, penalty, tuned, start, selected, gain, clock):
-    """``verbose``: what the default recipe chose, what learning the indices gained, and
-    the wall time of each stage (a :class:`~sknd._recipe.Stopwatch`)."""
+def _report_recipe(task, penalty, tuned, start, selected):
+    """``verbose``, before the epoch table: what the default recipe chose."""
     name = "C" if isinstance(task, ClassificationTask) else "alpha"
     how = "chosen on the data" if tuned else "fixed: too few rows to choose it on"
     print(f"recipe: convex start on the classic indices, {name}={penalty:.3g} ({how})")
-    print(f"recipe: stage times: {clock}")
     if start is None:
         print("recipe: no validation part: the indices were not refined; learning_gain_=None")
         return
     print(
         f"recipe: validation score {start.score:.4f} at the start, {selected.score:.4f} "
-        f"with refined indices; learning_gain_={gain:+.4f} after training"
+        "with refined indices; training follows"
     )
+
+
+def _report_gain(gain, clock):
+    """``verbose``, after the epoch table: what learning the indices gained, and the wall
+    time of each stage (a :class:`~sknd._recipe.Stopwatch`)."""
+    if gain is not None:
+        print(f"recipe: learning_gain_={gain:+.4f} after training")
+    print(f"recipe: stage times: {clock}")
 
 
 def _start_score(module, task, valid, rows):
@@ -325,13 +372,14 @@ class FittingMixin:
                     "with fit (and warm_start=False)."
                 )
 
-    def _start_fit(self, X, y, sample_weight, *, continuing, how, classes=None):
+    def _start_fit(self, X, y, sample_weight, *, continuing, how, classes=None, groups=None):
         """Validate the data of a fit, warm start or ``partial_fit`` call.
 
-        Returns ``(X, codes, weight, task)``. A new fit freezes what the network is
-        made of (``epsilon_``, ``variant_``, ``bands_``, the network parameters) and
-        makes a task from ``y`` (and ``classes``); a continuing call checks ``X`` and
-        ``y`` against them and keeps the fitted task.
+        Returns ``(X, codes, weight, task, groups)``, exact duplicate rows merged
+        into weighted ones (:func:`~sknd._weights.merge_duplicates`). A new fit
+        freezes what the network is made of (``epsilon_``, ``variant_``, ``bands_``,
+        the network parameters) and makes a task from ``y`` (and ``classes``); a
+        continuing call checks ``X`` and ``y`` against them and keeps the fitted task.
         """
         if isinstance(self.batch_size, (bool, np.bool_)):  # an Integral to scikit-learn
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
@@ -339,6 +387,8 @@ class FittingMixin:
             self._check_network_params(how)
             X, y = self._validate_X_y(X, y, reset=False)
             self._record_band_range(X, continuing=True)
+            weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
+            X, y, weight, groups = merge_duplicates(X, y, weight, groups)
             task = self._task.continued(y)
             codes = task.encode(y)
             if np.ndim(codes) == 2 and codes.shape[1] != task.n_outputs:
@@ -347,8 +397,7 @@ class FittingMixin:
                     f"{type(self).__name__} predicts {task.n_outputs}: pass y with the "
                     "columns of the first fit."
                 )
-            weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
-            return X, codes, weight, task
+            return X, codes, weight, task, groups
         # Frozen at fit: set_params without a refit must not change what the network
         # computes or which inputs it accepts (X_val is checked against these too).
         self.epsilon_, self.variant_ = float(self.epsilon), self.variant
@@ -366,8 +415,9 @@ class FittingMixin:
         )
         self.band_names_ = np.asarray([band.name for band in self.bands_], dtype=object)
         weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
+        X, y, weight, groups = merge_duplicates(X, y, weight, groups)
         task = self._make_task(y, weight, classes)
-        return X, task.encoded, weight, task
+        return X, task.encoded, weight, task, groups
 
     def _uses_recipe(self):
         # sknd's default recipe (sknd._recipe): networks with an ND layer; deeper ones start
@@ -394,7 +444,7 @@ class FittingMixin:
                 n_features,
                 n_outputs,
                 pairs=pairs,
-                variant=self.variant,
+                variant=self.variant_,
                 passthrough=passthrough,
                 standardize=True,
             )
@@ -412,7 +462,7 @@ class FittingMixin:
             n_outputs=task.n_outputs,
             mlp_width=default_hidden_units(n_features * (n_features - 1) // 2),
             classification=isinstance(task, ClassificationTask),
-            variant=self.variant,
+            variant=self.variant_,
             epsilon=self.epsilon,
             sample_weight=w_train,
         )
@@ -451,7 +501,7 @@ class FittingMixin:
                 hidden_units=hidden_units,
                 pairs=pairs,
                 epsilon=self.epsilon,
-                variant=self.variant,
+                variant=self.variant_,
                 passthrough=passthrough,
                 standardize=self._uses_recipe(),
             )
@@ -489,7 +539,9 @@ class FittingMixin:
             return False, f"fewer than {_recipe.MIN_SELECTION_ROWS} validation rows"
         return True, None
 
-    def _net(self, module, task, device, seed, max_epochs, callbacks, valid_data=None):
+    def _net(
+        self, module, task, device, seed, max_epochs, callbacks, valid_data=None, how="this fit"
+    ):
         """The skorch net that trains ``module`` (an initialised instance) on ``device``.
 
         ``callbacks`` are sknd's; the user's (copies of ``self.callbacks``) run after
@@ -500,8 +552,14 @@ class FittingMixin:
         rows = rows_per_pass(module)
         stopping = [item for item in callbacks if item[0] == "early_stopping"]
         own = [item for item in callbacks if item[0] != "early_stopping"]
-        users = user_callbacks(self.callbacks, early_stopping=bool(stopping))
-        return Net(
+        users = user_callbacks(
+            self.callbacks,
+            early_stopping=bool(stopping),
+            validation=valid_data is not None,
+            how=how,
+            task=task,
+        )
+        net = Net(
             module=module,
             criterion=task.criterion,
             optimizer=FlatAdam,
@@ -520,6 +578,8 @@ class FittingMixin:
             device=device,
             verbose=self.verbose,
         )
+        net.task_ = task  # net_.predict and predict_proba decode as the estimator does
+        return net
 
     def _device_memory(self, n_samples):
         """Out of memory on the GPU during training: a ``MemoryError`` naming ``batch_size``."""
@@ -530,16 +590,14 @@ class FittingMixin:
     def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
         """``fit``: train a new network, or continue the fitted one with ``warm_start``."""
         continuing = self.warm_start and hasattr(self, "_module")
-        X, codes, weight, task = self._start_fit(
-            X, y, sample_weight, continuing=continuing, how="warm_start=True"
+        X, codes, weight, task, groups = self._start_fit(
+            X, y, sample_weight, continuing=continuing, how="warm_start=True", groups=groups
         )
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
-        device = _resolve_device(self.device)
+        device = resolve_device(self.device)
         X_train, c_train, X_valid, c_valid, w_train, w_valid = self._validation_split(
             X, codes, task, X_val, y_val, seed, groups, weight
         )
-        check_part(w_train, "training")
-        check_part(w_valid, "validation")
         recipe = self._uses_recipe()
         auto, why_not = self._auto_depth(continuing, X_valid)
         pairs, module = self._network(
@@ -557,6 +615,8 @@ class FittingMixin:
                 start, selected, penalty, tuned, linear = self._recipe_start(
                     module, continuing, X_train, c_train, w_train, task, valid, clock, auto
                 )
+            if self.verbose and recipe and not continuing:
+                _report_recipe(task, penalty, tuned, start, selected)
             train = functools.partial(
                 self._train, task, device, seed, (X_train, c_train, w_train), valid, clock
             )
@@ -583,7 +643,7 @@ class FittingMixin:
         self.learning_gain_ = gain
         self.start_regularization_ = penalty
         if self.verbose and recipe and not continuing:
-            _report_recipe(task, penalty, tuned, start, selected, gain, clock)
+            _report_gain(gain, clock)
         if self.verbose and why_not is not None:
             print(f"depth='auto': depth {self.depth_}, the plain rule: {why_not}")
         # partial_fit after fit starts a new optimizer (as after a warm start).
@@ -714,14 +774,14 @@ class FittingMixin:
                 "sklearn.utils.class_weight.compute_class_weight('balanced', classes=classes, "
                 "y=y) and pass them as a dict: class_weight=dict(zip(classes, weights))."
             )
-        X, codes, weight, task = self._start_fit(
+        X, codes, weight, task, _ = self._start_fit(
             X, y, sample_weight, continuing=continuing, how="partial_fit", classes=classes
         )
         n_calls = self.n_iter_ if continuing else 0
         # A new shuffling order each call, reproducible from random_state.
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         seed = (seed + n_calls) % np.iinfo(np.int32).max
-        device = _resolve_device(self.device)
+        device = resolve_device(self.device)
         pairs, module = self._network(continuing, X, codes, weight, task, seed, device)
         with torch_threads(1):
             if self._uses_recipe() and not continuing:
@@ -733,7 +793,7 @@ class FittingMixin:
                 _recipe.carry(module, linear)
             elif not continuing:
                 self.start_regularization_ = None
-            net = self._net(module, task, device, seed, 1, [])
+            net = self._net(module, task, device, seed, 1, [], how="partial_fit")
             net.initialize()
             state = getattr(self, "_optimizer_state", None) if continuing else None
             if state is not None:

@@ -2,7 +2,7 @@
 
 from sklearn.base import RegressorMixin, _fit_context
 
-from ._base import BaseND
+from ._base import BaseND, LearnedIndicesMixin
 from ._docstrings import (
     ATTRIBUTES_DOC,
     FIT_OPTIONS_DOC,
@@ -21,7 +21,7 @@ __all__ = ["NDRegressor"]
     attributes=ATTRIBUTES_DOC,
     notes=NOTES_DOC,
 )
-class NDRegressor(RegressorMixin, BaseND):
+class NDRegressor(RegressorMixin, LearnedIndicesMixin, BaseND, auto_wrap_output_keys=None):
     """Regressor whose first layer learns normalized-difference indices.
 
     The network of :class:`NDClassifier` with one linear output per target,
@@ -64,7 +64,7 @@ class NDRegressor(RegressorMixin, BaseND):
         architecture="nd",
         hidden_units=None,
         epsilon=1e-6,
-        variant="reflectance",
+        variant="auto",
         pairs="auto",
         lr=0.01,
         weight_decay=1e-4,

@@ -269,7 +269,13 @@ class RegressionTask:
         return torch.as_tensor((y - self.mean) / self.scale, dtype=torch.float32)
 
     def score(self, target, output, sample_weight=None):
-        """R^2 (uniform average over targets, weighted by ``sample_weight``) of raw outputs."""
+        """R^2 (uniform average over targets, weighted by ``sample_weight``) of raw outputs.
+
+        NaN for a single sample, where R^2 is undefined (scikit-learn warns and
+        returns NaN): a tiny validation part, e.g. of a few distinct rows.
+        """
+        if len(target) < 2:
+            return float("nan")
         if sample_weight is not None:
             sample_weight = sample_weight.cpu().double().numpy().reshape(-1)
         return r2_score(target.cpu().numpy(), output.cpu().numpy(), sample_weight=sample_weight)

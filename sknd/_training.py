@@ -35,7 +35,10 @@ training page, "Callbacks"):
 """
 
 import copy
+import re
+import sys
 
+import numpy as np
 import torch
 from skorch import NeuralNet
 from skorch.callbacks import (
@@ -47,6 +50,7 @@ from skorch.callbacks import (
     PrintLog,
 )
 from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
+from skorch.utils import to_numpy
 
 from ._adam import FlatAdam
 from ._fused import FusedTrainer, Unsupported
@@ -108,7 +112,9 @@ class TensorBatches:
             w = None if w is None else w[order]
         for start in range(0, len(X), self.batch_size):
             stop = start + self.batch_size
-            if w is None:
+            if y is None:  # inference (net_.predict, forward): no target
+                yield X[start:stop], None
+            elif w is None:
                 yield X[start:stop], y[start:stop]
             else:
                 yield X[start:stop], (y[start:stop], w[start:stop])
@@ -252,31 +258,109 @@ _BATCH_EVENTS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
 OWN_CALLBACKS = ("epoch_timer", "print_log", "finite_training", "valid_score", "early_stopping")
 
 
-def user_callbacks(callbacks, *, early_stopping):
-    """Fresh copies of an estimator's ``callbacks`` for one fit, checked.
-
-    ``callbacks`` is the estimator's parameter, ``[(name, callback), ...]`` of
-    skorch callbacks, never modified (each fit trains with copies: the fitted
-    ones are in ``net_.callbacks_``). ``early_stopping``: whether sknd's own
-    early stopping runs in this fit. A ``ValueError`` says what to change for
-    anything else, for names sknd uses, and for callbacks the training loop
-    cannot serve.
-    """
-    if callbacks is None:
-        return []
-    example = "e.g. callbacks=[('lr', LRScheduler('StepLR', step_size=10))]"
-    items = list(callbacks)  # a list: the estimators' parameter constraints checked it
-    for item in items:
-        if not (
-            isinstance(item, tuple)
+def _named(callbacks, example):
+    """``[(name, callback), ...]``: bare instances named as skorch names them (the class
+    name, numbered ``_1``, ``_2`` ... when several share it)."""
+    items = []
+    for item in callbacks:
+        if isinstance(item, Callback):
+            items.append((None, item))
+        elif (
+            isinstance(item, (tuple, list))
             and len(item) == 2
             and isinstance(item[0], str)
             and isinstance(item[1], Callback)
         ):
+            items.append(tuple(item))
+        else:
             raise ValueError(
-                "callbacks must be a list of (name, callback) pairs, each callback an "
-                f"instance of a skorch.callbacks.Callback, {example}; got {item!r}."
+                "callbacks must be a list of skorch callbacks, each an instance of "
+                f"skorch.callbacks.Callback or a (name, callback) pair, {example}; got {item!r}."
             )
+    bare = [type(cb).__name__ for name, cb in items if name is None]
+    numbered = {}
+    named = []
+    for name, callback in items:
+        if name is None:
+            name = type(callback).__name__
+            if bare.count(name) > 1:
+                numbered[name] = numbered.get(name, 0) + 1
+                name = f"{name}_{numbered[name]}"
+        named.append((name, callback))
+    return named
+
+
+def _monitored(callback):
+    """The history key ``callback`` watches (skorch's ``monitor``), or None."""
+    monitor = getattr(callback, "monitor", None)
+    return monitor if isinstance(monitor, str) else None
+
+
+def _check_callback(name, callback, *, early_stopping, validation, how):
+    """Refuse a callback the training loop cannot serve, saying what to change."""
+    monitor = _monitored(callback)
+    if not validation and monitor is not None and monitor.startswith("valid"):
+        raise ValueError(
+            f"The callback {name!r} ({type(callback).__name__}) monitors {monitor!r}, a value "
+            f"of validation data, but {how} has none. Pass X_val and y_val (or "
+            "early_stopping=True) to fit, or monitor a training value (e.g. "
+            "monitor='train_loss', or 'train_loss_best' for a Checkpoint)."
+        )
+    if early_stopping and isinstance(callback, SkorchEarlyStopping) and callback.load_best:
+        raise ValueError(
+            f"The callback {name!r} (skorch's EarlyStopping with load_best=True) would "
+            "restore its best weights, and sknd's early stopping restores its own after "
+            "it. Pass early_stopping=False (with X_val, y_val) to let yours decide, or "
+            "load_best=False to let it only stop training earlier."
+        )
+    if isinstance(callback, PassthroughScoring) and callback.on_train:
+        raise ValueError(
+            f"The callback {name!r} (PassthroughScoring(on_train=True)) averages per-batch "
+            "records of training batches, which sknd's fast training path does not send. "
+            "sknd records train_loss per epoch itself (history_, net_.history); score "
+            "training data with EpochScoring(..., on_train=True) instead."
+        )
+
+
+class TaskTargets:
+    """``EpochScoring``'s target extractor: stored targets as ``net_.predict`` returns them.
+
+    The training targets are encoded (class codes, standardized values) and may
+    carry sample weights (``(y, w)``); scorer names such as ``"accuracy"`` or
+    ``"f1_macro"`` compare ``net_.predict`` (class labels, targets on their scale)
+    with these, as for skorch's ``NeuralNetClassifier``.
+    """
+
+    def __init__(self, task):
+        self.task = task
+
+    def __call__(self, y):
+        if isinstance(y, (tuple, list)):
+            y = y[0]
+        y = y.detach().cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+        classes = getattr(self.task, "classes", None)
+        if classes is None:
+            return self.task.decode(y.reshape(len(y), -1))
+        return classes[y.reshape(-1).astype(np.intp)]
+
+
+def user_callbacks(callbacks, *, early_stopping, validation=True, how="this fit", task=None):
+    """Fresh copies of an estimator's ``callbacks`` for one fit, checked.
+
+    ``callbacks`` is the estimator's parameter, a list of skorch callbacks as
+    skorch takes them (instances, ``(name, callback)`` pairs), never modified
+    (each fit trains with copies: the fitted ones are in ``net_.callbacks_``).
+    ``early_stopping``: whether sknd's own early stopping runs in this fit;
+    ``validation``: whether it has validation data (``how`` names the call in
+    messages). A ``ValueError`` says what to change for anything else, for names
+    sknd uses, and for callbacks the training loop cannot serve. An
+    ``EpochScoring`` with skorch's default target extractor gets
+    :class:`TaskTargets` of ``task``.
+    """
+    if callbacks is None:
+        return []
+    example = "e.g. callbacks=[('lr', LRScheduler('StepLR', step_size=10))]"
+    items = _named(callbacks, example)  # a list: the parameter constraints checked it
     names = [name for name, _ in items]
     for name in names:
         if name in OWN_CALLBACKS:
@@ -287,21 +371,14 @@ def user_callbacks(callbacks, *, early_stopping):
         if names.count(name) > 1:
             raise ValueError(f"The callback name {name!r} is used twice: names must be unique.")
     for name, callback in items:
-        if early_stopping and isinstance(callback, SkorchEarlyStopping) and callback.load_best:
-            raise ValueError(
-                f"The callback {name!r} (skorch's EarlyStopping with load_best=True) would "
-                "restore its best weights, and sknd's early stopping restores its own after "
-                "it. Pass early_stopping=False (with X_val, y_val) to let yours decide, or "
-                "load_best=False to let it only stop training earlier."
-            )
-        if isinstance(callback, PassthroughScoring) and callback.on_train:
-            raise ValueError(
-                f"The callback {name!r} (PassthroughScoring(on_train=True)) averages per-batch "
-                "records of training batches, which sknd's fast training path does not send. "
-                "sknd records train_loss per epoch itself (history_, net_.history); score "
-                "training data with EpochScoring(..., on_train=True) instead."
-            )
-    return copy.deepcopy(items)
+        _check_callback(
+            name, callback, early_stopping=early_stopping, validation=validation, how=how
+        )
+    items = copy.deepcopy(items)
+    for _, callback in items:
+        if isinstance(callback, EpochScoring) and callback.target_extractor is to_numpy:
+            callback.target_extractor = TaskTargets(task)
+    return items
 
 
 def _stops_training(callback):
@@ -357,7 +434,7 @@ class Net(NeuralNet):
             for item in self.callbacks or []
         )
         if self.verbose and not own_log:
-            callbacks.append(("print_log", PrintLog()))
+            callbacks.append(("print_log", PlainPrintLog()))
         return callbacks
 
     def notify(self, method_name, **cb_kwargs):
@@ -393,6 +470,35 @@ class Net(NeuralNet):
         # last one): the fused epoch then writes one per batch, with its size.
         self.batch_records_ = any(name not in OWN_CALLBACKS for name, _ in self.callbacks_)
         return self
+
+    def get_dataset(self, X, y=None):
+        """A :class:`TensorDataset` of float32 rows (``y`` may be None), as training uses.
+
+        So that the fitted net (``net_``) infers on new data: ``predict``,
+        ``predict_proba``, ``forward`` take arrays of band rows.
+        """
+        if isinstance(X, TensorDataset):
+            return X
+        if not isinstance(X, torch.Tensor):
+            X = torch.as_tensor(np.asarray(X, dtype=np.float32))
+        X = X.to(dtype=torch.float32)
+        return TensorDataset(X, None if y is None else torch.as_tensor(np.asarray(y)))
+
+    def predict_proba(self, X):
+        """Class probabilities as the estimator's ``predict_proba`` gives them.
+
+        For a regression network (no probabilities), the raw outputs.
+        """
+        output = self.forward(X, training=False, device="cpu").numpy()
+        task = getattr(self, "task_", None)
+        return task.proba(output) if hasattr(task, "proba") else output
+
+    def predict(self, X):
+        """Predictions as the estimator's ``predict`` gives them: class labels, or
+        targets on their original scale."""
+        output = self.forward(X, training=False, device="cpu").numpy()
+        task = getattr(self, "task_", None)
+        return output if task is None else task.decode(output)
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """skorch's loss; for weighted targets ``(y, w)`` the batch mean of ``w_i * loss_i``.
@@ -505,6 +611,25 @@ class Net(NeuralNet):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
+
+
+#: skorch's colour codes (``skorch.utils.Ansi``), e.g. ``"\x1b[36m"`` and ``"\x1b[0m"``.
+_ANSI_CODE = re.compile("\x1b\\[[0-9;]*m")
+
+
+class PlainPrintLog(PrintLog):
+    """skorch's ``PrintLog`` (``verbose``'s epoch table), in colour only on a terminal.
+
+    Written to a log file, a notebook's captured output or a pipe, skorch's
+    colour codes for the best values would be escape sequences in the text.
+    """
+
+    def format_row(self, row, key, color):
+        text = super().format_row(row, key, color)
+        isatty = getattr(sys.stdout, "isatty", None)
+        if isinstance(text, str) and not (isatty is not None and isatty()):
+            text = _ANSI_CODE.sub("", text)
+        return text
 
 
 class FiniteTraining(Callback):

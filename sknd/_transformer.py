@@ -89,7 +89,7 @@ class NDTransformer(TransformerMixin, BaseND):
         architecture="nd",
         hidden_units=None,
         epsilon=1e-6,
-        variant="reflectance",
+        variant="auto",
         pairs="auto",
         lr=0.01,
         weight_decay=1e-4,
@@ -257,18 +257,7 @@ class NDTransformer(TransformerMixin, BaseND):
         """``transform`` on pixel tables (see ``BaseND._fast_evaluator``), on the CPU."""
         if method != "transform":
             return None
-        from ._evaluator import FastNetwork
-
-        selected = self.selected_indices_
-        return FastNetwork.for_indices(
-            self.pairs_[selected],
-            self.coef_a_[selected],
-            self.coef_c_[selected],
-            self.n_features_in_,
-            self.epsilon_,
-            self.variant_,
-            **self._pixel_checks(),
-        )
+        return self._indices_evaluator(self.selected_indices_)
 
     def _model_content(self):
         """The selected indices, what ``transform`` computes (see ``BaseND._model_content``)."""

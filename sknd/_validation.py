@@ -241,6 +241,45 @@ def check_band_values(
         warn_far_outside(X, band_range, peak, name, estimator_name, feature_names)
 
 
+#: Negative band values that mark no-data in satellite products (GDAL/ENVI -9999,
+#: int16 -32768 ...): under ``variant="auto"`` they are refused, not taken as signed data.
+FILL_VALUES = (-9999.0, -999.0, -10000.0, -32767.0, -32768.0)
+
+
+def choose_variant(variant, X, *, estimator_name, feature_names, verbose=0):
+    """``variant`` as a fit uses it: ``"auto"`` chooses from the training bands ``X``.
+
+    ``"reflectance"`` when every value is non-negative, ``"signed"`` for signed
+    data (standardized features, differences). Negative values that look like
+    no-data fill values (one of :data:`FILL_VALUES`, below -1e30, or a row with
+    one negative value in every band) raise the reflectance variant's
+    ``ValueError`` instead: a model of reflectance must not learn fill values.
+    """
+    if variant != "auto":
+        return variant
+    if X.size == 0 or X.min() >= 0:
+        return "reflectance"
+    fill = np.isin(X, FILL_VALUES) | (X < -1e30)
+    fill |= ((X == X[:, :1]).all(axis=1) & (X[:, 0] < 0))[:, None]
+    if fill.any():
+        raise ValueError(
+            f"Negative values in data passed to {estimator_name}: "
+            f"{locate(fill, feature_names)} of X, down to {X.min():.4g}, look like no-data "
+            "fill values (such as -9999 or -32768, or one negative value in every band of a "
+            "row): mask those rows before fit. variant='auto' takes negative values as "
+            "signed data (standardized features) only without such values: set "
+            "variant='signed' to use them as they are, or variant='reflectance' for "
+            "non-negative reflectance (small negative reflectances can be clipped with "
+            "np.clip(X, 0, None))."
+        )
+    if verbose:
+        print(
+            f"variant='auto': X has negative values (down to {X.min():.4g}): using "
+            "variant_='signed'"
+        )
+    return "signed"
+
+
 #: Band values beyond this many times the largest magnitude the band had at fit warn:
 #: orders of magnitude (other units), not the few percent by which new data may exceed it.
 RANGE_FACTOR = 10.0
@@ -340,6 +379,52 @@ def check_fitted_indices(estimator):
             f"This {type(estimator).__name__} instance is not fitted yet (missing "
             f"{', '.join(missing)}). Call 'fit' before inspecting its indices."
         )
+
+
+def _nd_layer_of(model):
+    """The first ``sknd.nn.NormalizedDifference`` in ``model`` if it is a torch module, else
+    None (torch is looked up, not imported: without it no such module exists)."""
+    torch_nn = sys.modules.get("torch.nn")
+    if torch_nn is None or not isinstance(model, torch_nn.Module):
+        return None
+    from .nn import NormalizedDifference
+
+    layer = next((m for m in model.modules() if isinstance(m, NormalizedDifference)), None)
+    if layer is None:
+        raise TypeError(
+            f"This {type(model).__name__} module has no sknd.nn.NormalizedDifference layer: "
+            "sknd.inspection and sknd.plotting read the indices of such layers and of sknd "
+            "estimators."
+        )
+    return layer
+
+
+def fitted_indices(model):
+    """``model`` as :mod:`sknd.inspection` and :mod:`sknd.plotting` read it.
+
+    A fitted estimator as it is (``NotFittedError`` unless it has learned
+    indices, see :func:`check_fitted_indices`); a torch module (a
+    ``NormalizedDifference`` the user trained, an estimator's ``to_torch()``)
+    as the fitted attributes of its first ``NormalizedDifference``: ``pairs_``,
+    ``coef_a_``, ``coef_c_``, ``epsilon_``, ``variant_``, ``n_features_in_``
+    and the layer's ``bands`` and ``sensor``.
+    """
+    layer = _nd_layer_of(model)
+    if layer is None:
+        check_fitted_indices(model)
+        return model
+    from types import SimpleNamespace
+
+    return SimpleNamespace(
+        pairs_=layer.pairs.detach().cpu().numpy().astype(np.int64),
+        coef_a_=layer.a.detach().cpu().double().numpy(),
+        coef_c_=layer.c.detach().cpu().double().numpy(),
+        epsilon_=float(layer.epsilon),
+        variant_=layer.variant,
+        n_features_in_=int(layer.n_features),
+        bands=None if layer.bands is None else [str(name) for name in layer.bands],
+        sensor=getattr(layer, "sensor", None),
+    )
 
 
 def physical_memory():

@@ -28,7 +28,7 @@ import re
 import numpy as np
 
 from ._formula import VARIANTS, softplus, weight_ratio
-from ._validation import check_fitted_indices
+from ._validation import fitted_indices
 from .bands import get_sensor, resolve_bands
 from .indices import SPYNDEX_BANDS, get_catalogue, known_index
 
@@ -105,9 +105,13 @@ def index_table(estimator, catalogue=None):
 
     Parameters
     ----------
-    estimator : fitted sknd estimator
+    estimator : fitted sknd estimator or torch.nn.Module
         An ``NDClassifier``, ``NDRegressor`` or ``NDTransformer`` (any object
-        with the fitted attributes listed in the module docstring works).
+        with the fitted attributes listed in the module docstring works), or
+        a torch module holding a :class:`sknd.nn.NormalizedDifference` (a
+        layer trained in the user's own model, an estimator's ``to_torch()``):
+        its first one, its bands named by the layer's ``bands`` and
+        ``sensor``; ``importance`` is then NaN (no data to measure it on).
     catalogue : sequence of sknd.indices.KnownIndex, optional
         Known indices used for ``known_index``; defaults to the built-in
         catalogue. Pass ``sknd.indices.get_catalogue(include_spyndex=True)``
@@ -149,7 +153,7 @@ def index_table(estimator, catalogue=None):
     """
     import pandas as pd
 
-    check_fitted_indices(estimator)
+    estimator = fitted_indices(estimator)
     bands = get_bands(estimator)
     pairs = np.asarray(estimator.pairs_, dtype=np.intp).reshape(-1, 2)
     positions = _output_positions(estimator)
@@ -497,7 +501,7 @@ def export_formulas(estimator, format="numpy", top=None, precision=None, sensor=
         raise ValueError(f"format must be one of {_FORMATS}, got {format!r}.")
     if precision is not None and (not isinstance(precision, (int, np.integer)) or precision < 1):
         raise ValueError(f"precision must be a positive int or None, got {precision!r}.")
-    check_fitted_indices(estimator)
+    estimator = fitted_indices(estimator)
     # As fitted (sknd estimators' epsilon_, variant_), else the plain attributes.
     variant = getattr(estimator, "variant_", getattr(estimator, "variant", "reflectance"))
     if variant not in VARIANTS:

@@ -102,6 +102,11 @@ class AttentionND(nn.Module):
         self.nd = NormalizedDifference(n_features, pairs, epsilon, variant, dim=dim)
         self.gate = nn.Linear(n_features, self.nd.n_pairs)
 
+    @property
+    def n_outputs(self):
+        """Number of output channels: the gated indices, ``nd.n_pairs``."""
+        return self.nd.n_pairs
+
     def forward(self, x):
         dim = self.nd.dim
         if x.dim() == 2 and dim % 2 == 1:

@@ -375,6 +375,12 @@ class NormalizedDifference(nn.Module):
         The band pairs (a buffer, saved with the state dict).
     bands : tuple of str or None
         The band names given, or None.
+    sensor : str or None
+        The sensor preset given, which names the bands' common names in
+        :func:`sknd.inspection.index_table` and :mod:`sknd.plotting` (they read
+        a trained layer as they read a fitted estimator).
+    n_pairs, n_outputs : int
+        Number of band pairs, which is the number of output channels.
 
     See Also
     --------
@@ -455,6 +461,7 @@ class NormalizedDifference(nn.Module):
         self.dim = dim
         self.check_input = bool(check_input)
         self.bands = bands
+        self.sensor = sensor
         self.register_buffer("pairs", pairs)
         self.a = nn.Parameter(torch.zeros(len(pairs)))
         self.c = nn.Parameter(torch.zeros(len(pairs)))
@@ -529,6 +536,11 @@ class NormalizedDifference(nn.Module):
     def n_pairs(self):
         """Number of band pairs, i.e. of outputs."""
         return self.pairs.shape[0]
+
+    @property
+    def n_outputs(self):
+        """Number of output channels, ``n_pairs`` (as every sknd layer names its width)."""
+        return self.n_pairs
 
     def pair_plan(self, dtype, device):
         """The pair layout (index tensors) for this dtype and device, cached.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._formula import log_softplus
-from ._validation import check_fitted_indices
+from ._validation import fitted_indices
 from .indices import known_index
 from .inspection import get_bands
 
@@ -81,8 +81,8 @@ def _axes(ax):
 
 
 def _log2_ratios(estimator):
-    """Pairs of the ND layer and log2 of their learned weighting k."""
-    check_fitted_indices(estimator)
+    """Pairs of the ND layer and log2 of their learned weighting k (of
+    :func:`~sknd._validation.fitted_indices`' reading of the model)."""
     pairs = np.asarray(estimator.pairs_, dtype=np.intp).reshape(-1, 2)
     if len(pairs) == 0:
         raise ValueError(
@@ -229,9 +229,11 @@ def plot_coefficient_matrix(
 
     Parameters
     ----------
-    estimator : fitted sknd estimator
+    estimator : fitted sknd estimator or torch.nn.Module
         Any estimator with an ND layer (all of its pairs are shown, also for
-        an ``NDTransformer`` that outputs only some of them).
+        an ``NDTransformer`` that outputs only some of them), or a torch
+        module holding a :class:`sknd.nn.NormalizedDifference` (see
+        :func:`sknd.inspection.index_table`).
     ax : matplotlib.axes.Axes, optional
         Axes to draw on; a new figure is made when None.
     mirror : bool, default=False
@@ -266,6 +268,7 @@ def plot_coefficient_matrix(
     import matplotlib as mpl
     from matplotlib.colors import TwoSlopeNorm
 
+    estimator = fitted_indices(estimator)
     pairs, log2k = _log2_ratios(estimator)
     names = [band.name for band in get_bands(estimator)]
     n = len(names)
@@ -328,8 +331,10 @@ def plot_top_asymmetric_pairs(estimator, k=15, ax=None):
 
     Parameters
     ----------
-    estimator : fitted sknd estimator
-        Any estimator with an ND layer.
+    estimator : fitted sknd estimator or torch.nn.Module
+        Any estimator with an ND layer, or a torch module holding a
+        :class:`sknd.nn.NormalizedDifference` (see
+        :func:`sknd.inspection.index_table`).
     k : int, default=15
         Number of pairs to show.
     ax : matplotlib.axes.Axes, optional
@@ -357,6 +362,7 @@ def plot_top_asymmetric_pairs(estimator, k=15, ax=None):
     if not isinstance(k, (int, np.integer)) or k < 1:
         raise ValueError(f"k must be a positive int, got {k!r}.")
     pyplot()
+    estimator = fitted_indices(estimator)
     pairs, log2k = _log2_ratios(estimator)
     bands = get_bands(estimator)
     # Stable sort: ties keep the ND layer's order.

@@ -249,14 +249,35 @@ def test_negative_values_point_to_the_signed_variants():
     X, y = binary_spectra()
     X[0, 0] = -0.01
     with pytest.raises(ValueError, match="variant='signed'"):
-        NDClassifier(**FAST).fit(X, y)
+        NDClassifier(variant="reflectance", **FAST).fit(X, y)
     for variant in ("signed", "softplus"):
         NDClassifier(variant=variant, **FAST).fit(X, y)
-    assert NDClassifier().__sklearn_tags__().input_tags.positive_only
+    assert NDClassifier(variant="reflectance").__sklearn_tags__().input_tags.positive_only
     assert not NDClassifier(variant="signed").__sklearn_tags__().input_tags.positive_only
+    assert not NDClassifier().__sklearn_tags__().input_tags.positive_only  # "auto"
     clf = NDClassifier(**FAST).fit(np.abs(X), y)
+    assert clf.variant_ == "reflectance"
     with pytest.raises(ValueError, match="Negative values"):
         clf.predict(X)
+
+
+def test_auto_variant_is_signed_for_signed_data_and_refuses_fill_values(capsys):
+    X, y = binary_spectra()
+    signed = X - X.mean(axis=0)
+    clf = NDClassifier(**FAST, verbose=1).fit(signed, y)
+    assert clf.variant_ == "signed" and clf.get_params()["variant"] == "auto"
+    assert "variant_='signed'" in capsys.readouterr().out
+    np.testing.assert_array_equal(
+        clf.predict(signed), NDClassifier(**FAST, variant="signed").fit(signed, y).predict(signed)
+    )
+    fitted = NDClassifier(**FAST).fit(X, y)
+    before = fitted.predict_proba(X)
+    for fill in ([-9999.0], [-32768.0], [-5.0] * X.shape[1]):
+        bad = X.copy()
+        bad[3, : len(fill)] = fill
+        with pytest.raises(ValueError, match="Negative values.*look like no-data fill values"):
+            fitted.fit(bad, y)
+        np.testing.assert_array_equal(fitted.predict_proba(X), before)  # unchanged
 
 
 def test_non_finite_input_is_rejected():
@@ -481,3 +502,48 @@ def test_groups_routed_through_cross_validation_and_grid_search():
     # Each training part of a 3-fold split over 12 groups holds 8 groups.
     assert seen[:3] == [8, 8, 8]
     assert seen[-1] == 12  # the refit on all data
+
+
+def test_classifier_decision_function_is_the_logits():
+    X, y = spectra()
+    clf = NDClassifier(**FAST).fit(X, y)
+    scores = clf.decision_function(X)
+    assert scores.shape == (len(X), 3)
+    np.testing.assert_array_equal(clf.classes_[scores.argmax(1)], clf.predict(X))
+    softmax = np.exp(scores - scores.max(1, keepdims=True))
+    np.testing.assert_allclose(softmax / softmax.sum(1, keepdims=True), clf.predict_proba(X))
+    X, y = binary_spectra()
+    binary = NDClassifier(**FAST).fit(X, y)
+    scores = binary.decision_function(X)
+    assert scores.shape == (len(X),)
+    np.testing.assert_allclose(1 / (1 + np.exp(-scores)), binary.predict_proba(X)[:, 1])
+
+
+@pytest.mark.parametrize("Estimator", [NDClassifier, NDRegressor])
+def test_transform_gives_the_learned_indices_export_formulas_writes(Estimator):
+    X, y = spectra()
+    frame = pd.DataFrame(X, columns=["B2", "B4", "B8", "B11", "B12"][: X.shape[1]])
+    target = y if Estimator is NDClassifier else X[:, 1] / X[:, 0]
+    model = Estimator(**FAST).fit(frame, target)
+    values = model.transform(frame)
+    assert values.shape == (len(X), len(model.indices_))
+    namespace = {"np": np, **{name: frame[name].to_numpy() for name in frame.columns}}
+    formulas = model.export_formulas(format="numpy")
+    np.testing.assert_allclose(np.column_stack([eval(f, namespace) for f in formulas]), values)
+    assert model.transform(frame.astype(np.float32)).dtype == np.float32
+    pairs = model.indices_[["band_i", "band_j"]].values
+    assert model.get_feature_names_out().tolist() == [f"nd_{i}_{j}" for i, j in pairs]
+    np.testing.assert_array_equal(Estimator(**FAST).fit_transform(frame, target), values)
+    mlp = Estimator(architecture="mlp")
+    assert not any(hasattr(mlp, name) for name in ["transform", "fit_transform"])
+    assert mlp.__sklearn_tags__().transformer_tags is None
+
+
+def test_a_one_row_validation_part_scores_nan_without_a_warning():
+    import warnings
+
+    X = np.random.default_rng(0).uniform(0.1, 1.0, (4, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scikit-learn's UndefinedMetricWarning included
+        reg = NDRegressor(max_epochs=2, random_state=0).fit(X, X[:, 0])
+    assert np.isnan(reg.validation_scores_).all()

@@ -338,3 +338,45 @@ def test_asi_export_refusals_and_fields():
     assert entry["reference"] == "doi:x" and entry["date_of_addition"] == "2026-01-01"
     with pytest.raises(ValueError, match="prefix"):
         export_asi(model, prefix="1x")
+
+
+def test_a_trained_layer_and_to_torch_are_read_as_estimators():
+    import matplotlib
+    import torch
+
+    from sknd import NDClassifier
+    from sknd.nn import NormalizedDifference
+    from sknd.plotting import plot_coefficient_matrix, plot_top_asymmetric_pairs
+
+    matplotlib.use("Agg")
+    layer = NormalizedDifference(
+        bands=["B3", "B4", "B8"], sensor="sentinel2", pairs=[("B8", "B4"), ("B3", "B8")]
+    )
+    with torch.no_grad():
+        layer.a.copy_(torch.tensor([0.5, -1.0]))
+    model = torch.nn.Sequential(layer, torch.nn.Linear(layer.n_outputs, 1))
+    for source in (layer, model):
+        table = index_table(source)
+        assert table[["band_i", "band_j", "known_index"]].values.tolist() == [
+            ["B8", "B4", "NDVI"],
+            ["B3", "B8", "NDWI, -GNDVI"],
+        ]
+        np.testing.assert_allclose(table["a"], [0.5, -1.0])
+        assert table["importance"].isna().all()  # no data to measure it on
+        bands = np.random.default_rng(0).uniform(0.05, 0.5, (20, 3))
+        names = ["B3", "B4", "B8"]
+        values = np.column_stack([eval_numpy(f, names, bands) for f in export_formulas(source)])
+        with torch.no_grad():
+            expected = layer(torch.as_tensor(bands, dtype=torch.float32)).numpy()
+        np.testing.assert_allclose(values, expected, rtol=1e-5, atol=1e-6)
+        plot_coefficient_matrix(source)
+        plot_top_asymmetric_pairs(source)
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.uniform(0.01, 0.5, (200, 3)), columns=["B3", "B4", "B8"])
+    clf = NDClassifier(sensor="sentinel2", max_epochs=3, random_state=0)
+    clf.fit(frame, (frame.B8 > frame.B4).astype(int))
+    columns = ["band_i", "band_j", "a", "c", "k", "known_index"]
+    pd.testing.assert_frame_equal(index_table(clf.to_torch())[columns], clf.indices_[columns])
+    assert export_formulas(clf.to_torch()) == clf.export_formulas()
+    with pytest.raises(TypeError, match="no sknd.nn.NormalizedDifference layer"):
+        index_table(torch.nn.Linear(2, 2))

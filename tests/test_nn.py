@@ -105,6 +105,7 @@ def test_layer_is_vectorised_and_ordered_like_combinations():
     assert layer(torch.rand(3, 5)).shape == (3, 10)
     assert [n for n, _ in layer.named_parameters()] == ["a", "c"]
     assert "n_pairs=10" in repr(layer)
+    assert layer.n_outputs == layer.n_pairs == 10
 
 
 def test_explicit_pairs_select_outputs():

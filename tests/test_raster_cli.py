@@ -419,3 +419,17 @@ def test_small_scenes_skip_numba_and_large_ones_use_it(tmp_path, nd_models, monk
         assert bool(calls) == (name == "numba.tif")
     numpy_map, numba_map = _read(tmp_path / "numpy.tif")[0], _read(tmp_path / "numba.tif")[0]
     np.testing.assert_allclose(numpy_map, numba_map, rtol=1e-5, atol=1e-6)
+
+
+def test_indices_of_a_pickled_classifier(tmp_path):
+    from sknd import NDClassifier
+
+    X, y = _training()
+    clf = NDClassifier(max_epochs=3, random_state=0).fit(X, y)
+    joblib.dump(clf, tmp_path / "clf.joblib")
+    scene, table = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "indices.tif"
+    assert main([str(tmp_path / "clf.joblib"), str(scene), str(out), "--indices"]) == 0
+    data, _, _, _ = _read(out)
+    expected = clf.transform(table).reshape(40, 30, -1)[5]
+    np.testing.assert_allclose(data[:, 5, :].T, expected, rtol=1e-4, atol=1e-6)

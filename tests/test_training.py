@@ -4,6 +4,7 @@ seeding."""
 import numpy as np
 import pytest
 import torch
+from skorch.callbacks import EpochTimer
 
 from sknd import NDClassifier, NDRegressor
 from sknd._fused import FusedTrainer
@@ -328,7 +329,8 @@ def test_a_callback_that_raises_leaves_the_model_unchanged(binary_data):
     "callbacks, message",
     [
         ("progress", "must be an instance of 'list' or None"),
-        ([object()], "list of \\(name, callback\\) pairs"),
+        ([object()], "Callback or a \\(name, callback\\) pair"),
+        ([EpochTimer(), EpochTimer(), ("EpochTimer_1", EpochTimer())], "used twice"),
         ([("x", "not a callback")], "skorch.callbacks.Callback"),
         ([("early_stopping", None)], "skorch.callbacks.Callback"),
         ("passthrough", "fast training path"),
@@ -337,7 +339,7 @@ def test_a_callback_that_raises_leaves_the_model_unchanged(binary_data):
     ],
 )
 def test_callbacks_sknd_cannot_run_are_refused(callbacks, message, binary_data):
-    from skorch.callbacks import EpochTimer, PassthroughScoring
+    from skorch.callbacks import PassthroughScoring
 
     named = {
         "passthrough": [("loss", PassthroughScoring("train_loss", on_train=True))],
@@ -445,3 +447,90 @@ def test_early_stopping_breaks_score_ties_by_the_validation_loss():
     assert stopper._improves(0.95, 0.9)
     stopper.best_loss_ = None  # the starting model of the recipe: its loss is unknown
     assert not stopper._improves(0.9, 0.1)
+
+
+def test_the_fitted_net_infers_on_new_data_as_the_estimator(binary_data):
+    X, y = binary_data()
+    labels = np.where(y == 1, "veg", "soil")
+    clf = NDClassifier(max_epochs=3, random_state=0).fit(X, labels)
+    reg = NDRegressor(max_epochs=3, random_state=0).fit(X, X[:, 1] * 40.0 + 3.0)
+    new = binary_data(seed=1)[0]
+    np.testing.assert_allclose(clf.net_.predict_proba(new), clf.predict_proba(new), atol=1e-6)
+    np.testing.assert_array_equal(clf.net_.predict(new), clf.predict(new))
+    np.testing.assert_allclose(reg.net_.predict(new), reg.predict(new), rtol=1e-5)
+    logits = clf.net_.forward(new)
+    assert isinstance(logits, torch.Tensor) and logits.shape == (len(new), 1)
+    inferred = clf.net_.infer(torch.as_tensor(new, dtype=torch.float32))
+    np.testing.assert_allclose(inferred.detach().numpy(), logits.numpy(), rtol=1e-6)
+
+
+def test_scorer_names_and_bare_callbacks_as_in_skorch(binary_data):
+    from skorch.callbacks import EpochScoring, LRScheduler
+
+    X, y = binary_data()
+    labels = np.where(y == 1, "veg", "soil")
+    weight = np.arange(len(X)) % 3 + 1.0
+    clf = NDClassifier(
+        max_epochs=3,
+        random_state=0,
+        callbacks=[EpochScoring("accuracy"), EpochScoring("f1_macro", name="f1"), LRScheduler()],
+    ).fit(X, labels, sample_weight=weight)
+    names = [name for name, _ in clf.net_.callbacks_]
+    assert {"EpochScoring_1", "EpochScoring_2", "LRScheduler"} <= set(names)
+    assert (clf.history_["accuracy"] > 0.5).all() and (clf.history_["f1"] > 0.5).all()
+    # Unweighted, the accuracy scorer computes sknd's valid_score.
+    plain = NDClassifier(max_epochs=3, random_state=0, callbacks=[EpochScoring("accuracy")])
+    history = plain.fit(X, labels).history_
+    np.testing.assert_allclose(history["accuracy"], history["valid_score"])
+    reg = NDRegressor(max_epochs=3, random_state=0, callbacks=[EpochScoring("r2")])
+    history = reg.fit(X, X[:, 1] * 40.0).history_
+    assert np.isfinite(history["r2"]).all()
+
+
+def test_callbacks_needing_validation_data_are_refused_without_it(binary_data, tmp_path):
+    from skorch.callbacks import Checkpoint, EarlyStopping
+
+    X, y = binary_data()
+    for callback in [EarlyStopping(patience=2), Checkpoint(dirname=str(tmp_path))]:
+        model = NDClassifier(max_epochs=3, early_stopping=False, callbacks=[("cb", callback)])
+        with pytest.raises(ValueError, match="'cb'.*monitors 'valid_loss.*this fit has none"):
+            model.fit(X, y)
+        with pytest.raises(ValueError, match="partial_fit has none"):
+            model.partial_fit(X, y, classes=[0, 1])
+        assert not hasattr(model, "n_features_in_")
+        model.fit(X, y, X_val=X[:20], y_val=y[:20])  # with validation data: served
+    NDClassifier(max_epochs=2, early_stopping=False, callbacks=[EarlyStopping("train_loss")]).fit(
+        X, y
+    )
+
+
+@pytest.mark.parametrize("device", ["cpu:0", torch.device("cpu")])
+def test_any_device_torch_accepts(device, binary_data):
+    X, y = binary_data()
+    expected = NDClassifier(max_epochs=2, random_state=0).fit(X, y).predict_proba(X)
+    model = NDClassifier(max_epochs=2, random_state=0, device=device).fit(X, y)
+    np.testing.assert_array_equal(model.predict_proba(X), expected)
+
+
+def test_an_unknown_or_missing_device_is_a_clear_error(binary_data):
+    X, y = binary_data()
+    model = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
+    before = model.predict_proba(X)
+    for device, message in [("gpu", "not a device PyTorch knows"), ("cuda:7", "no CUDA GPU 7")]:
+        with pytest.raises(ValueError, match=message):
+            model.set_params(device=device).fit(X[::-1], y[::-1])
+        np.testing.assert_array_equal(model.predict_proba(X), before)
+
+
+def test_verbose_is_plain_text_off_a_terminal_with_the_recipe_before_the_epochs(
+    capsys, binary_data
+):
+    X, y = binary_data()
+    NDClassifier(max_epochs=4, random_state=0, verbose=1).fit(X, y)
+    out = capsys.readouterr().out
+    assert "\x1b" not in out  # no colour codes in a captured (or redirected) stream
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["epoch"])
+    recipe = [i for i, line in enumerate(lines) if line.startswith("recipe:")]
+    assert recipe[0] < header and "convex start" in lines[recipe[0]]
+    assert "learning_gain_" in lines[recipe[-1]] and recipe[-1] > header

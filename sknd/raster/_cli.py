@@ -311,7 +311,14 @@ def _load_model(path, method, trust_pickle):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         if not hasattr(model, method):
-            raise CommandError(f"the {model.estimator} in {path!r} has no method {method}.")
+            hint = ""
+            if method == "transform":  # --indices
+                hint = (
+                    " A model file keeps the network of a classifier or regressor, not its "
+                    "indices apart: pass the pickled estimator (--trust-pickle), whose "
+                    "transform gives them, or save an NDTransformer."
+                )
+            raise CommandError(f"the {model.estimator} in {path!r} has no method {method}.{hint}")
         return model
     if not trust_pickle:
         raise CommandError(
