@@ -29,6 +29,9 @@ __all__ = []
 _BY_OUTPUT_MAX_WIDTH = 4
 # Rows per pass through the network: intermediates of a few MB stay in cache.
 _MAX_BLOCK_ROWS = 8192
+# The same with the compiled kernels, whose fused ND + dense step keeps only its outputs:
+# larger blocks spare per-block calls (1 ns per pixel of a depth-2 binary model's 12).
+_MAX_COMPILED_BLOCK_ROWS = 65536
 _MIN_BLOCK_ROWS = 256
 _BLOCK_BYTES = 4 * 2**20
 
@@ -115,9 +118,9 @@ class FastNetwork:
         self.feature_names = feature_names
         self.band_range = band_range
         width = max([step.width for step in steps] + [1])
-        self.block_rows = int(
-            np.clip(_BLOCK_BYTES // (8 * width), _MIN_BLOCK_ROWS, _MAX_BLOCK_ROWS)
-        )
+        self.block_rows = _block_rows(width, _MAX_BLOCK_ROWS)
+        width = max([getattr(step, "compiled_width", step.width) for step in steps] + [1])
+        self.compiled_block_rows = _block_rows(width, _MAX_COMPILED_BLOCK_ROWS)
         self._workspace = _Workspace()
 
     def __getstate__(self):
@@ -188,13 +191,14 @@ class FastNetwork:
             X = np.ascontiguousarray(X, dtype=block_dtype)
             self._check(X, source_dtype)
         result = None
+        rows = self.block_rows if kernels is None else self.compiled_block_rows
         # Blocks of a few thousand rows gain nothing from BLAS threads, and on busy cores
         # lose several-fold (depth 3, 1 Mpx, 2 shared cores: 5x). Reference-counted: cheap
         # inside sknd.raster's chunks, which hold the limit already.
         with single_threaded_blas():
-            for start in range(0, max(len(X), 1), self.block_rows):
+            for start in range(0, max(len(X), 1), rows):
                 # Cast block by block, if at all (a whole table in float64 would leave the caches).
-                block = np.ascontiguousarray(X[start : start + self.block_rows], dtype=block_dtype)
+                block = np.ascontiguousarray(X[start : start + rows], dtype=block_dtype)
                 values = block
                 for step in self.steps:
                     values = step(values, block, workspace)
@@ -222,6 +226,11 @@ class FastNetwork:
                 f"{error} (Rows count the pixels of one chunk of the image.) If such a value "
                 "marks no-data, pass it as nodata=... and those pixels are skipped."
             ) from None
+
+
+def _block_rows(width, most):
+    """Rows per block: intermediates of ``width`` float64 values per row within _BLOCK_BYTES."""
+    return int(np.clip(_BLOCK_BYTES // (8 * width), _MIN_BLOCK_ROWS, most))
 
 
 class _Step:
@@ -342,6 +351,7 @@ class _NDDenseStep:
         self.nd = nd
         self.dense = dense
         self.width = max(nd.width, dense.width)
+        self.compiled_width = dense.width  # the kernel keeps the ND outputs in cache
 
     def __call__(self, X, inputs, workspace):
         kernels = workspace.kernels

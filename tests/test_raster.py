@@ -742,7 +742,8 @@ def test_fast_path_blocks_and_pickling(monkeypatch, implementation):
     fast = _fast(clf, "predict_proba")
     pixels = _pixels(n_pixels=1000)
     expected = clf.predict_proba(pixels)
-    fast.block_rows = 300  # several blocks through the reused buffers, the last one short
+    # Several blocks through the reused buffers, the last one short.
+    fast.block_rows = fast.compiled_block_rows = 300
     np.testing.assert_allclose(fast(pixels), expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(fast(pixels[:10]), expected[:10], rtol=1e-5, atol=1e-6)
     clone = pickle.loads(pickle.dumps(fast))
