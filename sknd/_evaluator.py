@@ -142,6 +142,7 @@ class FastNetwork:
     def for_network(cls, records, n_features, finish, **checks):
         """The whole network (records of :func:`sknd.networks.describe`), then ``finish``.
 
+        ``finish`` is None or returns a new array (labels, probabilities, targets).
         Raises ``NotImplementedError`` for a layer kind without a numpy step.
         """
         return cls.for_layers(network_layers(records), n_features, finish, **checks)
@@ -204,6 +205,8 @@ class FastNetwork:
                     values = step(values, block, workspace)
                 if self.finish is not None:
                     values = self.finish(values)
+                    if len(block) == len(X):  # one block: the decoded outputs are a new array
+                        return values
                 if result is None:  # dtype and width are known after the first block
                     result = np.empty((len(X),) + values.shape[1:], dtype=values.dtype)
                 result[start : start + len(block)] = values
