@@ -20,6 +20,12 @@ a float32 scene in float32).
 Run from a checkout (needs git and the commit in its history)::
 
     PYTHONPATH=. python benchmarks/bench_kernel.py --baseline bd5a18d
+
+``--precision`` instead times this checkout's fused kernel alone
+(``normalized_differences_dense``: 45 pairs, one output, random weights) on 8192 float32
+pixels held in cache, computing in float32 and in float64 (what the evaluator picks for
+float32 and float64 tables), in ns per pixel (best of 7), and prints the largest
+difference of the two outputs.
 """
 
 import argparse
@@ -133,12 +139,48 @@ def _report(runs, names, baseline):
         print(f"  ratio {ratio:.2f}x (wall time {wall['current'] / wall['baseline']:.2f}x)")
 
 
+def precision():
+    """The fused kernel alone in float32 and in float64, on the same float32 pixels."""
+    import time
+
+    from sknd import _kernels
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.01, 0.6, (8192, N_BANDS)).astype(np.float32)
+    pairs = np.array([(i, j) for i in range(N_BANDS) for j in range(i + 1, N_BANDS)])
+    first, second = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
+    wa, wc = rng.uniform(0.5, 1.5, (2, len(pairs)))
+    weight, bias = rng.normal(size=(1, len(pairs))), rng.normal(size=1)
+    outputs = {}
+    for dtype in (np.float32, np.float64):
+        a, c, w, b = (np.asarray(value, dtype=dtype) for value in (wa, wc, weight, bias))
+        out = np.empty((1, len(X)), dtype=dtype)
+        variant = _kernels.VARIANT_CODES["reflectance"]
+        arguments = (X, first, second, a, c, dtype(1e-6), variant, w, b, out)
+        _kernels.normalized_differences_dense(*arguments)  # compile or load the cache
+        best = float("inf")
+        for _ in range(7):
+            start = time.process_time()
+            for _ in range(100):
+                _kernels.normalized_differences_dense(*arguments)
+            best = min(best, (time.process_time() - start) / (100 * len(X)) * 1e9)
+        outputs[dtype] = out.astype(np.float64)
+        print(f"fused kernel in {np.dtype(dtype).name}: {best:.2f} ns per pixel")
+    difference = np.abs(outputs[np.float32] - outputs[np.float64]).max()
+    print(f"largest |float32 - float64| output: {difference:.2e}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", required=True, help="commit to compare with")
+    parser.add_argument("--precision", action="store_true", help="the kernel alone, by dtype")
+    parser.add_argument("--baseline", help="commit to compare with (required without --precision)")
     parser.add_argument("--rounds", type=int, default=5, help="subprocesses per checkout")
     parser.add_argument("--repeats", type=int, default=3, help="predicts timed per subprocess")
     args = parser.parse_args()
+    if args.precision:
+        return precision()
+    if args.baseline is None:
+        parser.error("--baseline COMMIT is required")
     root = Path(__file__).resolve().parents[1]
     commit = subprocess.run(
         ["git", "-C", str(root), "rev-parse", "--short", args.baseline],
