@@ -663,6 +663,17 @@ def test_compiled_kernels_read_every_input_dtype_as_its_cast(variant):
                 np.testing.assert_array_equal(got, expected, err_msg=f"{dtype}, {n_outputs}")
 
 
+@pytest.mark.parametrize("params", [{}, {"depth": 3}])
+def test_networks_compute_in_the_float_dtype_of_the_table(params, implementation):
+    # Float32 tables in float32 (the kernel's divisions twice as fast), others in float64.
+    clf = _sknd_fit(NDClassifier(**params, **FAST))
+    network = clf._network_evaluator()  # raw outputs, before decoding
+    pixels = _pixels()
+    assert network(pixels).dtype == np.float32
+    assert network(pixels.astype(np.float64)).dtype == np.float64
+    assert network(np.round(pixels * 1000).astype(np.uint16)).dtype == np.float64
+
+
 @pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
 def test_float32_tables_within_the_documented_bound(variant, implementation):
     # docs/raster.md: a float32 table is computed in float32, each index within 1e-6 of
