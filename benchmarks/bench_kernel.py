@@ -1,125 +1,202 @@
-"""Single-core throughput of the compiled ND kernel, two checkouts side by side (issue 24, item 5).
+"""Single-core raster throughput of this checkout against a named commit (issues 24 and 36).
 
-``sknd.raster.predict(model, X, n_jobs=1)`` of a depth-2, 10-band ``NDClassifier``
-(45 pairs, one output logit) on a 4 Mpx float32 table, in Mpx/s. Each checkout is
-imported in a fresh subprocess (``PYTHONPATH`` set to it) that loads the same
-pickled model, warms numba and times ``--repeats`` predicts, keeping the fastest;
-the checkouts alternate, and the medians of the runs of each are compared. The
-clock is the CPU time of the process (``time.process_time``), which other
-processes on a shared machine disturb far less than wall time (printed too).
-The labels of both must be equal. Each run also times the fused kernel alone
-(``normalized_differences_dense``) on 8192 pixels in float64, held in cache.
+``sknd.raster.predict(model, scene, n_jobs=1)`` of depth-2, 10-band ``NDClassifier``
+models (45 pairs; binary: one output logit, the compiled kernel's fused ND + output
+layer; 3 classes: three outputs) on a 4.4 Mpx float32 scene (2100 x 2100 x 10, bands
+last), in Mpx/s. The baseline is ``--baseline COMMIT``, checked out by the script in a
+temporary git worktree (removed at the end): a comparison cannot pick a convenient
+baseline after the fact. Each checkout first fits the models with its own code (same
+data, same seed) in a subprocess, once. Then, in ``--rounds`` rounds, each checkout and
+model runs in a fresh subprocess with one thread (OpenMP, BLAS and numba) that loads
+the model and the scene, warms numba (compiling or loading its cache) and times
+``--repeats`` predicts by the CPU time of the process (``time.process_time``, which
+other processes on a shared machine disturb far less than wall time), keeping the
+fastest. The checkouts alternate, the baseline first in odd rounds and second in even
+ones. Printed per model: each checkout's median and spread (min-max) over the rounds,
+the ratio of the medians (wall time too), and the share of pixels whose labels differ
+between the float32 scene and its float64 cast in each checkout (the cost of computing
+a float32 scene in float32).
 
-Run from a checkout, with today's commit beside it::
+Run from a checkout (needs git and the commit in its history)::
 
-    git worktree add /tmp/kbase HEAD      # before the change
-    PYTHONPATH=. python benchmarks/bench_kernel.py /tmp/kbase .
+    PYTHONPATH=. python benchmarks/bench_kernel.py --baseline bd5a18d
+
+``--precision`` instead times this checkout's fused kernel alone
+(``normalized_differences_dense``: 45 pairs, one output, random weights) on 8192 float32
+pixels held in cache, computing in float32 and in float64 (what the evaluator picks for
+float32 and float64 tables), in ns per pixel (best of 7), and prints the largest
+difference of the two outputs.
 """
 
 import argparse
 import os
-import pickle
 import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 import numpy as np
 
 N_BANDS = 10
-N_PIXELS = 4_000_000
+SIDE = 2100  # 4.41 Mpx
+CLASSES = (2, 3)
 
-_CHILD = """
-import pickle, sys, time
+_FIT = f"""
+import pickle, sys
 import numpy as np
-import sknd._kernels
-import sknd.raster
-with open(sys.argv[1], "rb") as f:
-    model = pickle.load(f)
-X = np.load(sys.argv[2])
-sknd.raster.predict(model, X[:10_000], n_jobs=1)  # compile or load numba's cache
-cpu, wall = [], []
-for _ in range(int(sys.argv[4])):
-    start, start_wall = time.process_time(), time.perf_counter()
-    labels = sknd.raster.predict(model, X, n_jobs=1)
-    cpu.append(time.process_time() - start)
-    wall.append(time.perf_counter() - start_wall)
-np.save(sys.argv[3], labels)
-# The kernel alone on a float64 table held in cache (what both checkouts' kernels take).
-from sknd._pixels import pixel_function
-step = pixel_function(model, "predict").steps[0]
-dtype = np.dtype(np.float64)
-block = np.ascontiguousarray(X[:8192], dtype=dtype)
-out = np.empty((1, len(block)))
-arguments = (*step.nd.kernel_arguments(dtype), *step.dense._cast(dtype), out)
-kernel = sknd._kernels.normalized_differences_dense
-times = []
-for _ in range(5):
-    start = time.process_time()
-    for _ in range(50):
-        kernel(block, *arguments)
-    times.append((time.process_time() - start) / (50 * len(block)) * 1e9)
-print(len(X) / min(cpu) / 1e6, len(X) / min(wall) / 1e6, min(times))
+import torch
+from sknd import NDClassifier
+
+torch.set_num_threads(1)
+rng = np.random.default_rng(0)
+X = rng.uniform(0.01, 0.6, size=(2000, {N_BANDS}))
+ratio = (X[:, 7] - X[:, 3]) / (X[:, 7] + X[:, 3])
+for n_classes, path in zip({CLASSES}, sys.argv[1:]):
+    thresholds = [0.0] if n_classes == 2 else list(np.linspace(-0.3, 0.3, n_classes - 1))
+    model = NDClassifier(depth=2, max_epochs=5, random_state=0)
+    model.fit(X, np.digitize(ratio, thresholds))
+    with open(path, "wb") as f:
+        pickle.dump(model, f)
 """
 
+_TIME = """
+import pickle, sys, time
+import numpy as np
+import sknd.raster
 
-def fit_model(seed=0):
-    """A depth-2 NDClassifier on synthetic 10-band reflectances (all 45 pairs)."""
-    import torch
+with open(sys.argv[1], "rb") as f:
+    model = pickle.load(f)
+scene = np.load(sys.argv[2])
+sknd.raster.predict(model, scene[:5], n_jobs=1)  # compile or load numba's cache
+cpu, wall = [], []
+for _ in range(int(sys.argv[3])):
+    start, start_wall = time.process_time(), time.perf_counter()
+    labels = sknd.raster.predict(model, scene, n_jobs=1)
+    cpu.append(time.process_time() - start)
+    wall.append(time.perf_counter() - start_wall)
+differ = -1.0
+if sys.argv[4] == "1":
+    differ = np.mean(sknd.raster.predict(model, scene.astype(np.float64), n_jobs=1) != labels)
+megapixels = scene.shape[0] * scene.shape[1] / 1e6
+print(megapixels / min(cpu), megapixels / min(wall), differ)
+"""
 
-    from sknd import NDClassifier
+_THREADS = {
+    name: "1"
+    for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+}
 
-    torch.set_num_threads(1)
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.01, 0.6, size=(2000, N_BANDS))
-    y = (X[:, 7] - X[:, 3]) / (X[:, 7] + X[:, 3]) > 0
-    return NDClassifier(depth=2, max_epochs=5, random_state=seed).fit(X, y.astype(int))
+
+def _run(checkout, code, *arguments):
+    """Run ``code`` in a fresh one-thread interpreter importing ``checkout``'s sknd."""
+    env = dict(os.environ, PYTHONPATH=str(checkout), **_THREADS)
+    command = [sys.executable, "-c", code, *map(str, arguments)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, cwd=checkout)
+    if result.returncode:
+        raise RuntimeError(f"{checkout}: {result.stderr[-2000:]}")
+    return result.stdout
+
+
+def _measure(checkouts, tmp, args):
+    """``{(checkout, n_classes): [(cpu_rate, wall_rate, differ), ...]}`` over the rounds."""
+    scene_path = tmp / "scene.npy"
+    rng = np.random.default_rng(1)
+    np.save(scene_path, rng.uniform(0.01, 0.6, (SIDE, SIDE, N_BANDS)).astype(np.float32))
+    models = {}
+    for name, checkout in checkouts.items():
+        paths = [tmp / f"{name}-{n_classes}.pkl" for n_classes in CLASSES]
+        _run(checkout, _FIT, *paths)
+        models.update({(name, n): path for n, path in zip(CLASSES, paths)})
+    runs = {key: [] for key in models}
+    for round_ in range(args.rounds):
+        order = list(checkouts) if round_ % 2 == 0 else list(checkouts)[::-1]
+        for name in order:
+            for n_classes in CLASSES:
+                path = models[name, n_classes]
+                compare = int(round_ == 0)
+                output = _run(checkouts[name], _TIME, path, scene_path, args.repeats, compare)
+                runs[name, n_classes].append(tuple(map(float, output.split()[-3:])))
+    return runs
+
+
+def _report(runs, names, baseline):
+    for n_classes in CLASSES:
+        print(f"\n{n_classes} classes: Mpx/s by CPU time, median (min-max) of the rounds")
+        medians, wall = {}, {}
+        for name in names:
+            values = [run[0] for run in runs[name, n_classes]]
+            medians[name] = statistics.median(values)
+            wall[name] = statistics.median(run[1] for run in runs[name, n_classes])
+            differ = runs[name, n_classes][0][2]
+            label = f"{baseline} (baseline)" if name == "baseline" else "this checkout"
+            print(
+                f"  {label:24s} {medians[name]:6.1f} ({min(values):.1f}-{max(values):.1f})  "
+                f"runs {', '.join(f'{v:.1f}' for v in values)}; labels of the float64 cast "
+                f"differ on {100 * differ:.4f} % of pixels"
+            )
+        ratio = medians["current"] / medians["baseline"]
+        print(f"  ratio {ratio:.2f}x (wall time {wall['current'] / wall['baseline']:.2f}x)")
+
+
+def precision():
+    """The fused kernel alone in float32 and in float64, on the same float32 pixels."""
+    import time
+
+    from sknd import _kernels
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.01, 0.6, (8192, N_BANDS)).astype(np.float32)
+    pairs = np.array([(i, j) for i in range(N_BANDS) for j in range(i + 1, N_BANDS)])
+    first, second = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
+    wa, wc = rng.uniform(0.5, 1.5, (2, len(pairs)))
+    weight, bias = rng.normal(size=(1, len(pairs))), rng.normal(size=1)
+    outputs = {}
+    for dtype in (np.float32, np.float64):
+        a, c, w, b = (np.asarray(value, dtype=dtype) for value in (wa, wc, weight, bias))
+        out = np.empty((1, len(X)), dtype=dtype)
+        variant = _kernels.VARIANT_CODES["reflectance"]
+        arguments = (X, first, second, a, c, dtype(1e-6), variant, w, b, out)
+        _kernels.normalized_differences_dense(*arguments)  # compile or load the cache
+        best = float("inf")
+        for _ in range(7):
+            start = time.process_time()
+            for _ in range(100):
+                _kernels.normalized_differences_dense(*arguments)
+            best = min(best, (time.process_time() - start) / (100 * len(X)) * 1e9)
+        outputs[dtype] = out.astype(np.float64)
+        print(f"fused kernel in {np.dtype(dtype).name}: {best:.2f} ns per pixel")
+    difference = np.abs(outputs[np.float32] - outputs[np.float64]).max()
+    print(f"largest |float32 - float64| output: {difference:.2e}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("before", help="checkout of today's code")
-    parser.add_argument("after", help="checkout of the changed code")
-    parser.add_argument("--runs", type=int, default=5, help="subprocesses per checkout")
-    parser.add_argument("--repeats", type=int, default=3, help="predicts timed per run")
+    parser.add_argument("--precision", action="store_true", help="the kernel alone, by dtype")
+    parser.add_argument("--baseline", help="commit to compare with (required without --precision)")
+    parser.add_argument("--rounds", type=int, default=5, help="subprocesses per checkout")
+    parser.add_argument("--repeats", type=int, default=3, help="predicts timed per subprocess")
     args = parser.parse_args()
+    if args.precision:
+        return precision()
+    if args.baseline is None:
+        parser.error("--baseline COMMIT is required")
+    root = Path(__file__).resolve().parents[1]
+    commit = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", args.baseline],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
     with tempfile.TemporaryDirectory() as tmp:
-        model_path, table_path = os.path.join(tmp, "model.pkl"), os.path.join(tmp, "X.npy")
-        with open(model_path, "wb") as f:
-            pickle.dump(fit_model(), f)
-        rng = np.random.default_rng(1)
-        np.save(table_path, rng.uniform(0.01, 0.6, (N_PIXELS, N_BANDS)).astype(np.float32))
-        rates = {"before": [], "after": []}
-        wall = {"before": [], "after": []}
-        kernel = {"before": [], "after": []}
-        labels = {}
-        for _ in range(args.runs):
-            for name in rates:
-                checkout = os.path.abspath(getattr(args, name))
-                out = os.path.join(tmp, f"{name}.npy")
-                env = dict(os.environ, PYTHONPATH=checkout, OMP_NUM_THREADS="1")
-                command = [sys.executable, "-c", _CHILD, model_path, table_path, out]
-                result = subprocess.run(
-                    command + [str(args.repeats)],
-                    env=env, capture_output=True, text=True, check=True, cwd=checkout,
-                )  # fmt: skip
-                cpu_rate, wall_rate, kernel_ns = map(float, result.stdout.split()[-3:])
-                rates[name].append(cpu_rate)
-                wall[name].append(wall_rate)
-                kernel[name].append(kernel_ns)
-                labels[name] = np.load(out)
-        for name, values in rates.items():
-            runs = ", ".join(f"{value:.1f}" for value in values)
-            print(
-                f"{name:6s} {statistics.median(values):6.1f} Mpx/s (CPU time)  runs {runs}; "
-                f"kernel alone {statistics.median(kernel[name]):.1f} ns per pixel"
-            )
-        ratio = statistics.median(rates["after"]) / statistics.median(rates["before"])
-        wall_ratio = statistics.median(wall["after"]) / statistics.median(wall["before"])
-        print(
-            f"ratio  {ratio:.2f}x (wall time: {wall_ratio:.2f}x)  "
-            f"labels equal: {np.array_equal(*labels.values())}"
-        )
+        tmp = Path(tmp)
+        worktree = tmp / f"baseline-{commit}"
+        git = ["git", "-C", str(root), "worktree"]
+        subprocess.run(git + ["add", "--detach", str(worktree), commit], check=True)
+        try:
+            runs = _measure({"baseline": worktree, "current": root}, tmp, args)
+        finally:
+            subprocess.run(git + ["remove", "--force", str(worktree)], check=True)
+    print(f"sknd.raster.predict(..., n_jobs=1), {SIDE} x {SIDE} x {N_BANDS} float32, one thread")
+    _report(runs, ["baseline", "current"], commit)
 
 
 if __name__ == "__main__":

@@ -506,9 +506,10 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
     def _network_output(self, X):
         """Validate ``X`` and return the raw network outputs (always finite).
 
-        On the CPU by the evaluator :mod:`sknd.raster` uses (float64, numpy and
-        numba): the methods give, bit for bit, the values of a scene's pixels
-        and of a model file. On a GPU by the torch network in float64.
+        On the CPU by the evaluator :mod:`sknd.raster` uses (numpy and numba, in
+        float32 for float32 tables and float64 otherwise): the methods give, bit
+        for bit, the values of a scene's pixels and of a model file. On a GPU by
+        the torch network in float64.
         """
         check_is_fitted(self)
         X = self._validate_X(X)

@@ -29,6 +29,9 @@ __all__ = []
 _BY_OUTPUT_MAX_WIDTH = 4
 # Rows per pass through the network: intermediates of a few MB stay in cache.
 _MAX_BLOCK_ROWS = 8192
+# The same with the compiled kernels, whose fused ND + dense step keeps only its outputs:
+# larger blocks spare per-block calls (1 ns per pixel of a depth-2 binary model's 12).
+_MAX_COMPILED_BLOCK_ROWS = 65536
 _MIN_BLOCK_ROWS = 256
 _BLOCK_BYTES = 4 * 2**20
 
@@ -76,9 +79,11 @@ class FastNetwork:
     layer is accumulated by the compiled kernel) and the estimator's own
     decoding of the network output (labels, probabilities, rescaled
     regression targets). Rows go through the network in blocks of a few
-    thousand, in per-thread buffers. Networks run in float64 from the float32
-    weights; the ND outputs alone (``transform``) run in the input's float
-    dtype. A compiled first layer reads the table in its own dtype
+    thousand, in per-thread buffers. Everything runs in the table's float
+    dtype: float32 tables in float32 (as the network was trained; the compiled
+    ND layer about twice as fast as in float64, within the bound of
+    docs/raster.md), float64 and integer tables in float64 from the float32
+    weights. A compiled first layer reads the table in its own dtype
     (:data:`sknd._kernels.INPUT_DTYPES`) and converts it tile by tile, to the
     same values as a cast of the whole table. On the CPU the estimators' own
     ``predict``, ``predict_proba`` and ``transform`` run through this
@@ -100,7 +105,6 @@ class FastNetwork:
         self,
         steps,
         finish,
-        dtype,
         *,
         non_negative,
         estimator_name,
@@ -109,15 +113,14 @@ class FastNetwork:
     ):
         self.steps = steps
         self.finish = finish
-        self.dtype = dtype
         self.non_negative = non_negative
         self.estimator_name = estimator_name
         self.feature_names = feature_names
         self.band_range = band_range
         width = max([step.width for step in steps] + [1])
-        self.block_rows = int(
-            np.clip(_BLOCK_BYTES // (8 * width), _MIN_BLOCK_ROWS, _MAX_BLOCK_ROWS)
-        )
+        self.block_rows = _block_rows(width, _MAX_BLOCK_ROWS)
+        width = max([getattr(step, "compiled_width", step.width) for step in steps] + [1])
+        self.compiled_block_rows = _block_rows(width, _MAX_COMPILED_BLOCK_ROWS)
         self._workspace = _Workspace()
 
     def __getstate__(self):
@@ -139,6 +142,7 @@ class FastNetwork:
     def for_network(cls, records, n_features, finish, **checks):
         """The whole network (records of :func:`sknd.networks.describe`), then ``finish``.
 
+        ``finish`` is None or returns a new array (labels, probabilities, targets).
         Raises ``NotImplementedError`` for a layer kind without a numpy step.
         """
         return cls.for_layers(network_layers(records), n_features, finish, **checks)
@@ -154,7 +158,7 @@ class FastNetwork:
                 steps[-1] = _LinearStep(*steps[-1].fold_into(layer["weight"], layer["bias"]))
             else:
                 steps.append(_step(layer, n_features))
-        return cls(_fuse(steps), finish, np.dtype(np.float64), **checks)
+        return cls(_fuse(steps), finish, **checks)
 
     @classmethod
     def for_indices(cls, pairs, a, c, n_features, epsilon, variant, **checks):
@@ -164,15 +168,14 @@ class FastNetwork:
             softplus(np.asarray(c, dtype=np.float64)),
         )
         step = _NDStep(np.asarray(pairs), wa, wc, n_features, float(epsilon), variant)
-        return cls([step], None, None, **checks)
+        return cls([step], None, **checks)
 
     def __call__(self, X, *, checked=False):
         """Outputs for the pixel table ``X`` (``checked``: validated by the estimator)."""
         X = np.asarray(X)
         source_dtype = X.dtype
-        dtype = self.dtype
-        if dtype is None:  # transform keeps float32/float64 as the estimator does
-            dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
+        # The dtype computed in: float32 or float64 as the table's, float64 for other types.
+        dtype = X.dtype if X.dtype in (np.float32, np.float64) else np.dtype(np.float64)
         workspace = self._workspace
         workspace.kernels = kernels = _compiled_kernels() if self.compiled else None
         workspace.dtype = dtype
@@ -189,18 +192,21 @@ class FastNetwork:
             X = np.ascontiguousarray(X, dtype=block_dtype)
             self._check(X, source_dtype)
         result = None
+        rows = self.block_rows if kernels is None else self.compiled_block_rows
         # Blocks of a few thousand rows gain nothing from BLAS threads, and on busy cores
         # lose several-fold (depth 3, 1 Mpx, 2 shared cores: 5x). Reference-counted: cheap
         # inside sknd.raster's chunks, which hold the limit already.
         with single_threaded_blas():
-            for start in range(0, max(len(X), 1), self.block_rows):
+            for start in range(0, max(len(X), 1), rows):
                 # Cast block by block, if at all (a whole table in float64 would leave the caches).
-                block = np.ascontiguousarray(X[start : start + self.block_rows], dtype=block_dtype)
+                block = np.ascontiguousarray(X[start : start + rows], dtype=block_dtype)
                 values = block
                 for step in self.steps:
                     values = step(values, block, workspace)
                 if self.finish is not None:
                     values = self.finish(values)
+                    if len(block) == len(X):  # one block: the decoded outputs are a new array
+                        return values
                 if result is None:  # dtype and width are known after the first block
                     result = np.empty((len(X),) + values.shape[1:], dtype=values.dtype)
                 result[start : start + len(block)] = values
@@ -223,6 +229,11 @@ class FastNetwork:
                 f"{error} (Rows count the pixels of one chunk of the image.) If such a value "
                 "marks no-data, pass it as nodata=... and those pixels are skipped."
             ) from None
+
+
+def _block_rows(width, most):
+    """Rows per block: intermediates of ``width`` float64 values per row within _BLOCK_BYTES."""
+    return int(np.clip(_BLOCK_BYTES // (8 * width), _MIN_BLOCK_ROWS, most))
 
 
 class _Step:
@@ -343,6 +354,7 @@ class _NDDenseStep:
         self.nd = nd
         self.dense = dense
         self.width = max(nd.width, dense.width)
+        self.compiled_width = dense.width  # the kernel keeps the ND outputs in cache
 
     def __call__(self, X, inputs, workspace):
         kernels = workspace.kernels

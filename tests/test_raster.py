@@ -663,6 +663,40 @@ def test_compiled_kernels_read_every_input_dtype_as_its_cast(variant):
                 np.testing.assert_array_equal(got, expected, err_msg=f"{dtype}, {n_outputs}")
 
 
+@pytest.mark.parametrize("params", [{}, {"depth": 3}])
+def test_networks_compute_in_the_float_dtype_of_the_table(params, implementation):
+    # Float32 tables in float32 (the kernel's divisions twice as fast), others in float64.
+    clf = _sknd_fit(NDClassifier(**params, **FAST))
+    network = clf._network_evaluator()  # raw outputs, before decoding
+    pixels = _pixels()
+    assert network(pixels).dtype == np.float32
+    assert network(pixels.astype(np.float64)).dtype == np.float64
+    assert network(np.round(pixels * 1000).astype(np.uint16)).dtype == np.float64
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
+def test_float32_tables_within_the_documented_bound(variant, implementation):
+    # docs/raster.md: a float32 table is computed in float32, each index within 1e-6 of
+    # its value for the float64 cast (about 17 units of float32 rounding; measured up to 6),
+    # epsilon-dominated pixels and digital numbers included. Float64 tables stay float64.
+    rng = np.random.default_rng(8)
+    n_bands, n_pixels = 6, 20_000
+    pairs = np.array([(i, j) for i in range(n_bands) for j in range(i + 1, n_bands)])
+    low = 0.0 if variant == "reflectance" else -30.0
+    for epsilon in (1e-6, 1e-3, 0.1):
+        a, c = rng.normal(scale=2, size=(2, len(pairs)))
+        fast = _evaluator.FastNetwork.for_indices(
+            pairs, a, c, n_bands, epsilon, variant,
+            non_negative=False, estimator_name="test", feature_names=None,
+        )  # fmt: skip
+        X = rng.uniform(low, 30.0, size=(n_pixels, n_bands)).astype(np.float32)
+        X[:500] *= rng.uniform(0, 1e-5, size=(500, 1)).astype(np.float32)
+        X[500:1000] = np.round(X[500:1000] * 1e3)
+        got, cast = fast(X), fast(X.astype(np.float64))
+        assert got.dtype == np.float32 and cast.dtype == np.float64
+        np.testing.assert_allclose(got, cast, rtol=0, atol=1e-6)
+
+
 @pytest.mark.parametrize("variant", ["reflectance", "signed"])
 def test_compiled_dense_kernel_sums_the_pairs_in_order(variant):
     # Estimators, scenes and model files agree bit for bit while the output layer is summed
@@ -690,11 +724,16 @@ def test_compiled_dense_kernel_sums_the_pairs_in_order(variant):
 @pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.float32])
 def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation):
     # The compiled kernels read such tables as they are, without a float64 copy: the same
-    # values bit for bit, and the same refusals.
+    # values bit for bit, and the same refusals. A float32 image is computed in float32
+    # (docs/raster.md: within the bound of test_float32_tables_within_the_documented_bound).
     reg = _sknd_fit(NDRegressor(**FAST), "regression")
     image = np.round(_image(n_bands=5) * 1000).astype(dtype)
-    expected = raster.predict(reg, image.astype(np.float64))
-    np.testing.assert_array_equal(raster.predict(reg, image), expected)
+    cast = raster.predict(reg, image.astype(np.float64))
+    expected = raster.predict(reg, image)
+    if dtype == np.float32:
+        np.testing.assert_allclose(expected, cast, rtol=1e-5, atol=1e-6)
+    else:
+        np.testing.assert_array_equal(expected, cast)
     table = image.reshape(-1, 5)
     np.testing.assert_array_equal(reg.predict(table), expected.ravel())
     if dtype != np.float32:  # integer bands: indices in float64 (float32 keeps float32)
@@ -714,7 +753,8 @@ def test_fast_path_blocks_and_pickling(monkeypatch, implementation):
     fast = _fast(clf, "predict_proba")
     pixels = _pixels(n_pixels=1000)
     expected = clf.predict_proba(pixels)
-    fast.block_rows = 300  # several blocks through the reused buffers, the last one short
+    # Several blocks through the reused buffers, the last one short.
+    fast.block_rows = fast.compiled_block_rows = 300
     np.testing.assert_allclose(fast(pixels), expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(fast(pixels[:10]), expected[:10], rtol=1e-5, atol=1e-6)
     clone = pickle.loads(pickle.dumps(fast))
