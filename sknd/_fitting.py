@@ -19,8 +19,9 @@ from sklearn.model_selection import GroupShuffleSplit, train_test_split
 from sklearn.utils import check_random_state
 from skorch.helper import predefined_split
 
-from . import _recipe
+from . import _recipe, _refinement
 from ._adam import FlatAdam
+from ._convex_start import MIN_SELECTION_ROWS, convex_budget
 from ._device import device_memory
 from ._pairs import estimator_pairs
 from ._tasks import ClassificationTask
@@ -215,7 +216,7 @@ def _report_gain(gain, clock):
 
 def _start_score(module, task, valid, rows):
     """Early stopping's epoch 0: the monitored validation value of ``module``."""
-    return _recipe.validation(module, task, valid, rows).monitored(task)
+    return _refinement.validation(module, task, valid, rows).monitored(task)
 
 
 # ids of the estimator objects being fitted now (see restore_on_failure).
@@ -472,7 +473,7 @@ class FittingMixin:
         if self._uses_recipe():  # the convex fits' tables of rows x first-block outputs
             outputs = len(pairs) + (n_features if self.passthrough else 0)
             coefficients = (outputs + 1) * task.n_outputs
-            recipe_rows = min(len(X_train), _recipe.convex_budget(coefficients))
+            recipe_rows = min(len(X_train), convex_budget(coefficients))
         check_training_memory(
             architecture=self.architecture,
             n_features=n_features,
@@ -535,8 +536,8 @@ class FittingMixin:
             return False, "no validation part to choose on (early_stopping=False, no X_val)"
         if self.callbacks:
             return False, "callbacks follow one training run (pass depth=3 for the deeper one)"
-        if len(X_valid) < _recipe.MIN_SELECTION_ROWS:
-            return False, f"fewer than {_recipe.MIN_SELECTION_ROWS} validation rows"
+        if len(X_valid) < MIN_SELECTION_ROWS:
+            return False, f"fewer than {MIN_SELECTION_ROWS} validation rows"
         return True, None
 
     def _net(
@@ -625,7 +626,7 @@ class FittingMixin:
                 net = self._deeper(net, module, train, task, valid, (X_valid, c_valid, w_valid))
             gain = None
             if start is not None:
-                gain = _recipe.validation(net.module_, task, valid, rows).score - start.score
+                gain = _refinement.validation(net.module_, task, valid, rows).score - start.score
             if recipe:
                 with clock.stage("refit"):
                     self._recipe_refit(
@@ -655,7 +656,7 @@ class FittingMixin:
 
         ``train`` and ``valid_part`` are ``(X, codes, weight)``; ``valid`` is the recipe's
         validation triple (None outside the recipe) and ``selected`` the
-        :class:`~sknd._recipe.Validation` of ``module`` when it is the recipe's start.
+        :class:`~sknd._refinement.Validation` of ``module`` when it is the recipe's start.
         """
         X_valid, c_valid, w_valid = valid_part
         rows = rows_per_pass(module)
@@ -676,7 +677,7 @@ class FittingMixin:
         on copies of its first block and Standardize layer), which early stopping scores
         as epoch 0: depth 3 is kept when a later epoch beat it (``best_epoch_ > 0``) and it
         also does better on the validation rows clean and under the paper's noise
-        (:func:`~sknd._recipe.robust_monitored`), so that it can only gain what validation
+        (:func:`~sknd._refinement.robust_monitored`), so that it can only gain what validation
         confirms, at the cost of one more training.
         """
         two = shallow.module_
@@ -684,9 +685,9 @@ class FittingMixin:
         deep[0], deep[1] = copy.deepcopy(two[0]), copy.deepcopy(two[1])
         _recipe.carry(deep, two)
         rows = rows_per_pass(deep)
-        net = train(deep, _recipe.validation(two, task, valid, rows), valid_part)
+        net = train(deep, _refinement.validation(two, task, valid, rows), valid_part)
         stopper = dict(net.callbacks_).get("early_stopping")
-        scores = [_recipe.robust_monitored(m, task, valid, rows) for m in (two, net.module_)]
+        scores = [_refinement.robust_monitored(m, task, valid, rows) for m in (two, net.module_)]
         better = (scores[1] < scores[0]) if task.lower_is_better else (scores[1] > scores[0])
         keep = bool(stopper.best_epoch_) and better
         if self.verbose:
@@ -703,7 +704,7 @@ class FittingMixin:
         """Steps 1-3 of the recipe on ``module``: ``(start, selected, penalty, tuned,
         trained)``.
 
-        ``start`` and ``selected`` are the :class:`~sknd._recipe.Validation` of the tuned
+        ``start`` and ``selected`` are the :class:`~sknd._refinement.Validation` of the tuned
         start and of the model training starts from (None without ``valid``). A warm start
         keeps the fitted conditioning and head: both are the fitted model. ``trained`` is
         the network to train first: ``module`` started at the depth-2 model, or with
@@ -711,7 +712,7 @@ class FittingMixin:
         """
         rows = rows_per_pass(module)
         if continuing:
-            start = None if valid is None else _recipe.validation(module, task, valid, rows)
+            start = None if valid is None else _refinement.validation(module, task, valid, rows)
             return start, start, self.start_regularization_, True, module
         linear = _recipe.linear_part(module)
         target = self._convex_target(task, c_train)
@@ -719,7 +720,7 @@ class FittingMixin:
         start = selected = None
         if valid is not None:
             with clock.stage("refinement"):
-                start, selected = _recipe.refine(
+                start, selected = _refinement.refine(
                     linear, X_train, target, task, rows, penalty, w_train, valid
                 )
         if auto:

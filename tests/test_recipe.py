@@ -1,4 +1,5 @@
-"""sknd's default training recipe (sknd._recipe) and the default pair budget."""
+"""sknd's default training recipe (sknd._recipe, sknd._convex_start, sknd._refinement) and
+the default pair budget."""
 
 import os
 import subprocess
@@ -13,10 +14,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import PrintLog
 
-from sknd import NDClassifier, NDRegressor, NDTransformer, _recipe
+from sknd import NDClassifier, NDRegressor, NDTransformer, _convex_start, _recipe, _refinement
+from sknd._convex_start import MIN_CLASS_ROWS, MIN_CONVEX_ROWS, ROWS_PER_COEFFICIENT, convex_rows
 from sknd._formula import classic_index
 from sknd._pairs import AUTO_PARAMETER_SHARE, auto_pair_budget
-from sknd._recipe import MIN_CLASS_ROWS, MIN_CONVEX_ROWS, ROWS_PER_COEFFICIENT, convex_rows
 from sknd._tasks import ClassificationTask, RegressionTask
 from sknd.networks import Standardize, build_network, default_hidden_units, describe
 from sknd.nn import all_pairs
@@ -94,13 +95,13 @@ def test_regression_warm_start_is_ridge_cv_on_standardized_targets():
     )
     target = (y - y.mean()) / y.std()
     # The leave-one-out errors of RidgeCV, and the one-standard-error rule on them.
-    alphas = _recipe.ALPHA_PATH_PER_ROW[::-1] * len(X)
+    alphas = _convex_start.ALPHA_PATH_PER_ROW[::-1] * len(X)
     errors = RidgeCV(alphas=alphas, store_cv_results=True).fit(features, target).cv_results_.T
     means = errors.mean(axis=1)
     best = np.argmin(means)
     alpha = alphas[np.flatnonzero(means <= means[best] + errors[best].std() / len(X) ** 0.5)[0]]
     assert model.start_regularization_ == pytest.approx(alpha)
-    assert alpha != _recipe.DEFAULT_ALPHA
+    assert alpha != _convex_start.DEFAULT_ALPHA
     reference = Ridge(alpha=alpha).fit(features, target)
     expected = reference.predict(features) * y.std() + y.mean()
     np.testing.assert_allclose(model.predict(X), expected, rtol=1e-4)
@@ -114,8 +115,8 @@ def test_leave_one_out_errors_are_those_of_repeated_rows():
     X, y = rng.normal(size=(30, 4)), rng.normal(size=30)
     weight = rng.integers(1, 4, size=30)
     alphas = np.array([10.0, 0.1])
-    errors = _recipe._leave_one_out_errors(X, y, weight.astype(float), alphas)
-    repeated = _recipe._leave_one_out_errors(
+    errors = _convex_start._leave_one_out_errors(X, y, weight.astype(float), alphas)
+    repeated = _convex_start._leave_one_out_errors(
         np.repeat(X, weight, 0), np.repeat(y, weight), None, alphas
     )
     np.testing.assert_allclose(repeated[:, np.cumsum(weight) - 1], errors)
@@ -124,7 +125,7 @@ def test_leave_one_out_errors_are_those_of_repeated_rows():
          for i in range(30)]
         for a in alphas
     ]  # fmt: skip
-    np.testing.assert_allclose(_recipe._leave_one_out_errors(X, y, None, alphas), refits)
+    np.testing.assert_allclose(_convex_start._leave_one_out_errors(X, y, None, alphas), refits)
 
 
 def _path_choice(X, y, X_val, y_val, noisy):
@@ -135,7 +136,7 @@ def _path_choice(X, y, X_val, y_val, noisy):
     scaler = StandardScaler().fit(index)
     copies = [X_val] if noisy is None else [X_val, noisy]
     losses = []
-    for C in _recipe.C_PATH:
+    for C in _convex_start.C_PATH:
         fit = LogisticRegression(C=C, max_iter=2000).fit(scaler.transform(index), y)
         rows = []
         for part in copies:
@@ -148,7 +149,7 @@ def _path_choice(X, y, X_val, y_val, noisy):
     best = np.argmin(means)
     # The one-standard-error rule: the strongest penalty within a standard error of the best.
     bound = means[best] + np.std(losses[best]) / np.sqrt(len(y_val))
-    return _recipe.C_PATH[np.flatnonzero(means <= bound)[0]], _recipe.C_PATH[best]
+    return _convex_start.C_PATH[np.flatnonzero(means <= bound)[0]], _convex_start.C_PATH[best]
 
 
 def test_logistic_start_penalty_is_chosen_by_clean_and_noisy_validation_log_loss():
@@ -161,7 +162,7 @@ def test_logistic_start_penalty_is_chosen_by_clean_and_noisy_validation_log_loss
     X, y = X[:300], y[:300]
     model = NDClassifier(max_epochs=1, lr=1e-12, random_state=0)
     model.fit(X, y, X_val=X_val, y_val=y_val)
-    noisy = _recipe.noisy_copy(X_val)
+    noisy = _refinement.noisy_copy(X_val)
     chosen, best = _path_choice(X, y, X_val, y_val, noisy)
     assert chosen < best  # the one-standard-error rule matters on these data
     assert model.start_regularization_ == chosen
@@ -173,9 +174,9 @@ def test_noisy_copy_is_the_papers_noise_of_the_experiments():
     from sknd.experiments import add_multiplicative_noise
 
     X = _spectra(n_samples=20)
-    expected = add_multiplicative_noise(X, _recipe.NOISE_LEVEL, random_state=0)
-    np.testing.assert_array_equal(_recipe.noisy_copy(X), expected)
-    assert _recipe.NOISE_LEVEL == 0.1
+    expected = add_multiplicative_noise(X, _refinement.NOISE_LEVEL, random_state=0)
+    np.testing.assert_array_equal(_refinement.noisy_copy(X), expected)
+    assert _refinement.NOISE_LEVEL == 0.1
 
 
 def test_convex_fits_on_principal_components_equal_fits_on_all_features():
@@ -185,11 +186,11 @@ def test_convex_fits_on_principal_components_equal_fits_on_all_features():
     X = np.repeat(rng.uniform(0.1, 0.5, (300, 3)), 3, axis=1) * rng.uniform(0.95, 1.05, (300, 9))
     y = _classes(X[:, :5], n_classes=3, seed=11)
     features = StandardScaler().fit_transform(classic_index(X, all_pairs(9), epsilon=1e-6))
-    components = _recipe._Components(features, None)
+    components = _convex_start._Components(features, None)
     assert components.basis.shape[1] < features.shape[1]
     layer = torch.nn.Linear(features.shape[1], 3).double()
     task = ClassificationTask(y)
-    _recipe._convex_fit(features, y, task, layer, 0.1)
+    _convex_start.convex_fit(features, y, task, layer, 0.1)
     reference = LogisticRegression(C=0.1, max_iter=5000, tol=1e-8).fit(features, y)
     logits = layer(torch.as_tensor(features)).detach().numpy()
     np.testing.assert_allclose(
@@ -210,19 +211,19 @@ def test_constant_indices_give_a_finite_fit(estimator):
 
 def test_refinement_samples_wide_training_parts(monkeypatch):
     # A small element budget stands in for many rows x pairs: 10 x 5 bands -> 10 pairs.
-    monkeypatch.setattr(_recipe, "MAX_REFINE_ELEMENTS", 10 * 60)
+    monkeypatch.setattr(_refinement, "MAX_REFINE_ELEMENTS", 10 * 60)
     seen = []
-    objective = _recipe._objective
+    objective = _refinement._objective
 
     def spy(task, penalty, X, *args):
         seen.append(len(X))
         return objective(task, penalty, X, *args)
 
-    monkeypatch.setattr(_recipe, "_objective", spy)
+    monkeypatch.setattr(_refinement, "_objective", spy)
     X = _spectra(n_samples=500, seed=12)
     y = _classes(X, seed=12)
     model = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
-    assert seen == [max(60, 2 * _recipe.REFINE_CLASS_ROWS)]  # of 450 training rows
+    assert seen == [max(60, 2 * _refinement.REFINE_CLASS_ROWS)]  # of 450 training rows
     assert np.isfinite(model.predict_proba(X)).all()
 
 
@@ -230,7 +231,7 @@ def test_a_default_fit_that_refines_does_not_import_torch_dynamo():
     # torch.optim.LBFGS imports torch._dynamo on its first step: 1.3 s with cached bytecode,
     # 16-19 s without (PYTHONDONTWRITEBYTECODE). The refinement's L-BFGS is scipy's.
     code = (
-        "import sys, numpy as np, sknd, sknd._recipe as r\n"
+        "import sys, numpy as np, sknd, sknd._refinement as r\n"
         "calls = []; m = r._minimize\n"
         "r._minimize = lambda *a: calls.append(1) or m(*a)\n"
         "X = np.random.default_rng(0).uniform(0.1, 1, (200, 4)); y = X[:, 0] > X[:, 1]\n"
@@ -350,7 +351,7 @@ def test_all_pairs_on_many_bands_do_not_collapse():
     y = (X[:, 5] - X[:, 25]) / (X[:, 5] + X[:, 25]) + rng.normal(0, 0.02, 250)
     every = NDRegressor(pairs="all", max_epochs=5, random_state=0).fit(X[:200], y[:200])
     screened = NDRegressor(max_epochs=5, random_state=0).fit(X[:200], y[:200])
-    assert every.start_regularization_ > _recipe.DEFAULT_ALPHA
+    assert every.start_regularization_ > _convex_start.DEFAULT_ALPHA
     assert every.score(X[200:], y[200:]) >= screened.score(X[200:], y[200:]) - 0.05
     assert every.score(X[200:], y[200:]) > 0.5
 
@@ -359,12 +360,12 @@ def test_tiny_data_falls_back_to_the_fixed_start_and_says_so(capsys):
     X = _spectra(n_samples=12, n_bands=3)
     y = np.array([0, 1, 2] * 4)
     model = NDClassifier(max_epochs=2, verbose=1, random_state=0).fit(X, y)
-    assert model.start_regularization_ == _recipe.DEFAULT_C
+    assert model.start_regularization_ == _convex_start.DEFAULT_C
     assert "C=1 (fixed: too few rows to choose it on)" in capsys.readouterr().out
 
 
 def test_a_diverging_refinement_keeps_the_start(monkeypatch):
-    monkeypatch.setattr(_recipe, "PRIOR_PATH", np.array([np.nan]))
+    monkeypatch.setattr(_refinement, "PRIOR_PATH", np.array([np.nan]))
     X = _spectra(n_samples=300, seed=8)
     y = _classes(X, seed=8)
     model = NDClassifier(lr=1e-12, max_epochs=2, random_state=0).fit(X, y)
@@ -446,26 +447,28 @@ def test_convex_rows_sample_large_data_without_bias_and_keep_rare_classes():
     np.testing.assert_allclose(weight, 100_000 / MIN_CONVEX_ROWS)
 
 
-def _small_budget_rows(monkeypatch, function, argument, *, rows, class_rows, per):
+def _small_budget_rows(monkeypatch, module, function, argument, *, rows, class_rows, per):
     """Shrink the convex fits' row budget; return the row counts of the table that calls
-    of ``_recipe.<function>`` get as their positional ``argument``."""
-    monkeypatch.setattr(_recipe, "MIN_CONVEX_ROWS", rows)
-    monkeypatch.setattr(_recipe, "MIN_CLASS_ROWS", class_rows)
-    monkeypatch.setattr(_recipe, "ROWS_PER_COEFFICIENT", per)
+    of ``module.<function>`` get as their positional ``argument``."""
+    monkeypatch.setattr(_convex_start, "MIN_CONVEX_ROWS", rows)
+    monkeypatch.setattr(_convex_start, "MIN_CLASS_ROWS", class_rows)
+    monkeypatch.setattr(_convex_start, "ROWS_PER_COEFFICIENT", per)
     seen = []
-    original = getattr(_recipe, function)
+    original = getattr(module, function)
 
     def spy(*args):
         seen.append(len(args[argument]))
         return original(*args)
 
-    monkeypatch.setattr(_recipe, function, spy)
+    monkeypatch.setattr(module, function, spy)
     return seen
 
 
 def test_convex_fits_of_large_data_use_the_sample_and_stay_close_to_all_rows(monkeypatch):
     # A small budget stands in for a large data set: 3,000 rows, 1,000 in the convex fits.
-    seen = _small_budget_rows(monkeypatch, "_convex_fit", 0, rows=1000, class_rows=50, per=10)
+    seen = _small_budget_rows(
+        monkeypatch, _convex_start, "convex_fit", 0, rows=1000, class_rows=50, per=10
+    )
     X = _spectra(n_samples=3000, seed=2)
     y = _classes(X, n_classes=3, seed=2)
     model = NDClassifier(max_epochs=1, lr=1e-12, early_stopping=False, random_state=0)
@@ -481,12 +484,12 @@ def test_convex_fits_of_large_data_use_the_sample_and_stay_close_to_all_rows(mon
 
 def test_the_c_path_scores_a_sample_of_large_validation_parts(monkeypatch):
     # A small budget stands in for a large data set: 300 validation rows, ~100 scored.
-    seen = _small_budget_rows(monkeypatch, "_features", 1, rows=100, class_rows=20, per=1)
+    seen = _small_budget_rows(monkeypatch, _recipe, "_features", 1, rows=100, class_rows=20, per=1)
     X = _spectra(n_samples=3000, seed=2)
     y = _classes(X, n_classes=3, seed=2)
     model = NDClassifier(max_epochs=1, lr=1e-12, random_state=0).fit(X, y)
     assert seen and max(seen) <= 130  # the C path's validation features, then the refit's
-    assert model.start_regularization_ in _recipe.C_PATH
+    assert model.start_regularization_ in _convex_start.C_PATH
 
 
 # --------------------------------------------------------------- default pair budget
@@ -524,7 +527,7 @@ def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(monkeypatch):
     X = _spectra(n_samples=400, seed=14)
     y = _classes(X, n_classes=3, seed=14)
     runs, scores = [], []
-    train, robust = NDClassifier._train, _recipe.robust_monitored
+    train, robust = NDClassifier._train, _refinement.robust_monitored
 
     def spy_train(self, *args):
         runs.append(train(self, *args))
@@ -535,7 +538,7 @@ def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(monkeypatch):
         return scores[-1]
 
     monkeypatch.setattr(NDClassifier, "_train", spy_train)
-    monkeypatch.setattr(_recipe, "robust_monitored", spy_robust)
+    monkeypatch.setattr(_refinement, "robust_monitored", spy_robust)
     model = NDClassifier(max_epochs=15, random_state=0).fit(X, y)
     assert model.depth == "auto" and len(runs) == 2 and len(scores) == 2
     deep = dict(runs[1].callbacks_)["early_stopping"]

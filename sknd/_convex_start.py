@@ -1,0 +1,282 @@
+"""The default recipe's tuned convex start (step 2 of :mod:`sknd._recipe`).
+
+Convex fits of a recipe network's output layer on the principal components of what it
+reads (logistic regression, ridge), the paths that choose their penalty (``C`` on the
+validation log-loss, ``alpha`` by leave-one-out errors, both by the one-standard-error
+rule), and the unbiased row samples they use on large data (:func:`convex_rows`).
+"""
+
+import warnings
+
+import numpy as np
+import torch
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression, Ridge
+
+from ._tasks import ClassificationTask
+
+__all__ = []
+
+#: The fixed penalty of the convex fits when the data are too small to choose one
+#: (fewer than :data:`MIN_SELECTION_ROWS` rows to select on).
+DEFAULT_C = 1.0
+DEFAULT_ALPHA = 1.0
+#: ``C`` path of the logistic start (absolute, as LogisticRegressionCV's), strongest first.
+C_PATH = np.logspace(-4, 4, 9)
+#: ``alpha`` path of the ridge start per unit of (weighted) training rows: the penalty of a
+#: ridge fit counts against the sum of squared errors, which grows with the rows.
+ALPHA_PATH_PER_ROW = np.logspace(-6, 1, 15)
+# Both paths are chosen by the one-standard-error rule (one_standard_error).
+#: The ``C`` path and the prior path stop after this many candidates in a row without a
+#: better selection loss than the best so far (the weakest penalties cost the most).
+PATH_PATIENCE = 2
+#: Convex fits drop the principal directions of their features with less than this share
+#: of the largest variance (:class:`_Components`).
+MIN_COMPONENT_VARIANCE = 1e-6
+#: Fewer rows than this to select a penalty on (validation rows for ``C``, training rows
+#: for ``alpha``, validation rows for the prior): the fixed start, and no refinement.
+MIN_SELECTION_ROWS = 10
+# lbfgs iterations: the fits must converge (capped at 100 they lost 0.8-1.1 points).
+_MAX_ITER = 2000
+
+#: Rows of the convex fits and of the conditioning statistics: all of them up to this many
+#: per coefficient of the output layer, and at least :data:`MIN_CONVEX_ROWS`; from there a
+#: sample (:func:`convex_rows`). A maximum-likelihood fit of ``p`` coefficients on ``m``
+#: rows loses about ``p / (2 m)`` of log-likelihood per row to its estimation error:
+#: 0.005 nats at 100 rows per coefficient, far below what 10 epochs of training change.
+ROWS_PER_COEFFICIENT = 100
+#: ... (the shipped data sets, at most 4,435 training rows, always use all rows) ...
+MIN_CONVEX_ROWS = 20_000
+#: ... and at least this many rows of each class (all of a smaller class).
+MIN_CLASS_ROWS = 1000
+
+
+class _Components:
+    """The principal subspace of a convex fit's features: ``z = (f - mean) @ basis``.
+
+    The L2-penalized fits (logistic regression, ridge with an unpenalized intercept) have
+    their optimal weights in the span of the centred training rows, so that a fit on the
+    coordinates ``z`` and mapped back (:meth:`weights`) is the fit on the features. The
+    directions whose (weighted) variance is below :data:`MIN_COMPONENT_VARIANCE` of the
+    largest are dropped: hundreds of indices of a few dozen bands span few more
+    directions than the bands (630 indices of satimage's 36 bands: 87 above 1e-6), and an
+    iteration of lbfgs then costs a fraction of one on all the features. Those directions
+    carry no weight the penalty lets through (same test accuracy at C <= 0.01 on
+    satimage-36, in a probe of all 630 features against the components) and only amplify
+    band noise.
+    """
+
+    def __init__(self, features, sample_weight):
+        weight = np.ones(len(features)) if sample_weight is None else sample_weight
+        self.mean = np.average(features, axis=0, weights=weight)
+        centred = features - self.mean
+        values, vectors = np.linalg.eigh((centred * weight[:, None]).T @ centred)
+        keep = values > MIN_COMPONENT_VARIANCE * max(values[-1], 0.0)
+        keep[-1] = True  # constant features: one zero column, whose weight stays 0
+        self.basis = vectors[:, keep]
+
+    def __call__(self, features):
+        return (features - self.mean) @ self.basis
+
+    def weights(self, coef, intercept):
+        """``(coef, intercept)`` on the features of a fit's on the coordinates."""
+        coef = coef @ self.basis.T
+        return coef, intercept - coef @ self.mean
+
+
+def _logistic(output, C, components):
+    """A warm-started logistic regression with ``C`` on ``components`` coordinates,
+    starting from ``output``'s weights."""
+    model = LogisticRegression(C=C, max_iter=_MAX_ITER, warm_start=True)
+    coef = output.weight.detach().cpu().double().numpy()
+    intercept = output.bias.detach().cpu().double().numpy()
+    model.coef_ = coef @ components.basis
+    model.intercept_ = intercept + coef @ components.mean
+    return model
+
+
+def _fit_logistic(model, features, target, n_classes, sample_weight):
+    """Fit ``model`` in place; False when the rows do not hold every class."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        try:
+            model.fit(features, target, sample_weight=sample_weight)
+        except ValueError:  # a single class among the rows
+            return False
+    return len(model.classes_) == n_classes
+
+
+def _set_layer(output, model, components):
+    """Copy a linear model's coefficients on ``components`` coordinates into ``output``
+    (an ``nn.Linear``) if finite."""
+    coef = np.asarray(model.coef_, dtype=np.float64).reshape(len(output.weight), -1)
+    weight, bias = components.weights(coef, np.asarray(model.intercept_, dtype=np.float64))
+    weight, bias = weight.reshape(output.weight.shape), bias.reshape(output.bias.shape)
+    if not (np.isfinite(weight).all() and np.isfinite(bias).all()):
+        return
+    with torch.no_grad():
+        output.weight.copy_(torch.as_tensor(weight))
+        output.bias.copy_(torch.as_tensor(bias))
+
+
+def convex_fit(features, target, task, output, penalty, sample_weight=None):
+    """Fit ``output`` (an ``nn.Linear``) as the convex model of ``features``, in place.
+
+    ``penalty`` is the logistic regression's ``C`` or the ridge's ``alpha``. Starts from
+    the layer's current weights. Leaves the layer unchanged when the fit is not possible
+    (a class missing from the rows) or not finite.
+    """
+    components = _Components(features, sample_weight)
+    features = components(features)
+    if isinstance(task, ClassificationTask):
+        model = _logistic(output, penalty, components)
+        if not _fit_logistic(model, features, target, len(task.classes), sample_weight):
+            return
+    else:
+        model = Ridge(alpha=penalty).fit(features, target, sample_weight=sample_weight)
+    _set_layer(output, model, components)
+
+
+def _row_log_losses(model, features, target):
+    proba = np.clip(model.predict_proba(features), 1e-15, 1.0)
+    return -np.log(proba[np.arange(len(target)), target])
+
+
+def one_standard_error(losses, weight):
+    """Index of the first (most regularized) candidate within one standard error of the best.
+
+    ``losses`` holds one row of per-row validation losses per candidate, strongest
+    penalty first. The "one-standard-error rule" (Hastie, Tibshirani and Friedman, The
+    Elements of Statistical Learning, 7.10) keeps the simplest model the validation data
+    cannot tell from the best: smaller weights, which move less under noise in the bands.
+    """
+    means = np.average(losses, axis=1, weights=weight)
+    best = int(np.nanargmin(means))
+    # Weights count as copies of rows (as everywhere in sknd): n is their sum.
+    n = len(losses[best]) if weight is None else np.sum(weight)
+    spread = np.sqrt(np.average((losses[best] - means[best]) ** 2, weights=weight))
+    return int(np.flatnonzero(means <= means[best] + spread / np.sqrt(n))[0])
+
+
+def tuned_logistic(output, features, target, n_classes, sample_weight, valid):
+    """``C`` of the warm-started path chosen on the validation log-loss; fits ``output``.
+
+    ``valid`` is ``(features, noisy features, target, sample_weight)`` of the validation
+    rows: each row's loss is the mean of its clean and noisy copy's
+    (:func:`~sknd._refinement.noisy_copy`). The path, strongest penalty first, stops once
+    that loss has risen :data:`PATH_PATIENCE` times in a row past its best: weaker
+    penalties cost the most iterations and only fit the training rows closer.
+    """
+    components = _Components(features, sample_weight)
+    features = components(features)
+    valid_features, noisy_features, valid_target, valid_weight = valid
+    valid_features, noisy_features = components(valid_features), components(noisy_features)
+    model = _logistic(output, C_PATH[0], components)
+    fits, losses = [], []
+    for C in C_PATH:
+        model.set_params(C=C)
+        if not _fit_logistic(model, features, target, n_classes, sample_weight):
+            return None
+        clean = _row_log_losses(model, valid_features, valid_target)
+        losses.append((clean + _row_log_losses(model, noisy_features, valid_target)) / 2)
+        fits.append((C, model.coef_.copy(), model.intercept_.copy()))
+        if past_best(np.average(losses, axis=1, weights=valid_weight)):
+            break
+    losses = np.asarray(losses)
+    finite = np.isfinite(losses).all(axis=1)
+    if not finite.any():
+        return None
+    losses[~finite] = np.inf
+    C, model.coef_, model.intercept_ = fits[one_standard_error(losses, valid_weight)]
+    _set_layer(output, model, components)
+    return float(C)
+
+
+def past_best(means, patience=PATH_PATIENCE):
+    """Whether the last ``patience`` of a path's mean losses all came after its best."""
+    means = np.where(np.isfinite(means), means, np.inf)
+    return len(means) - 1 - int(np.argmin(means)) >= patience
+
+
+def _leave_one_out_errors(features, target, sample_weight, alphas):
+    """Squared leave-one-out errors of ridge fits (unpenalized intercept), one row per alpha.
+
+    Closed form from the thin SVD of the weighted, centred features: the residual of
+    row ``i`` refitted without it is ``e_i / (1 - h_i)``, ``h_i`` its leverage. A weight
+    ``w`` counts as ``w`` copies of a row and leaving one out leaves out one copy, whose
+    leverage is the row's over ``w``: the errors are those of the repeated rows (scikit-
+    learn's ``RidgeCV`` leaves out the whole weighted row). Errors are summed over the
+    targets.
+    """
+    n = len(features)
+    weight = np.ones(n) if sample_weight is None else np.asarray(sample_weight, np.float64)
+    used = weight > 0
+    features, target, weight = features[used], target[used], weight[used]
+    target = target.reshape(len(target), -1)
+    root = np.sqrt(weight)[:, None]
+    mean_f = np.average(features, axis=0, weights=weight)
+    mean_t = np.average(target, axis=0, weights=weight)
+    U, s, _ = np.linalg.svd(root * (features - mean_f), full_matrices=False)
+    projected = U.T @ (root * (target - mean_t))
+    errors = np.empty((len(alphas), n))
+    errors[:, ~used] = 0.0
+    for row, alpha in enumerate(alphas):
+        shrink = s**2 / (s**2 + alpha)
+        fitted = (U @ (shrink[:, None] * projected)) / root
+        leverage = 1.0 / weight.sum() + (U**2 @ shrink) / weight
+        loo = (target - mean_t - fitted) / (1.0 - leverage)[:, None]
+        errors[row, used] = (loo**2).sum(axis=1)
+    return errors
+
+
+def tuned_ridge(output, features, target, task, sample_weight):
+    """``alpha`` chosen on the leave-one-out errors (generalized cross-validation) by the
+    one-standard-error rule; fits ``output``."""
+    total = len(features) if sample_weight is None else float(np.sum(sample_weight))
+    alphas = ALPHA_PATH_PER_ROW[::-1] * total  # strongest first
+    errors = _leave_one_out_errors(features, target, sample_weight, alphas)
+    alpha = alphas[one_standard_error(errors, sample_weight)]
+    convex_fit(features, target, task, output, alpha, sample_weight)
+    return float(alpha)
+
+
+def convex_budget(n_coefficients):
+    """Most rows the convex fits of an output layer with ``n_coefficients`` use."""
+    return max(MIN_CONVEX_ROWS, ROWS_PER_COEFFICIENT * n_coefficients)
+
+
+def convex_rows(target, task, n_coefficients, sample_weight=None):
+    """``(rows, weight)`` for the convex fits: all rows, or an unbiased sample of them.
+
+    Up to ``max(MIN_CONVEX_ROWS, ROWS_PER_COEFFICIENT * n_coefficients)`` rows, all of
+    them (``rows`` is None, ``weight`` is ``sample_weight``). Beyond, a seeded random
+    sample of that size, drawn per class for classification (at least
+    :data:`MIN_CLASS_ROWS` of each class, so that rare classes stay in the fits), each row
+    weighted by its class's rows over its sampled rows (times its sample weight): the
+    weighted statistics and the convex objective on the sample are unbiased estimates of
+    those on all rows, with the same regularisation.
+    """
+    return sample_rows(target, task, convex_budget(n_coefficients), MIN_CLASS_ROWS, sample_weight)
+
+
+def sample_rows(target, task, budget, class_rows, sample_weight=None):
+    """:func:`convex_rows` with a given ``budget`` of rows and ``class_rows`` per class."""
+    n_samples = len(target)
+    if n_samples <= budget:
+        return None, sample_weight
+    if isinstance(task, ClassificationTask):
+        groups = [np.flatnonzero(target == code) for code in np.unique(target)]
+    else:
+        groups = [np.arange(n_samples)]
+    rng = np.random.default_rng(0)
+    chosen, inverse = [], []
+    for group in groups:
+        size = min(len(group), max(class_rows, -(-budget * len(group) // n_samples)))
+        chosen.append(rng.choice(group, size, replace=False))
+        inverse.append(np.full(size, len(group) / size))
+    chosen, inverse = np.concatenate(chosen), np.concatenate(inverse)
+    order = np.argsort(chosen)  # rows in their order in the data: sequential reads
+    rows, weight = chosen[order], inverse[order]
+    if sample_weight is not None:
+        weight = weight * np.asarray(sample_weight)[rows]
+    return rows, weight

@@ -1,0 +1,245 @@
+"""The default recipe's learned indices (step 3 of :mod:`sknd._recipe`) and the
+validation that selects them.
+
+:func:`refine` trains the band weights and the output layer from the tuned convex start
+by full-batch L-BFGS along a path of priors on the band weights, and keeps what the
+validation rows confirm; :func:`validation` and :func:`robust_monitored` score models on
+the validation part, clean and under the paper's noise (:func:`noisy_copy`).
+"""
+
+import copy
+import functools
+from collections import namedtuple
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from scipy.optimize import minimize
+from torch.nn.utils import parameters_to_vector, vector_to_parameters
+
+from ._convex_start import MIN_SELECTION_ROWS, one_standard_error, past_best, sample_rows
+from ._tasks import ClassificationTask
+from .networks import describe, first_nd_layer, forward_rows
+
+__all__ = []
+
+#: The paper's noise model, ``b + NOISE_LEVEL |b| z`` per band value (``z`` standard
+#: normal): the recipe's selections score every validation row clean and under this noise
+#: (:func:`noisy_copy`), so that they prefer models that indices of similar bands do not
+#: make fragile (benchmarks/bench_noise_recipe.py).
+NOISE_LEVEL = 0.1
+#: Prior strengths of the band weights' logarithms (per training set, like the ridge
+#: penalty of the output layer), strongest first: each refined model warm-starts the next.
+PRIOR_PATH = np.logspace(2, -2, 3)
+#: L-BFGS iterations per refined model.
+REFINE_MAX_ITER = 50
+#: The refinement runs on full batches of at most this many (rows x first-block outputs)
+#: values: larger training parts are sampled (:func:`~sknd._convex_start.sample_rows`, at
+#: least :data:`REFINE_CLASS_ROWS` rows of each class), weighted so that the objective and
+#: its penalties stay those of all rows. An L-BFGS iteration on all 4,000 training rows of
+#: satimage-36 (630 pairs) took 0.6 s, 93 s for the refinement.
+MAX_REFINE_ELEMENTS = 1 << 18
+REFINE_CLASS_ROWS = 50
+
+
+def noisy_copy(X):
+    """``X`` under the paper's multiplicative noise at :data:`NOISE_LEVEL`, seeded.
+
+    The same draw as :func:`sknd.experiments.add_multiplicative_noise` with
+    ``random_state=0`` (written here so that training does not import the experiments).
+
+    Examples
+    --------
+    >>> noisy_copy(np.array([[1.0, 0.0]])).round(3)
+    array([[1.176, 0.   ]])
+    """
+    X = np.asarray(X, dtype=np.float64)
+    z = np.random.RandomState(0).standard_normal(X.shape)
+    return X + NOISE_LEVEL * np.abs(X) * z
+
+
+def _row_losses(task, output, target):
+    """Per-row losses (float64) of raw outputs under the estimators' training criterion,
+    averaged over the outputs as in training (:func:`sknd._training.weighted_loss`)."""
+    if isinstance(task, ClassificationTask) and task.binary:
+        target = target.to(output.dtype).reshape(-1, 1)
+    losses = task.criterion(reduction="none")(output, target)
+    return losses.reshape(len(output), -1).mean(1)
+
+
+def _mean(values, weight):
+    return values.mean() if weight is None else (values * weight).sum() / weight.sum()
+
+
+class Validation(namedtuple("Validation", "score loss row_losses")):
+    """A model's validation score (accuracy, R2), loss (the training criterion) and the
+    loss of each validation row."""
+
+    def monitored(self, task):
+        """The value early stopping monitors for ``task``."""
+        return self.score if task.monitor == "valid_score" else self.loss
+
+
+class _Evaluation:
+    """:class:`Validation` of networks on one validation part."""
+
+    def __init__(self, task, X, target, sample_weight, rows):
+        self.task = task
+        self.X = X
+        self.rows = rows
+        self.target = torch.tensor(target)
+        if isinstance(task, ClassificationTask):
+            self.target = self.target.to(torch.int64)
+        self.weight = None if sample_weight is None else torch.tensor(sample_weight).double()
+
+    def __call__(self, module):
+        output = torch.as_tensor(forward_rows(module, self.X, self.rows))
+        if not torch.isfinite(output).all():
+            return Validation(-np.inf, np.inf, np.full(len(self.X), np.inf))
+        target = self.target
+        if isinstance(self.task, ClassificationTask) and self.task.binary:
+            target = target.double().reshape(-1, 1)
+        score = self.task.score(target, output, self.weight)
+        losses = _row_losses(self.task, output, self.target)
+        return Validation(score, _mean(losses, self.weight).item(), losses.numpy())
+
+
+def validation(module, task, valid, rows):
+    """The :class:`Validation` of ``module`` on ``valid``, ``(X, target, sample_weight)``."""
+    return _Evaluation(task, *valid, rows)(module)
+
+
+def robust_monitored(module, task, valid, rows):
+    """The mean of early stopping's monitored value on ``valid`` and on its
+    :func:`noisy_copy`: what the recipe's choices between trained models compare."""
+    X, target, weight = valid
+    clean = validation(module, task, valid, rows).monitored(task)
+    return (
+        clean + validation(module, task, (noisy_copy(X), target, weight), rows).monitored(task)
+    ) / 2
+
+
+def _objective(task, penalty, X, target, weight, n_rows):
+    """The start's convex objective per row, plus a prior on the band weights' logarithms.
+
+    ``f(module, prior)``: the (weighted) mean loss, the convex fit's L2 penalty on every
+    weight matrix (``||W||^2 / (2 C n)`` for the logistic regression, ``alpha ||W||^2 /
+    (n m)`` for the ridge on ``m`` targets, whose loss here is a mean over them), and
+    ``prior * sum((log sp(a) - log sp(0))^2 + (log sp(c) - log sp(0))^2) / n``: a
+    Gaussian prior on the band weights centred on the classic index (``a = c = 0``).
+    """
+    if isinstance(task, ClassificationTask):
+        l2 = 1.0 / (2.0 * penalty)
+    else:
+        l2 = penalty / task.n_outputs
+    log_sp0 = float(np.log(np.log(2.0)))
+
+    def objective(module, prior):
+        loss = _mean(_row_losses(task, module(X), target), weight)
+        nd = first_nd_layer(module)
+        log_weights = torch.log(F.softplus(torch.cat([nd.a, nd.c]))) - log_sp0
+        matrices = [p for name, p in module.named_parameters() if name.endswith("weight")]
+        penalty_sum = l2 * sum((m**2).sum() for m in matrices)
+        return loss + (penalty_sum + prior * (log_weights**2).sum()) / n_rows
+
+    return objective
+
+
+def _minimize(module, objective):
+    """Minimize ``objective()`` over ``module``'s (float64) parameters, in place.
+
+    Full-batch L-BFGS (scipy's L-BFGS-B without bounds, :data:`REFINE_MAX_ITER`
+    iterations) on the flat vector of parameters, torch computing the value and gradient:
+    unlike ``torch.optim.LBFGS``, it does not import ``torch._dynamo`` (1.3 s with cached
+    bytecode, 16-19 s without, on a process's first fit). A non-finite value reads as
+    ``inf``, so that the line search steps back from it.
+    """
+    params = [p for p in module.parameters() if p.requires_grad]
+
+    def value_and_grad(x):
+        with torch.no_grad():
+            vector_to_parameters(torch.from_numpy(x), params)
+        for p in params:
+            p.grad = None
+        value = objective()
+        if not torch.isfinite(value):
+            return np.inf, np.zeros_like(x)
+        value.backward()
+        grad = torch.cat([p.grad.reshape(-1) for p in params])
+        return value.item(), grad.numpy().astype(np.float64)
+
+    x0 = parameters_to_vector(params).detach().double().numpy()
+    result = minimize(
+        value_and_grad,
+        x0,
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": REFINE_MAX_ITER, "maxcor": 20, "gtol": 1e-9, "ftol": 1e-10},
+    )
+    with torch.no_grad():
+        vector_to_parameters(torch.from_numpy(result.x), params)
+    for p in params:
+        p.grad = None
+
+
+def refine(module, X_train, target_train, task, rows, penalty, sample_weight, valid):
+    """Step 3: learn the indices from the tuned start, and keep what validation confirms.
+
+    Trains copies of ``module`` (the tuned start, in place of which the selected model
+    is written) by full-batch L-BFGS in float64 along :data:`PRIOR_PATH`, each prior's
+    model warm-starting the next, until the selection loss rises (weaker priors only fit
+    the training rows closer). Keeps, among the start and the refined models that score
+    at least as well as the start, the strongest prior by the one-standard-error rule on
+    the selection loss: each validation row's mean loss clean and under the paper's noise
+    (:func:`noisy_copy`). ``valid`` is ``(X, target, sample_weight)``, targets as
+    for :func:`~sknd._recipe.prepare`. Returns the :class:`Validation` of the start and of the
+    selected model, which is the start when there was nothing to refine (too few
+    validation rows, no ND layer, or a first block too large for full batches).
+    """
+    X_valid, target_valid, w_valid = valid
+    weight = None if w_valid is None else np.asarray(w_valid, dtype=np.float64)
+    evaluate = _Evaluation(task, X_valid, target_valid, w_valid, rows)
+    evaluate_noisy = _Evaluation(task, noisy_copy(X_valid), target_valid, w_valid, rows)
+
+    def selection(model):  # the clean Validation, and each row's clean and noisy mean loss
+        clean = evaluate(model)
+        return clean, (clean.row_losses + evaluate_noisy(model).row_losses) / 2
+
+    start = copy.deepcopy(module).double()
+    start_score, start_losses = selection(start)
+    width = describe(module)[-1].module.in_features
+    if first_nd_layer(module) is None or len(X_valid) < MIN_SELECTION_ROWS:
+        return start_score, start_score
+    chosen, sample_weight = sample_rows(
+        target_train, task, MAX_REFINE_ELEMENTS // width, REFINE_CLASS_ROWS, sample_weight
+    )
+    if chosen is not None:
+        X_train, target_train = X_train[chosen], target_train[chosen]
+    # Copies: the caller's arrays may be read-only (memory-mapped by joblib).
+    X = torch.tensor(X_train, dtype=torch.float64)
+    target = torch.tensor(target_train)
+    if isinstance(task, ClassificationTask):
+        target = target.to(torch.int64)
+    w_train = None if sample_weight is None else torch.tensor(sample_weight).double()
+    n_rows = len(X) if w_train is None else w_train.sum().item()
+    objective = _objective(task, penalty, X, target, w_train, n_rows)
+
+    candidate = start
+    path = [(start_score, start_losses, None)]  # strongest prior first
+    for prior in PRIOR_PATH:
+        _minimize(candidate, functools.partial(objective, candidate, prior))
+        if not all(torch.isfinite(p).all() for p in candidate.parameters()):
+            break  # a diverged step: the path ends at the last finite model
+        path.append((*selection(candidate), copy.deepcopy(candidate.state_dict())))
+        # Past the best prior, weaker ones only fit the training rows closer.
+        if past_best([np.average(entry[1], weights=weight) for entry in path], 1):
+            break
+    # Among the models that score at least as well as the start, the strongest prior whose
+    # selection loss is within a standard error of the best: the indices move only as far
+    # as the validation rows can tell apart from noise.
+    eligible = [entry for entry in path if entry[0].score >= start_score.score]
+    losses = np.array([entry[1] for entry in eligible])
+    selected, _, state = eligible[one_standard_error(losses, weight)]
+    if state is not None:
+        module.load_state_dict(state)  # cast to the module's float32
+    return start_score, selected
