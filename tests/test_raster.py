@@ -560,7 +560,7 @@ def test_fast_path_gather_form_for_many_bands(monkeypatch, variant):
     [
         ({}, "binary", ["_NDDenseStep"]),
         ({}, "multiclass", ["_NDDenseStep"]),
-        ({}, "five classes", ["_NDStep", "_LinearStep"]),
+        ({"depth": 2}, "five classes", ["_NDStep", "_LinearStep"]),
         ({"depth": 3}, "binary", ["_NDStep", "_LinearStep", "_ReLUStep", "_LinearStep"]),
         ({"architecture": "attnd"}, "binary", ["_AttentionStep", "_LinearStep"]),
     ],
