@@ -18,7 +18,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
-from ._fitting import FittingMixin, inference_device
+from ._device_choice import inference_device
+from ._fitting import FittingMixin
 from ._formula import EPSILON_RANGE, VARIANTS
 from ._recipe import RECIPES
 from ._tasks import check_label_kinds
@@ -100,7 +101,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         "patience": [Interval(Integral, 1, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         # Any device torch.device accepts ("cuda:1", "mps"), or "auto": checked at fit by
-        # PyTorch itself (sknd._fitting.resolve_device), with what to change.
+        # PyTorch itself (sknd._device_choice.resolve_device), with what to change.
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],

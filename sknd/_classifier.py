@@ -12,7 +12,7 @@ from ._docstrings import (
     PARAMETERS_DOC,
     Substitution,
 )
-from ._fitting import restore_on_failure, validation_data_by_keyword
+from ._fit_guards import restore_on_failure, validation_data_by_keyword
 from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]

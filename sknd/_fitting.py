@@ -1,21 +1,19 @@
 """How the sknd estimators train: fit, warm start and ``partial_fit`` over skorch.
 
-:class:`FittingMixin` holds the training half of :class:`~sknd._base.BaseND`: the
-validation split, pair screening, building the network, sknd's recipe
-(:mod:`sknd._recipe`), the skorch loop (:mod:`sknd._training`) and the fitted
-attributes read from the trained network. :func:`restore_on_failure` makes every
-fitting method all or nothing.
+:class:`FittingMixin` holds the training half of :class:`~sknd._base.BaseND`: pair
+screening, building the network, sknd's recipe (:mod:`sknd._recipe`), ``depth="auto"``
+and the skorch loop (:mod:`sknd._training`). The data of a call and its validation split
+are :mod:`sknd._fit_data`, the fitted attributes :mod:`sknd._fitted_state`, the device
+:mod:`sknd._device_choice`; :func:`~sknd._fit_guards.restore_on_failure` makes every
+fitting method all or nothing. (Those names stay importable from here.)
 """
 
 import copy
 import functools
 import threading
-from numbers import Number, Real
 
 import numpy as np
-import pandas as pd
 import torch
-from sklearn.model_selection import GroupShuffleSplit, train_test_split
 from sklearn.utils import check_random_state
 from skorch.helper import predefined_split
 
@@ -23,6 +21,10 @@ from . import _recipe, _refinement
 from ._adam import FlatAdam
 from ._convex_start import MIN_SELECTION_ROWS, convex_budget
 from ._device import device_memory
+from ._device_choice import inference_device, resolve_device
+from ._fit_data import FitDataMixin
+from ._fit_guards import restore_on_failure, validation_data_by_keyword
+from ._fitted_state import FittedStateMixin
 from ._pairs import estimator_pairs
 from ._tasks import ClassificationTask
 from ._threads import torch_threads
@@ -36,8 +38,7 @@ from ._training import (
     user_callbacks,
 )
 from ._validation import check_training_memory
-from ._weights import fit_weights, merge_duplicates, weight_tensor
-from .bands import resolve_bands
+from ._weights import weight_tensor
 from .networks import build_network, default_hidden_units, describe, rows_per_pass
 
 __all__ = [
@@ -65,102 +66,6 @@ def _depth_of(module, architecture):
 _init_lock = threading.Lock()
 
 
-def _available(device):
-    """Whether PyTorch can use ``device`` (a ``torch.device``) on this machine."""
-    if device.type == "cuda":
-        return torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()
-    if device.type == "mps":
-        return torch.backends.mps.is_available()
-    return device.type == "cpu" or device.type == "meta"
-
-
-def resolve_device(device):
-    """The device a fit trains on, as a string: ``"auto"`` chosen, any other checked.
-
-    ``device`` is anything ``torch.device`` accepts (``"cpu"``, ``"cuda:1"``,
-    ``"mps"``, a ``torch.device``) or ``"auto"``; a ``ValueError`` says what is
-    wrong with one PyTorch does not know or cannot use here.
-    """
-    if isinstance(device, str) and device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        resolved = torch.device(device)
-    except (RuntimeError, TypeError, ValueError) as exc:
-        raise ValueError(
-            f"device={device!r} is not a device PyTorch knows ({exc}). Use 'cpu', 'cuda', "
-            "'cuda:0', 'mps', a torch.device, or 'auto' (a CUDA GPU when there is one)."
-        ) from None
-    if not _available(resolved):
-        missing = {
-            "cuda": f"no CUDA GPU {resolved.index or 0} is available to PyTorch (it sees "
-            f"{torch.cuda.device_count()})",
-            "mps": "PyTorch's Apple MPS backend is not available",
-        }.get(resolved.type, f"PyTorch cannot use {resolved.type} devices here")
-        raise ValueError(
-            f"device={device!r} was requested but {missing}; use device='cpu' or device='auto'."
-        )
-    return str(resolved)
-
-
-def inference_device(device):
-    """The ``torch.device`` a fitted model predicts on: the CPU where ``device`` is not
-    available here (a model fitted on a GPU, unpickled elsewhere)."""
-    try:
-        return torch.device(resolve_device(device))
-    except ValueError:
-        return torch.device("cpu")
-
-
-def _group_split(X, codes, groups, validation_fraction, seed, weight):
-    """Hold out about ``validation_fraction`` of the groups for early stopping."""
-    groups = np.asarray(groups)
-    if groups.ndim != 1 or len(groups) != len(X):
-        raise ValueError(
-            f"groups must be one label per sample: got shape {groups.shape} for {len(X)} samples."
-        )
-    if len(np.unique(groups)) < 2:
-        raise ValueError(
-            "early_stopping=True with groups holds out whole groups for validation, but all "
-            "samples are in one group. Pass at least two groups, an explicit X_val and "
-            "y_val, or early_stopping=False."
-        )
-    splitter = GroupShuffleSplit(n_splits=1, test_size=validation_fraction, random_state=seed)
-    train, valid = next(splitter.split(X, codes, groups))
-    if weight is None:
-        return X[train], codes[train], X[valid], codes[valid], None, None
-    return X[train], codes[train], X[valid], codes[valid], weight[train], weight[valid]
-
-
-def _same_param(before, now):
-    """Whether a parameter value is unchanged (array-likes compared by value)."""
-    if before is now:
-        return True
-    # Equal values of another type (np.float64(1e-6), np.int64(5), np.True_: param grids,
-    # numpy round trips) are the same value; a bool is no number here (True is not 1).
-    flags = (bool, np.bool_)
-    if isinstance(before, flags) or isinstance(now, flags):
-        return isinstance(before, flags) and isinstance(now, flags) and bool(before) == bool(now)
-    if isinstance(before, Number) and isinstance(now, Number):
-        return bool(before == now)
-    if isinstance(before, str) or isinstance(now, str) or np.ndim(before) == np.ndim(now) == 0:
-        return type(before) is type(now) and before == now
-    try:
-        return np.array_equal(np.asarray(before, dtype=object), np.asarray(now, dtype=object))
-    except ValueError:  # ragged
-        return False
-
-
-#: What skorch and sknd's loop record every epoch besides history_'s own columns.
-_SKORCH_RECORDS = (
-    "batches",
-    "dur",
-    "train_loss_best",
-    "valid_loss_best",
-    "train_batch_count",
-    "valid_batch_count",
-)
-
-
 def _cpu_copy(state):
     """``state`` (an optimizer's ``state_dict``) with every tensor copied to the CPU."""
     if isinstance(state, torch.Tensor):
@@ -170,17 +75,6 @@ def _cpu_copy(state):
     if isinstance(state, (list, tuple)):
         return type(state)(_cpu_copy(value) for value in state)
     return state
-
-
-def _matching_outputs(codes_val, codes):
-    """``codes_val`` shaped as ``codes``, or a ValueError if their outputs differ."""
-    outputs, outputs_val = (1 if np.ndim(c) == 1 else np.shape(c)[1] for c in (codes, codes_val))
-    if outputs != outputs_val:
-        raise ValueError(
-            f"y_val has {outputs_val} output(s) per sample but y has {outputs}: early stopping "
-            "would track the wrong target. Pass y_val with the columns of y."
-        )
-    return np.reshape(codes_val, (len(codes_val),) + np.shape(codes)[1:])
 
 
 def _tensors(X, codes, weight, task, device):
@@ -219,206 +113,13 @@ def _start_score(module, task, valid, rows):
     return _refinement.validation(module, task, valid, rows).monitored(task)
 
 
-# ids of the estimator objects being fitted now (see restore_on_failure).
-_objects_in_fit = set()
-_fitting_lock = threading.Lock()
-
-
-def restore_on_failure(fit):
-    """Make a fitting method all or nothing: if it raises, the estimator is left as it was.
-
-    scikit-learn sets fitted attributes at the end of ``fit``, but
-    ``validate_data`` already sets ``n_features_in_`` at the start: an
-    interrupted first fit (KeyboardInterrupt, divergence, invalid data) would
-    leave an estimator that ``check_is_fitted`` accepts, and an interrupted
-    refit one whose ``n_features_in_`` disagrees with its network. Restoring the
-    attributes leaves an unfitted estimator unfitted and keeps the previous
-    model of a fitted one, intact and consistent. (A warm start or ``partial_fit``
-    trains a copy of the fitted network, so that its weights are restored too.)
-
-    It also refuses a second ``fit`` of the same object while one runs (in
-    another thread): both would write the same attributes and leave a mix of
-    two models. Fits of separate objects (``clone``) run in parallel. Applied
-    outside ``_fit_context``, so that an interrupt landing in its exit still
-    restores the previous model.
-    """
-
-    @functools.wraps(fit)
-    def wrapper(self, *args, **kwargs):
-        with _fitting_lock:
-            if id(self) in _objects_in_fit:
-                raise RuntimeError(
-                    f"This {type(self).__name__} object is already being fitted in another "
-                    "thread; one object cannot fit twice at once. Fit a copy in each thread "
-                    "(sklearn.base.clone(estimator))."
-                )
-            _objects_in_fit.add(id(self))
-        before = dict(vars(self))
-        try:
-            return fit(self, *args, **kwargs)
-        except BaseException:
-            vars(self).clear()
-            vars(self).update(before)
-            raise
-        finally:
-            with _fitting_lock:
-                _objects_in_fit.discard(id(self))
-
-    return wrapper
-
-
-def validation_data_by_keyword(fit):
-    """Refuse ``fit(X, y, X_val, y_val)``: ``fit``'s third argument is ``sample_weight``.
-
-    As in scikit-learn (``HistGradientBoostingClassifier.fit(X, y, sample_weight=None, *,
-    X_val=None, y_val=None)``); sknd's ``fit`` took ``X_val`` third before 0.1.0. A call
-    in that form would train with the validation bands as sample weights: a ``TypeError``
-    says how to call it instead.
-    """
-
-    @functools.wraps(fit)
-    def wrapper(self, *args, **kwargs):
-        # X, y, sample_weight: a 2-D "sample_weight" is a table of bands.
-        if len(args) > 3 or (len(args) == 3 and np.ndim(args[2]) == 2):
-            raise TypeError(
-                f"{type(self).__name__}.fit takes validation data by keyword only, as "
-                "scikit-learn's estimators do: fit(X, y, sample_weight=None, *, X_val=None, "
-                "y_val=None, groups=None). Its third positional argument is sample_weight; "
-                "call fit(X, y, X_val=X_val, y_val=y_val)."
-            )
-        return fit(self, *args, **kwargs)
-
-    return wrapper
-
-
-class FittingMixin:
+class FittingMixin(FitDataMixin, FittedStateMixin):
     """Training for :class:`~sknd._base.BaseND` (its parameters and validation live there).
 
     ``_fit`` trains a new network, or continues the fitted one under
     ``warm_start``; ``_partial_fit`` runs one epoch per call. Subclasses provide
     ``_make_task``, ``_validate_X_y`` and ``_finish_fit``'s additions.
     """
-
-    def _validation_split(self, X, codes, task, X_val, y_val, seed, groups=None, weight=None):
-        """Return ``(X_train, codes_train, X_val, codes_val, weight_train, weight_val)``.
-
-        The validation parts may be None, and the weights are None when ``weight`` is
-        (an explicit ``X_val`` is not weighted).
-
-        With ``groups``, the internal split holds out whole groups (fields, spatial
-        blocks): correlated samples on both sides would make early stopping optimistic.
-        """
-        if (X_val is None) != (y_val is None):
-            raise ValueError("Pass both X_val and y_val, or neither.")
-        if X_val is not None:
-            try:
-                X_val, y_val = self._validate_X_y(X_val, y_val, reset=False, name="X_val")
-            except ValueError as exc:
-                if "X_val" in str(exc) or "y_val" in str(exc):
-                    raise
-                # scikit-learn calls any target "y": here it is y_val.
-                message = str(exc).replace("Input y ", "Input y_val ")
-                raise ValueError(f"Invalid validation data X_val, y_val: {message}") from exc
-            codes_val = task.encode(y_val, "y_val")
-            return X, codes, X_val, _matching_outputs(codes_val, codes), weight, None
-        if not self.early_stopping:
-            return X, codes, None, None, weight, None
-        if groups is not None:
-            return _group_split(X, codes, groups, self.validation_fraction, seed, weight)
-        n_samples = len(X)
-        n_valid = int(np.ceil(self.validation_fraction * n_samples))
-        if n_samples - n_valid < 1:
-            raise ValueError(
-                f"early_stopping=True holds out validation_fraction={self.validation_fraction} "
-                f"of the data, which leaves no training sample with n_samples={n_samples}. "
-                "Pass more samples, an explicit X_val and y_val, or early_stopping=False."
-            )
-        stratify = None
-        if task.stratified:
-            # Stratify whenever every class can appear on both sides; tiny data falls back
-            # to a plain random split rather than failing.
-            counts = np.bincount(codes)
-            if counts.min() >= 2 and min(n_valid, n_samples - n_valid) >= len(counts):
-                stratify = codes
-        weights = [] if weight is None else [weight]
-        X_train, X_valid, c_train, c_valid, *weights = train_test_split(
-            X, codes, *weights, test_size=n_valid, random_state=seed, stratify=stratify
-        )
-        return X_train, c_train, X_valid, c_valid, *(weights or [None, None])
-
-    # ------------------------------------------------------------------ fitting
-    #: Parameters the fitted network is made of. A warm start or ``partial_fit`` continues
-    #: that network, so they must not change between calls (the others may: lr, epochs ...).
-    _NETWORK_PARAMS = (
-        "architecture",
-        "depth",
-        "hidden_units",
-        "epsilon",
-        "variant",
-        "pairs",
-        "bands",
-        "sensor",
-        "passthrough",
-        "recipe",
-    )
-
-    def _check_network_params(self, how):
-        """Refuse to continue training when a parameter of the network changed since fit."""
-        for name in self._NETWORK_PARAMS:
-            before, now = self._network_params_[name], getattr(self, name)
-            if not _same_param(before, now):
-                raise ValueError(
-                    f"{how} continues the fitted network, but {name} changed from {before!r} "
-                    f"to {now!r} since it was fitted. Set {name} back, or train a new network "
-                    "with fit (and warm_start=False)."
-                )
-
-    def _start_fit(self, X, y, sample_weight, *, continuing, how, classes=None, groups=None):
-        """Validate the data of a fit, warm start or ``partial_fit`` call.
-
-        Returns ``(X, codes, weight, task, groups)``, exact duplicate rows merged
-        into weighted ones (:func:`~sknd._weights.merge_duplicates`). A new fit
-        freezes what the network is made of (``epsilon_``, ``variant_``, ``bands_``,
-        the network parameters) and makes a task from ``y`` (and ``classes``); a
-        continuing call checks ``X`` and ``y`` against them and keeps the fitted task.
-        """
-        if isinstance(self.batch_size, (bool, np.bool_)):  # an Integral to scikit-learn
-            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
-        if continuing:
-            self._check_network_params(how)
-            X, y = self._validate_X_y(X, y, reset=False)
-            self._record_band_range(X, continuing=True)
-            weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
-            X, y, weight, groups = merge_duplicates(X, y, weight, groups)
-            task = self._task.continued(y)
-            codes = task.encode(y)
-            if np.ndim(codes) == 2 and codes.shape[1] != task.n_outputs:
-                raise ValueError(
-                    f"y has {codes.shape[1]} target column(s), but the fitted "
-                    f"{type(self).__name__} predicts {task.n_outputs}: pass y with the "
-                    "columns of the first fit."
-                )
-            return X, codes, weight, task, groups
-        # Frozen at fit: set_params without a refit must not change what the network
-        # computes or which inputs it accepts (X_val is checked against these too).
-        self.epsilon_, self.variant_ = float(self.epsilon), self.variant
-        self._network_params_ = {name: getattr(self, name) for name in self._NETWORK_PARAMS}
-        self._band_names_given = self.bands is not None
-        X, y = self._validate_X_y(X, y, reset=True)
-        self._record_band_range(X, continuing=False)
-        # Band names (DataFrame columns or bands=) are frozen at fit time; they
-        # label indices_, export_formulas and get_feature_names_out.
-        self.bands_ = resolve_bands(
-            self.bands,
-            n_features=X.shape[1],
-            feature_names=getattr(self, "feature_names_in_", None),
-            sensor=self.sensor,
-        )
-        self.band_names_ = np.asarray([band.name for band in self.bands_], dtype=object)
-        weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
-        X, y, weight, groups = merge_duplicates(X, y, weight, groups)
-        task = self._make_task(y, weight, classes)
-        return X, task.encoded, weight, task, groups
 
     def _uses_recipe(self):
         # sknd's default recipe (sknd._recipe): networks with an ND layer; deeper ones start
@@ -820,10 +521,6 @@ class FittingMixin:
         self._optimizer_params = (self.lr, self.weight_decay)
         self._finish_fit()
 
-    def _finish_fit(self):
-        """Attributes derived from the trained network (subclasses add theirs)."""
-        self._set_indices()
-
     @staticmethod
     def _convex_target(task, encoded):
         """What the recipe's convex fits learn: class codes, or standardized targets."""
@@ -841,99 +538,3 @@ class FittingMixin:
         # Constant bands would divide by zero; leave them centred but unscaled.
         scale[scale < 10 * np.finfo(np.float64).eps] = 1.0
         return mean, scale
-
-    def _set_fitted_state(self, net, task, pairs, X_train, w_train=None):
-        """Expose the trained network's results as numpy/pandas attributes.
-
-        ``net`` is kept as ``net_``; its history holds the epochs of earlier
-        ``partial_fit`` calls too.
-        """
-        module = net.module_.eval()
-        columns = ["epoch", "train_loss", "valid_loss", "valid_score"]
-        # Then the numbers a user's callbacks record each epoch (event_lr, scores).
-        columns += [
-            key
-            for key in dict.fromkeys(key for row in net.history for key in row)
-            if key not in _SKORCH_RECORDS
-            and key not in columns
-            and all(isinstance(row.get(key, 0.0), Real) for row in net.history)
-        ]
-        history = pd.DataFrame(
-            {key: [row.get(key, np.nan) for row in net.history] for key in columns}
-        )
-        self.net_ = net
-        self._module = module
-        self._task = task
-        self.n_outputs_ = task.n_outputs
-        self.history_ = history
-        self.n_iter_ = len(history)
-        self.loss_curve_ = history["train_loss"].tolist()
-        self.validation_scores_ = history["valid_score"].tolist()
-        stopper = dict(net.callbacks_).get("early_stopping")
-        if stopper is not None and stopper.best_epoch_ is not None:
-            self.best_epoch_ = stopper.best_epoch_
-            self.best_validation_score_ = float(stopper.best_score_)
-        else:
-            self.best_epoch_ = None
-            self.best_validation_score_ = (
-                None if history["valid_score"].isna().all() else float(history["valid_score"].max())
-            )
-        self.n_parameters_ = int(sum(p.numel() for p in module.parameters() if p.requires_grad))
-
-        layer = self._nd_layer()
-        importances = (
-            self._index_importances(X_train, w_train)
-            if layer is not None or self.passthrough
-            else np.empty(0)
-        )
-        if self.passthrough:
-            # The passthrough block appends the raw bands after the first block's outputs.
-            n_features = X_train.shape[1]
-            self.passthrough_importances_ = importances[-n_features:]
-            importances = importances[:-n_features]
-        else:
-            self.passthrough_importances_ = np.empty(0)
-        if layer is None:
-            self.pairs_ = np.empty((0, 2), dtype=np.int64)
-            self.coef_a_ = np.empty(0)
-            self.coef_c_ = np.empty(0)
-            self.index_importances_ = np.empty(0)
-        else:
-            self.pairs_ = pairs
-            self.coef_a_ = layer.a.detach().cpu().double().numpy()
-            self.coef_c_ = layer.c.detach().cpu().double().numpy()
-            self.index_importances_ = importances
-
-    def _index_importances(self, X, sample_weight=None):
-        """Outgoing-weight norm of each first-block output times its spread on ``X``.
-
-        An index that varies little on the data, or whose value the next layer
-        ignores, cannot drive the prediction; the product ranks indices by how
-        much they can move the next layer's pre-activations. The spread is that
-        of what the next dense layer sees (the standardized outputs under the
-        default recipe), weighted by ``sample_weight``.
-        """
-        records = describe(self._module)
-        dense = next(i for i, layer in enumerate(records) if i > 0 and layer.kind == "linear")
-        before = torch.nn.Sequential(*(layer.module for layer in records[:dense]))
-        weight = records[dense].module.weight.detach().cpu().double().numpy()
-        # The weighted variance, slab by slab (the outputs of millions of rows need not be
-        # held at once), of the outputs shifted by the first slab's mean (no cancellation).
-        slab = rows_per_pass(self._module)
-        shift = total = first = second = 0.0
-        for start in range(0, len(X), slab):
-            features = self._run_module(X[start : start + slab], before)
-            w = (
-                np.ones(len(features))
-                if sample_weight is None
-                else sample_weight[start : start + slab]
-            )
-            if start == 0:
-                shift = np.average(features, axis=0, weights=w if w.any() else None)
-            features -= shift
-            total += w.sum()
-            first = first + w @ features
-            second = second + w @ (features * features)
-        mean = first / total
-        spread = np.sqrt(np.maximum(second / total - mean * mean, 0.0))
-        return np.linalg.norm(weight, axis=0) * spread

@@ -10,7 +10,7 @@ from ._docstrings import (
     PARAMETERS_DOC,
     Substitution,
 )
-from ._fitting import restore_on_failure, validation_data_by_keyword
+from ._fit_guards import restore_on_failure, validation_data_by_keyword
 from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]

@@ -16,7 +16,7 @@ from ._docstrings import (
     TRANSFORMER_PARAMETERS_DOC,
     Substitution,
 )
-from ._fitting import restore_on_failure, validation_data_by_keyword
+from ._fit_guards import restore_on_failure, validation_data_by_keyword
 from ._tasks import infer_task
 
 __all__ = ["NDTransformer"]
