@@ -32,8 +32,8 @@ from ._training import (
     TensorBatches,
     TensorDataset,
     ValidationScore,
-    user_callbacks,
 )
+from ._user_callbacks import user_callbacks
 from ._validation import check_training_memory
 from ._weights import fit_weights, merge_duplicates, weight_tensor
 from .bands import resolve_bands
