@@ -110,7 +110,7 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         "passthrough": ["boolean"],
         "recipe": [StrOptions(set(RECIPES))],
         "warm_start": ["boolean"],
-        # Checked at fit (sknd._training.user_callbacks), with what to change.
+        # Checked at fit (sknd._user_callbacks.user_callbacks), with what to change.
         "callbacks": [list, None],
     }
 

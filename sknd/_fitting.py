@@ -35,8 +35,8 @@ from ._training import (
     TensorBatches,
     TensorDataset,
     ValidationScore,
-    user_callbacks,
 )
+from ._user_callbacks import user_callbacks
 from ._validation import check_training_memory
 from ._weights import weight_tensor
 from .networks import build_network, default_hidden_units, describe, rows_per_pass

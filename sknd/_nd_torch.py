@@ -6,7 +6,7 @@ Proposition 2.1 of the paper for the gradients. Three formulations compute them
 :data:`sknd._formula.TORCH_MATMUL_MAX_INPUTS` for the first two): gathering the
 two band columns of every pair, two matrix products with sparse-in-dense
 weights, and, for images and series, runs of pairs reading their bands as
-slices of the input. The autograd function of :mod:`sknd.nn` and the fused
+slices of the input. The autograd function of :mod:`sknd._nd_autograd` and the fused
 training step of :mod:`sknd._fused` call these functions; neither writes the
 formula again.
 

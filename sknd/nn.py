@@ -27,11 +27,11 @@ against autograd:
   screening, the experiments' fixed-index peers and inspection.
 - torch forward and closed-form backward: :mod:`sknd._nd_torch`, in a
   gather and a matmul formulation (and one reading band slices, for images
-  and series), called by this module's autograd function
-  and by the fused training step (:mod:`sknd._fused`, which adds the
-  backward of softplus, the dense layers and the losses). Pinned by
-  tests/test_nn.py (gradcheck, reference formula) and tests/test_networks.py
-  (fused gradients equal autograd's).
+  and series), called by the layer's autograd function
+  (:mod:`sknd._nd_autograd`) and by the fused training step
+  (:mod:`sknd._fused`, which adds the backward of softplus, the dense layers
+  and the losses). Pinned by tests/test_nn.py (gradcheck, reference formula)
+  and tests/test_networks.py (fused gradients equal autograd's).
 - numpy inference (GEMM or gather) and numba kernels (:mod:`sknd._evaluator`,
   :mod:`sknd._kernels`): raster prediction of fitted models, 3.5x faster per
   pixel than torch. Pinned by tests/test_networks.py (torch forward equals
@@ -52,25 +52,11 @@ against autograd:
 import numbers
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from ._formula import EPSILON_RANGE, TORCH_MATMUL_MAX_INPUTS, VARIANTS, check_variant
-from ._nd_torch import (
-    PairPlan,
-    band_table,
-    gather_backward,
-    gather_forward,
-    input_grad,
-    is_compiling,
-    layer_input,
-    matmul_backward,
-    matmul_forward,
-    matmul_weight,
-    slice_backward,
-    slice_forward,
-    unband,
-)
+from ._nd_autograd import nd_forward
+from ._nd_torch import PairPlan, is_compiling
 from ._pairs import all_pairs, band_pair_indices, named_pairs, resolve_pairs
 from .bands import resolve_bands
 
@@ -94,92 +80,6 @@ METHODS = ("auto", "gather", "matmul")
 MATMUL_MAX_INPUTS = TORCH_MATMUL_MAX_INPUTS
 
 
-class _NormalizedDifferenceFunction(torch.autograd.Function):
-    """ND outputs of all pairs with the closed-form backward pass.
-
-    "gather" keeps only the input and the parameters for the backward pass (the
-    pair layout is a constant of the layer) and recomputes the per-pair
-    intermediates there, so the memory held between forward and backward does
-    not grow with the number of pairs. "matmul", used for few bands, also keeps
-    the output, the denominator and the ``(2, n_inputs, P)`` weights: at that
-    size recomputing them would cost as much as the rest of the backward pass.
-    "slices" (images and series) keeps the output and the denominator; the
-    denominator is private to the call, so it is held on ``ctx`` rather than
-    saved, and the first backward pass overwrites it with ``G / D**2`` (no new
-    output-sized buffer); a second pass (``retain_graph=True``) recomputes it.
-    """
-
-    @staticmethod
-    def forward(ctx, x, a, c, plan, method):
-        ctx.plan = plan
-        ctx.method = method
-        u = layer_input(x, plan.variant, plan.epsilon)
-        if method == "slices":
-            out, denominator = slice_forward(u, F.softplus(torch.cat([a, c])), plan)
-            ctx.save_for_backward(x, a, c, out)
-            # Private to this call, overwritten by the first backward pass (see below).
-            ctx.denominator = denominator
-            return out
-        if method == "matmul":
-            weight = matmul_weight(F.softplus(a), F.softplus(c), plan)
-            out, denominator = matmul_forward(u, weight, plan)
-            ctx.save_for_backward(x, a, c, out, denominator, weight)
-            return out
-        ctx.save_for_backward(x, a, c)
-        w2 = F.softplus(torch.cat([a, c]))
-        return gather_forward(u, plan.gather_weights(w2), plan, keep_gathered=False)[0]
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        if torch.is_grad_enabled():  # create_graph=True: a backward that is differentiable
-            return _differentiable_backward(ctx, grad_out)
-        x, a, c, *kept = ctx.saved_tensors
-        plan = ctx.plan
-        need_input = ctx.needs_input_grad[0]
-        u = layer_input(x, plan.variant, plan.epsilon)
-        ac = torch.cat([a, c])
-        if ctx.method == "slices":
-            (out,) = kept
-            w2 = F.softplus(ac)
-            denominator, ctx.denominator = ctx.denominator, None
-            if denominator is None:  # a second backward pass (retain_graph=True)
-                denominator = slice_forward(u, w2, plan)[1]
-            grad_w2, grad_u = slice_backward(grad_out, out, denominator, u, w2, plan, need_input)
-        elif ctx.method == "matmul":
-            out, denominator, weight = kept
-            grad_w2, grad_u = matmul_backward(
-                grad_out, out, denominator, u, weight, plan, need_input
-            )
-        else:
-            wk = plan.gather_weights(F.softplus(ac))
-            out, denominator, gathered = gather_forward(u, wk, plan, keep_gathered=True)
-            grad_w2, grad_u = gather_backward(
-                grad_out, out, denominator, gathered, wk, plan, need_input
-            )
-        # d softplus(a) / da = sigmoid(a).
-        grad_a, grad_c = grad_w2.mul_(torch.sigmoid(ac)).split(plan.n_pairs)
-        grad_x = input_grad(grad_u, x, plan.variant, plan.epsilon) if need_input else None
-        return grad_x, grad_a, grad_c, None, None
-
-
-def _differentiable_backward(ctx, grad_out):
-    """The gradients as autograd graphs, for double backward (gradient penalties, Hessians).
-
-    The closed-form backward writes into buffers (``out=``, in place), which
-    autograd cannot differentiate. With ``create_graph=True`` the outputs are
-    recomputed by the gather formulation, whose operations autograd can
-    follow, and differentiated by autograd: the same values, graphs attached.
-    """
-    x, a, c = ctx.saved_tensors[:3]
-    plan = ctx.plan
-    inputs = [t for t, needed in zip((x, a, c), ctx.needs_input_grad[:3]) if needed]
-    u = layer_input(x, plan.variant, plan.epsilon)
-    weights = plan.gather_weights(F.softplus(torch.cat([a, c])))
-    out = gather_forward(u, weights, plan, keep_gathered=True)[0]
-    grads = iter(torch.autograd.grad(out, inputs, grad_out, create_graph=True))
-    return (*(next(grads) if needed else None for needed in ctx.needs_input_grad[:3]), None, None)
-
-
 def _check_method(method):
     if method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}.")
@@ -191,33 +91,6 @@ _HUGE_INPUT = 1e30
 
 #: Infinite inputs (and float64 ones beyond it) are computed as this value: their limit.
 _INFINITE_AS = 1e300
-
-#: Input dtypes computed in float32 (and returned in their own dtype): the
-#: denominators of nearby bands lose every digit in 8 or 11 bits of mantissa.
-_HALF_DTYPES = (torch.float16, torch.bfloat16)
-
-
-def _forward(x, a, c, dim, plan_of, method):
-    """The layer's outputs for ``x`` with the bands along ``dim``.
-
-    ``plan_of(dtype, device)`` gives the :class:`~sknd._nd_torch.PairPlan`.
-    Half-precision inputs are computed in float32 and autocast is turned off
-    inside, as for the other ratio-of-sums operations of torch (softmax, norms).
-    """
-    device_type = x.device.type
-    if torch.is_autocast_enabled(device_type):
-        with torch.autocast(device_type, enabled=False):
-            return _forward(x, a, c, dim, plan_of, method)
-    table = x if x.dim() == 2 and dim % 2 == 1 else band_table(x, dim)
-    dtype = torch.float32 if x.dtype in _HALF_DTYPES else x.dtype
-    if dtype != x.dtype:
-        table = table.to(dtype)
-    plan = plan_of(dtype, x.device)
-    out = _NormalizedDifferenceFunction.apply(
-        table, a.to(dtype), c.to(dtype), plan, plan.choose(method, table)
-    )
-    out = out.to(x.dtype)
-    return out if table.dim() == x.dim() == 2 else unband(out, x.shape, dim)
 
 
 def normalized_difference(
@@ -276,7 +149,7 @@ def normalized_difference(
     def plan_of(dtype, device):
         return PairPlan(pairs, n_features, variant, float(epsilon), dtype, device)
 
-    return _forward(x, a, c, dim, plan_of, method)
+    return nd_forward(x, a, c, dim, plan_of, method)
 
 
 def _band_layout(n_features, pairs, bands, sensor, name):
@@ -576,9 +449,9 @@ class NormalizedDifference(nn.Module):
         if self._check(x):
             # Beyond float32's sums: in float64, infinities as a large finite value (limits).
             wide = x.to(torch.float64).clamp(-_INFINITE_AS, _INFINITE_AS)
-            out = _forward(wide, self.a, self.c, self.dim, self._plan_of, self.method)
+            out = nd_forward(wide, self.a, self.c, self.dim, self._plan_of, self.method)
             return out.to(x.dtype)
-        return _forward(x, self.a, self.c, self.dim, self._plan_of, self.method)
+        return nd_forward(x, self.a, self.c, self.dim, self._plan_of, self.method)
 
     def _check(self, x):
         """Clear errors for inputs the layer cannot compute (see ``check_input``).
