@@ -28,6 +28,7 @@ import re
 import numpy as np
 
 from ._formula import VARIANTS, softplus, weight_ratio
+from ._formula_syntax import format_formula, format_number
 from ._validation import fitted_indices
 from .bands import get_sensor, resolve_bands
 from .indices import SPYNDEX_BANDS, get_catalogue, known_index
@@ -234,38 +235,6 @@ def band_identifiers(names):
     return identifiers
 
 
-# --- number formatting -------------------------------------------------------
-
-
-def _number(value, precision, style):
-    """Format a float for one output syntax.
-
-    ``precision=None`` keeps every digit needed to round-trip the float, so an
-    exported formula reproduces the model exactly; an int keeps that many
-    significant digits for display.
-    """
-    value = float(value)
-    if style in ("gee", "qgis"):
-        # The Earth Engine and QGIS raster-calculator grammars are only documented
-        # for plain decimal literals: never emit an exponent.
-        return np.format_float_positional(
-            value, precision=precision, unique=True, fractional=False, trim="-"
-        )
-    if precision is None:
-        text = repr(value)
-    else:
-        text = np.format_float_positional(
-            value, precision=precision, unique=True, fractional=False, trim="-"
-        )
-    if style == "latex" and "e" in text:
-        mantissa, exponent = text.split("e")
-        exponent = int(exponent)
-        if float(mantissa) == 1.0:
-            return f"10^{{{exponent}}}"
-        return f"{mantissa} \\times 10^{{{exponent}}}"
-    return text
-
-
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
     "_": r"\_",
@@ -312,50 +281,6 @@ def _band_symbols(names, fmt):
         return names  # already the catalogue's symbols (see _asi_symbols)
     # text: plain names, bracketed when they would not read as one token.
     return [name if name.isidentifier() else f"[{name}]" for name in names]
-
-
-# Per-syntax pieces: how to write softplus(b), sqrt(b**2 + eps) and w*b.
-def _softplus_term(symbol, fmt):
-    if fmt == "numpy":
-        # Stable log(1 + exp(b)); equal to it wherever the latter is finite.
-        return f"np.logaddexp(0, {symbol})"
-    if fmt == "latex":
-        return rf"\log\left(1 + e^{{{symbol}}}\right)"
-    if fmt == "qgis":  # the raster calculator has ln() and ^, but no exp()
-        return f"ln(1 + {np.e!r}^{symbol})"
-    return f"log(1 + exp({symbol}))"
-
-
-def _smooth_abs_term(symbol, eps, fmt):
-    if fmt == "numpy":
-        return f"np.sqrt({symbol}**2 + {eps})"
-    if fmt == "asi":  # the catalogue's formulas are arithmetic only: no sqrt()
-        return f"({symbol}**2 + {eps})**0.5"
-    if fmt == "qgis":
-        return f"sqrt({symbol}^2 + {eps})"
-    if fmt == "latex":
-        return rf"\sqrt{{{symbol}^{{2}} + {eps}}}"
-    return f"sqrt({symbol}**2 + {eps})"
-
-
-def _product(weight, term, fmt):
-    if fmt == "latex":
-        return rf"{weight}\,{term}"
-    return f"{weight}*{term}"
-
-
-def _formula(w_i, w_j, sym_i, sym_j, eps, variant, fmt):
-    if variant == "softplus":
-        sym_i, sym_j = _softplus_term(sym_i, fmt), _softplus_term(sym_j, fmt)
-    numerator = f"{_product(w_i, sym_i, fmt)} - {_product(w_j, sym_j, fmt)}"
-    if variant == "signed":
-        den_i, den_j = _smooth_abs_term(sym_i, eps, fmt), _smooth_abs_term(sym_j, eps, fmt)
-    else:
-        den_i, den_j = sym_i, sym_j
-    denominator = f"{_product(w_i, den_i, fmt)} + {_product(w_j, den_j, fmt)} + {eps}"
-    if fmt == "latex":
-        return rf"\frac{{{numerator}}}{{{denominator}}}"
-    return f"({numerator}) / ({denominator})"
 
 
 def _exported_positions(estimator, top):
@@ -521,14 +446,16 @@ def export_formulas(estimator, format="numpy", top=None, precision=None, sensor=
     weights_j = softplus(np.asarray(estimator.coef_c_, dtype=np.float64).ravel())
     if precision is None and format in ("latex", "text"):
         precision = 4
-    eps = _number(getattr(estimator, "epsilon_", getattr(estimator, "epsilon", None)), None, format)
+    eps = format_number(
+        getattr(estimator, "epsilon_", getattr(estimator, "epsilon", None)), None, format
+    )
     formulas = []
     for position in positions:
         i, j = pairs[position]
         formulas.append(
-            _formula(
-                _number(weights_i[position], precision, format),
-                _number(weights_j[position], precision, format),
+            format_formula(
+                format_number(weights_i[position], precision, format),
+                format_number(weights_j[position], precision, format),
                 symbols[i],
                 symbols[j],
                 eps,
