@@ -27,28 +27,16 @@ import re
 
 import numpy as np
 
+from ._asi_catalogue import asi_domain, asi_platforms, asi_symbol
 from ._formula import VARIANTS, softplus, weight_ratio
 from ._formula_syntax import format_formula, format_number
 from ._validation import fitted_indices
 from .bands import get_sensor, resolve_bands
-from .indices import SPYNDEX_BANDS, get_catalogue, known_index
+from .indices import get_catalogue, known_index
 
 __all__ = ["band_identifiers", "export_asi", "export_formulas", "get_bands", "index_table"]
 
 _FORMATS = ("numpy", "gee", "qgis", "latex", "text", "asi")
-
-# sknd common name -> Awesome Spectral Indices band symbol ("nir" -> "N").
-_ASI_SYMBOLS = {common: symbol for symbol, common in SPYNDEX_BANDS.items()}
-
-# sknd sensor presets -> the platform names of the Awesome Spectral Indices catalogue.
-_ASI_PLATFORMS = {
-    "sentinel2": "Sentinel-2",
-    "landsat8": "Landsat-OLI",
-    "landsat7": "Landsat-ETM+",
-    "landsat5": "Landsat-TM",
-    "modis": "MODIS",
-    "planetscope": "PlanetScope",
-}
 
 
 def get_bands(estimator):
@@ -278,7 +266,7 @@ def _band_symbols(names, fmt):
             r"\mathrm{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in name) + "}" for name in names
         ]
     if fmt == "asi":
-        return names  # already the catalogue's symbols (see _asi_symbols)
+        return names  # already the catalogue's symbols (see asi_symbol)
     # text: plain names, bracketed when they would not read as one token.
     return [name if name.isidentifier() else f"[{name}]" for name in names]
 
@@ -311,18 +299,6 @@ def _target_name(band, preset):
     )
 
 
-def _asi_symbol(band):
-    """The Awesome Spectral Indices symbol of ``band`` (``"N"`` for nir)."""
-    symbol = _ASI_SYMBOLS.get(band.common_name)
-    if symbol is None:
-        what = "no common name" if band.common_name is None else f"common name {band.common_name!r}"
-        raise ValueError(
-            f"Band {band.name!r} ({what}) has no Awesome Spectral Indices symbol; symbols "
-            f"exist for {', '.join(sorted(_ASI_SYMBOLS))}."
-        )
-    return symbol
-
-
 def _band_names(bands, used, format, sensor):
     """Names the formulas use: the model's, the target sensor's, or the ASI symbols."""
     if format == "asi":
@@ -331,7 +307,7 @@ def _band_names(bands, used, format, sensor):
                 "format='asi' writes the catalogue's sensor-independent band symbols "
                 "(N, R, ...): leave sensor out."
             )
-        rename = _asi_symbol
+        rename = asi_symbol
     elif sensor is not None:
         preset = get_sensor(sensor)
         rename = lambda band: _target_name(band, preset)  # noqa: E731
@@ -562,13 +538,13 @@ def export_asi(
         )
         short_name = f"{prefix}{number}"
         entries[short_name] = {
-            "application_domain": _asi_domain(known, catalogue) if domain is None else str(domain),
-            "bands": [_asi_symbol(band_i), _asi_symbol(band_j)],
+            "application_domain": asi_domain(known, catalogue) if domain is None else str(domain),
+            "bands": [asi_symbol(band_i), asi_symbol(band_j)],
             "contributor": contributor,
             "date_of_addition": date,
             "formula": formula,
             "long_name": long_name,
-            "platforms": _asi_platforms(band_i, band_j),
+            "platforms": asi_platforms(band_i, band_j),
             "reference": reference,
             "short_name": short_name,
         }
@@ -578,20 +554,3 @@ def export_asi(
             json.dump(result, handle, indent=2)
             handle.write("\n")
     return result
-
-
-def _asi_domain(known, catalogue):
-    """The application domain of the classic index a band pair forms, else ``""``."""
-    first = known.split(", ")[0].lstrip("-")
-    match = [entry.domain for entry in catalogue if entry.name == first]
-    return match[0] if match else ""
-
-
-def _asi_platforms(band_i, band_j):
-    """The catalogue's platforms whose sensors have both bands' common names."""
-    commons = {band_i.common_name, band_j.common_name}
-    return [
-        name
-        for key, name in _ASI_PLATFORMS.items()
-        if commons <= {common for _, common, _ in get_sensor(key).bands}
-    ]
