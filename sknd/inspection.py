@@ -27,27 +27,16 @@ import re
 
 import numpy as np
 
+from ._asi_catalogue import asi_domain, asi_platforms, asi_symbol
 from ._formula import VARIANTS, softplus, weight_ratio
+from ._formula_syntax import format_formula, format_number
 from ._validation import fitted_indices
 from .bands import get_sensor, resolve_bands
-from .indices import SPYNDEX_BANDS, get_catalogue, known_index
+from .indices import get_catalogue, known_index
 
 __all__ = ["band_identifiers", "export_asi", "export_formulas", "get_bands", "index_table"]
 
 _FORMATS = ("numpy", "gee", "qgis", "latex", "text", "asi")
-
-# sknd common name -> Awesome Spectral Indices band symbol ("nir" -> "N").
-_ASI_SYMBOLS = {common: symbol for symbol, common in SPYNDEX_BANDS.items()}
-
-# sknd sensor presets -> the platform names of the Awesome Spectral Indices catalogue.
-_ASI_PLATFORMS = {
-    "sentinel2": "Sentinel-2",
-    "landsat8": "Landsat-OLI",
-    "landsat7": "Landsat-ETM+",
-    "landsat5": "Landsat-TM",
-    "modis": "MODIS",
-    "planetscope": "PlanetScope",
-}
 
 
 def get_bands(estimator):
@@ -234,38 +223,6 @@ def band_identifiers(names):
     return identifiers
 
 
-# --- number formatting -------------------------------------------------------
-
-
-def _number(value, precision, style):
-    """Format a float for one output syntax.
-
-    ``precision=None`` keeps every digit needed to round-trip the float, so an
-    exported formula reproduces the model exactly; an int keeps that many
-    significant digits for display.
-    """
-    value = float(value)
-    if style in ("gee", "qgis"):
-        # The Earth Engine and QGIS raster-calculator grammars are only documented
-        # for plain decimal literals: never emit an exponent.
-        return np.format_float_positional(
-            value, precision=precision, unique=True, fractional=False, trim="-"
-        )
-    if precision is None:
-        text = repr(value)
-    else:
-        text = np.format_float_positional(
-            value, precision=precision, unique=True, fractional=False, trim="-"
-        )
-    if style == "latex" and "e" in text:
-        mantissa, exponent = text.split("e")
-        exponent = int(exponent)
-        if float(mantissa) == 1.0:
-            return f"10^{{{exponent}}}"
-        return f"{mantissa} \\times 10^{{{exponent}}}"
-    return text
-
-
 _LATEX_SPECIAL = {
     "\\": r"\textbackslash{}",
     "_": r"\_",
@@ -309,53 +266,9 @@ def _band_symbols(names, fmt):
             r"\mathrm{" + "".join(_LATEX_SPECIAL.get(ch, ch) for ch in name) + "}" for name in names
         ]
     if fmt == "asi":
-        return names  # already the catalogue's symbols (see _asi_symbols)
+        return names  # already the catalogue's symbols (see asi_symbol)
     # text: plain names, bracketed when they would not read as one token.
     return [name if name.isidentifier() else f"[{name}]" for name in names]
-
-
-# Per-syntax pieces: how to write softplus(b), sqrt(b**2 + eps) and w*b.
-def _softplus_term(symbol, fmt):
-    if fmt == "numpy":
-        # Stable log(1 + exp(b)); equal to it wherever the latter is finite.
-        return f"np.logaddexp(0, {symbol})"
-    if fmt == "latex":
-        return rf"\log\left(1 + e^{{{symbol}}}\right)"
-    if fmt == "qgis":  # the raster calculator has ln() and ^, but no exp()
-        return f"ln(1 + {np.e!r}^{symbol})"
-    return f"log(1 + exp({symbol}))"
-
-
-def _smooth_abs_term(symbol, eps, fmt):
-    if fmt == "numpy":
-        return f"np.sqrt({symbol}**2 + {eps})"
-    if fmt == "asi":  # the catalogue's formulas are arithmetic only: no sqrt()
-        return f"({symbol}**2 + {eps})**0.5"
-    if fmt == "qgis":
-        return f"sqrt({symbol}^2 + {eps})"
-    if fmt == "latex":
-        return rf"\sqrt{{{symbol}^{{2}} + {eps}}}"
-    return f"sqrt({symbol}**2 + {eps})"
-
-
-def _product(weight, term, fmt):
-    if fmt == "latex":
-        return rf"{weight}\,{term}"
-    return f"{weight}*{term}"
-
-
-def _formula(w_i, w_j, sym_i, sym_j, eps, variant, fmt):
-    if variant == "softplus":
-        sym_i, sym_j = _softplus_term(sym_i, fmt), _softplus_term(sym_j, fmt)
-    numerator = f"{_product(w_i, sym_i, fmt)} - {_product(w_j, sym_j, fmt)}"
-    if variant == "signed":
-        den_i, den_j = _smooth_abs_term(sym_i, eps, fmt), _smooth_abs_term(sym_j, eps, fmt)
-    else:
-        den_i, den_j = sym_i, sym_j
-    denominator = f"{_product(w_i, den_i, fmt)} + {_product(w_j, den_j, fmt)} + {eps}"
-    if fmt == "latex":
-        return rf"\frac{{{numerator}}}{{{denominator}}}"
-    return f"({numerator}) / ({denominator})"
 
 
 def _exported_positions(estimator, top):
@@ -386,18 +299,6 @@ def _target_name(band, preset):
     )
 
 
-def _asi_symbol(band):
-    """The Awesome Spectral Indices symbol of ``band`` (``"N"`` for nir)."""
-    symbol = _ASI_SYMBOLS.get(band.common_name)
-    if symbol is None:
-        what = "no common name" if band.common_name is None else f"common name {band.common_name!r}"
-        raise ValueError(
-            f"Band {band.name!r} ({what}) has no Awesome Spectral Indices symbol; symbols "
-            f"exist for {', '.join(sorted(_ASI_SYMBOLS))}."
-        )
-    return symbol
-
-
 def _band_names(bands, used, format, sensor):
     """Names the formulas use: the model's, the target sensor's, or the ASI symbols."""
     if format == "asi":
@@ -406,7 +307,7 @@ def _band_names(bands, used, format, sensor):
                 "format='asi' writes the catalogue's sensor-independent band symbols "
                 "(N, R, ...): leave sensor out."
             )
-        rename = _asi_symbol
+        rename = asi_symbol
     elif sensor is not None:
         preset = get_sensor(sensor)
         rename = lambda band: _target_name(band, preset)  # noqa: E731
@@ -521,14 +422,16 @@ def export_formulas(estimator, format="numpy", top=None, precision=None, sensor=
     weights_j = softplus(np.asarray(estimator.coef_c_, dtype=np.float64).ravel())
     if precision is None and format in ("latex", "text"):
         precision = 4
-    eps = _number(getattr(estimator, "epsilon_", getattr(estimator, "epsilon", None)), None, format)
+    eps = format_number(
+        getattr(estimator, "epsilon_", getattr(estimator, "epsilon", None)), None, format
+    )
     formulas = []
     for position in positions:
         i, j = pairs[position]
         formulas.append(
-            _formula(
-                _number(weights_i[position], precision, format),
-                _number(weights_j[position], precision, format),
+            format_formula(
+                format_number(weights_i[position], precision, format),
+                format_number(weights_j[position], precision, format),
                 symbols[i],
                 symbols[j],
                 eps,
@@ -635,13 +538,13 @@ def export_asi(
         )
         short_name = f"{prefix}{number}"
         entries[short_name] = {
-            "application_domain": _asi_domain(known, catalogue) if domain is None else str(domain),
-            "bands": [_asi_symbol(band_i), _asi_symbol(band_j)],
+            "application_domain": asi_domain(known, catalogue) if domain is None else str(domain),
+            "bands": [asi_symbol(band_i), asi_symbol(band_j)],
             "contributor": contributor,
             "date_of_addition": date,
             "formula": formula,
             "long_name": long_name,
-            "platforms": _asi_platforms(band_i, band_j),
+            "platforms": asi_platforms(band_i, band_j),
             "reference": reference,
             "short_name": short_name,
         }
@@ -651,20 +554,3 @@ def export_asi(
             json.dump(result, handle, indent=2)
             handle.write("\n")
     return result
-
-
-def _asi_domain(known, catalogue):
-    """The application domain of the classic index a band pair forms, else ``""``."""
-    first = known.split(", ")[0].lstrip("-")
-    match = [entry.domain for entry in catalogue if entry.name == first]
-    return match[0] if match else ""
-
-
-def _asi_platforms(band_i, band_j):
-    """The catalogue's platforms whose sensors have both bands' common names."""
-    commons = {band_i.common_name, band_j.common_name}
-    return [
-        name
-        for key, name in _ASI_PLATFORMS.items()
-        if commons <= {common for _, common, _ in get_sensor(key).bands}
-    ]
