@@ -94,7 +94,7 @@ def test_classifier_formulas_match_its_nd_layer():
         torch.tensor(clf.coef_c_),
         torch.tensor(clf.pairs_),
         clf.epsilon,
-        clf.variant,
+        clf.variant_,
     ).numpy()
     np.testing.assert_allclose(values, expected, rtol=0, atol=1e-5)
     top = clf.export_formulas(format="text", top=2)
