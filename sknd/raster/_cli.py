@@ -45,9 +45,9 @@ from .._model_file import SavedModel, load_model
 from .._pixels import apply_pixels, prepare
 from ._categorical import CodeTable, adjust_output
 from ._checks import band_nodata, check_image_dtype, check_n_jobs
-from ._geotiff import finish_class_map
+from ._geotiff import check_compression, finish_class_map
 from ._matching import POSITIONAL, band_columns
-from ._output import StagedMap, check_compression, check_output
+from ._output import StagedMap, check_output
 
 __all__ = []
 

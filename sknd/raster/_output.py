@@ -9,24 +9,18 @@ an earlier run left there) as it was, and no temporary file.
 
 import os
 
-from ._geotiff import remove_quietly, sidecar, temporary_path, write_category_names, write_cog
+from ._geotiff import (
+    remove_quietly,
+    sidecar,
+    temporary_path,
+    write_category_names,
+    write_cog,
+)
 
 __all__ = []
 
 #: The names of the files the command writes: GeoTIFFs (a name without a suffix too).
 GEOTIFF_SUFFIXES = (".tif", ".tiff")
-#: Compressions that change the values they store: class codes would become other classes.
-LOSSY_COMPRESSIONS = ("jpeg", "webp")
-
-
-def check_compression(compress, option="compress="):
-    """Refuse a lossy compression (``option`` names the argument in the message)."""
-    if compress is not None and str(compress).strip().lower() in LOSSY_COMPRESSIONS:
-        raise ValueError(
-            f"{option}{compress} is lossy: it changes the stored values (class codes become "
-            "other classes or no class at all). Use a lossless compression such as deflate, "
-            "lzw or zstd."
-        )
 
 
 def check_output(output, inputs):
