@@ -16,14 +16,17 @@ def read_file(path):
     """The bytes of the model file ``path``, refused when larger than any model file."""
     try:
         with open(path, "rb") as file:
-            content = file.read(MAX_FILE_BYTES + 1)
+            size = os.fstat(file.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                raise ValueError(
+                    f"{os.fsdecode(path)!r} is not an sknd model file: it is {size} bytes, "
+                    f"larger than any model file ({MAX_FILE_BYTES} bytes)."
+                )
+            content = file.read(size + 1)  # no more than the file held when asked
     except OSError as exc:
         raise ValueError(f"cannot read the model file {os.fsdecode(path)!r}: {exc}") from None
-    if len(content) > MAX_FILE_BYTES:
-        raise ValueError(
-            f"{os.fsdecode(path)!r} is not an sknd model file: it is larger than any model "
-            f"file ({MAX_FILE_BYTES} bytes)."
-        )
+    if len(content) > size:
+        raise ValueError(f"the model file {os.fsdecode(path)!r} grew while it was read.")
     return content
 
 
