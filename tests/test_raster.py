@@ -1252,7 +1252,7 @@ def test_write_class_map_takes_colour_names(tmp_path):
     proba = xr.DataArray(
         np.random.default_rng(0).dirichlet(np.ones(2), (4, 5)),
         dims=("y", "x", "class"),
-        coords={"class": ["water", "land"], "y": 40 - 10.0 * np.arange(4), "x": 10.0 * np.arange(5)},
+        coords={"class": ["water", "land"], "y": -10.0 * np.arange(4), "x": 10.0 * np.arange(5)},
     )
     codes = raster.class_map_from_proba(proba).rio.write_crs("EPSG:32633")
     out = raster.write_class_map(codes, tmp_path / "map.tif", colors=["navy", "tab:green"])
