@@ -218,8 +218,10 @@ def resolve_bands(bands=None, *, n_features=None, feature_names=None, sensor=Non
 
     Parameters
     ----------
-    bands : sequence of str, optional
-        Band names, one per input column.
+    bands : sequence of str or Band, optional
+        Band names, one per input column; :class:`Band` objects (a fitted
+        model's ``bands_``) are kept as they are when ``sensor`` is None,
+        and read by their ``name`` under a ``sensor``.
     n_features : int, optional
         Number of input columns, checked against the names.
     feature_names : sequence of str, optional
@@ -257,7 +259,10 @@ def resolve_bands(bands=None, *, n_features=None, feature_names=None, sensor=Non
         names = [f"x{i}" for i in range(int(n_features))]
     if isinstance(names, str):
         raise TypeError("bands must be a sequence of band names, not a single string.")
-    names = [str(name) for name in names]
+    names = list(names)
+    given = {band.name: band for band in names if isinstance(band, Band)}
+    # Bands of a fitted model (its bands_) keep what they say; other names are text.
+    names = [name.name if isinstance(name, Band) else str(name) for name in names]
     if n_features is not None and len(names) != int(n_features):
         source = "bands" if bands is not None else "feature names"
         raise ValueError(f"Got {len(names)} {source} for {int(n_features)} input features.")
@@ -269,7 +274,7 @@ def resolve_bands(bands=None, *, n_features=None, feature_names=None, sensor=Non
         resolved = []
         for name in names:
             common, group = _infer_common_name(name)
-            resolved.append(Band(name=name, common_name=common, group=group))
+            resolved.append(given.get(name) or Band(name=name, common_name=common, group=group))
         return tuple(resolved)
 
     preset = get_sensor(sensor)
@@ -429,7 +434,8 @@ def _readings(model, image_names, image_sensor):
     the first when it is decisive (under ``image_sensor``, or under the model's own
     sensor); ``best`` is ``(key, missing bands)`` of the reading that missed fewest.
     """
-    model_key = next((band.sensor for band in model if band.sensor is not None), None)
+    # A preset this sknd does not know (a model file from a newer sknd): common names match.
+    model_key = next((band.sensor for band in model if band.sensor in SENSORS), None)
     if image_sensor is not None:
         keys = [get_sensor(image_sensor).key]
     else:
@@ -520,7 +526,7 @@ def _pair_up(model, image):
     """Positions of the model's bands among the image's bands, and the bands not found."""
     positions, missing = [], []
     for band in model:
-        if band.sensor is not None and band.sensor == image[0].sensor:
+        if band.sensor in SENSORS and band.sensor == image[0].sensor:
             preset = SENSORS[band.sensor]
             canonical = preset.canonical(band.name)
             matches = [

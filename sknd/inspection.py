@@ -313,7 +313,11 @@ def _band_names(bands, used, format, sensor):
         rename = lambda band: _target_name(band, preset)  # noqa: E731
     else:
         return [band.name for band in bands]
-    return [rename(band) if index in used else band.name for index, band in enumerate(bands)]
+    # Unused bands appear in no formula; under their own names they could take a renamed
+    # band's name (Sentinel-2 "B2" against Landsat 7 "B2"), which identifiers then number.
+    return [
+        rename(band) if index in used else f"_unused{index}" for index, band in enumerate(bands)
+    ]
 
 
 def export_formulas(estimator, format="numpy", top=None, precision=None, sensor=None):

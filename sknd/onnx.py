@@ -29,7 +29,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from ._validation import check_band_values
+from ._validation import check_band_values, plain_values
 from ._version import __version__
 from .nn import NormalizedDifference
 
@@ -235,10 +235,31 @@ def to_onnx(estimator, path=None):
     return model
 
 
+def _load_onnx(path):
+    """The ONNX model in the file ``path``; a file that is none (an sknd model file, a
+    truncated download) is a ValueError saying so."""
+    onnx = _import_onnx()
+    with open(path, "rb") as file:
+        magic = file.read(4)
+    if magic == b"PK\x03\x04":
+        raise ValueError(
+            f"{os.fsdecode(path)!r} is an sknd model file (estimator.save_model), not an ONNX "
+            "model: load it with sknd.load_model, or export the estimator with "
+            "sknd.onnx.to_onnx."
+        )
+    try:
+        return onnx.load(path, load_external_data=False)
+    except Exception as exc:  # protobuf's DecodeError and others: the file is no ONNX model
+        raise ValueError(
+            f"{os.fsdecode(path)!r} is not an ONNX model ({type(exc).__name__}: {exc}); export "
+            "one with sknd.onnx.to_onnx."
+        ) from None
+
+
 def _metadata(model):
     """The sknd metadata of an ONNX model, a path to one or an onnxruntime session."""
     if isinstance(model, (str, os.PathLike)):
-        model = _import_onnx().load(model, load_external_data=False)
+        model = _load_onnx(model)
     if hasattr(model, "get_modelmeta"):  # an onnxruntime.InferenceSession
         metadata = dict(model.get_modelmeta().custom_metadata_map)
     elif hasattr(model, "metadata_props"):  # an onnx.ModelProto
@@ -322,7 +343,9 @@ def check_input(model, X, bands=None):
                 "(sknd.raster matches the bands of a scene by name for the estimator)."
             )
     source_dtype = getattr(X, "dtype", None)
-    X = np.asarray(X)
+    estimator = f"the ONNX model of {metadata.get('estimator', 'an sknd estimator')}"
+    # Masked values (rasterio's read(masked=True)) refused, as the estimators refuse them.
+    X = np.asarray(plain_values(X, "X", estimator))
     if X.dtype.kind not in "biuf":
         raise ValueError(f"X must hold band values (numbers), got an array of {X.dtype}.")
     if X.ndim != 2 or X.shape[1] != n_features or len(X) == 0:
@@ -337,7 +360,7 @@ def check_input(model, X, bands=None):
     check_band_values(
         X,
         name="X",
-        estimator_name=f"the ONNX model of {metadata.get('estimator', 'an sknd estimator')}",
+        estimator_name=estimator,
         feature_names=model_bands,
         non_negative=metadata["variant"] == "reflectance",
         source_dtype=source_dtype,

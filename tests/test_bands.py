@@ -374,3 +374,19 @@ def test_a_band_named_twice_is_said_so_and_only_missing_bands_are_named():
     message = str(info.value)
     assert "['red'] more than once" in message
     assert "'blue' (blue)" not in message and "'nir' (nir)" not in message
+
+
+def test_band_objects_as_names_keep_what_they_say():
+    # A model's bands_ given back as bands= were stored as their repr text (fuzz3 repro_12).
+    fitted = resolve_bands(["B2", "B8"], sensor="sentinel2")
+    assert resolve_bands(list(fitted)) == fitted
+    assert [band.name for band in resolve_bands(list(fitted), sensor="sentinel2")] == ["B2", "B8"]
+
+
+def test_a_sensor_preset_this_sknd_does_not_know_matches_by_common_name():
+    # A model file from a newer sknd named a preset that raised a bare KeyError (repro_09).
+    from sknd.bands import Band
+
+    model = [Band("B2", "blue", 490.0, "sentinel3"), Band("B8", "nir", 842.0, "sentinel3")]
+    positions, mapping, _ = match_bands(model, ["B08", "B04", "B02"])
+    assert positions == [2, 0]

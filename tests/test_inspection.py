@@ -380,3 +380,16 @@ def test_a_trained_layer_and_to_torch_are_read_as_estimators():
     assert export_formulas(clf.to_torch()) == clf.export_formulas()
     with pytest.raises(TypeError, match="no sknd.nn.NormalizedDifference layer"):
         index_table(torch.nn.Linear(2, 2))
+
+
+def test_numpy_formulas_for_another_sensor_name_its_bands_as_it_does():
+    # An unused Sentinel-2 "B2" (blue) made Landsat 7's "B2" (green) "B2_2" (fuzz3 repro_13).
+    model = SimpleNamespace(
+        n_features_in_=3, bands=["B2", "B3", "B8"], sensor="sentinel2",
+        pairs_=np.array([[2, 1]]), coef_a_=np.array([0.3]), coef_c_=np.array([-0.2]),
+        index_importances_=np.array([1.0]), epsilon=1e-6, variant="reflectance",
+    )  # fmt: skip
+    formula = export_formulas(model, format="numpy", sensor="landsat7")[0]
+    assert re.findall(r"\bB\w+", formula) == ["B4", "B2", "B4", "B2"]
+    values = {"B4": np.array([0.4]), "B2": np.array([0.1])}
+    assert np.isfinite(eval(formula, {"np": np}, values)).all()

@@ -194,3 +194,26 @@ def test_run_in_blocks_equals_one_call_and_the_estimator(exported, tmp_path):
     for block_rows in (0, 2.5, True):
         with pytest.raises(ValueError, match="block_rows"):
             sknd_onnx.run(model, X, block_rows=block_rows)
+
+
+def test_masked_values_and_files_that_are_no_onnx_model_are_refused(exported, tmp_path):
+    # Masked pixels went to the model as real band values; an sknd model file or a damaged
+    # file ended in protobuf's DecodeError (fuzz3 repro_05, repro_18b).
+    from sknd import onnx as sknd_onnx
+
+    clf, model = exported
+    X = bands(5, n_features=4)
+    pixels = np.ma.masked_array(X.copy(), mask=False)
+    pixels[0] = np.ma.masked
+    for call in (sknd_onnx.check_input, sknd_onnx.run):
+        with pytest.raises(ValueError, match="masked array with 4 masked values in 1 row"):
+            call(model, pixels)
+    np.testing.assert_array_equal(
+        sknd_onnx.check_input(model, np.ma.masked_array(X)), sknd_onnx.check_input(model, X)
+    )
+    clf.save_model(tmp_path / "model.sknd")
+    (tmp_path / "damaged.onnx").write_bytes(b"\x08\x07\xff\xff garbage")
+    with pytest.raises(ValueError, match="is an sknd model file .* not an ONNX model"):
+        sknd_onnx.check_input(tmp_path / "model.sknd", X)
+    with pytest.raises(ValueError, match="is not an ONNX model"):
+        sknd_onnx.check_input(tmp_path / "damaged.onnx", X)

@@ -1157,8 +1157,8 @@ def test_class_map_codes_are_positions_in_classes(labels, chunks):
     table = json.loads(codes.attrs["categories"])
     assert table == {str(code): label for code, label in enumerate(model.classes_.tolist())}
     assert codes.attrs["flag_meanings"] == " ".join(str(label) for label in model.classes_)
-    # Back to labels, with their type; no-data as asked.
-    back = raster.class_labels(codes, fill_label=names[0] if labels == "strings" else -1)
+    # Back to labels, with their type; no-data as asked (a label no class has: fuzz3 repro_17).
+    back = raster.class_labels(codes, fill_label="nodata" if labels == "strings" else -1)
     assert back.dtype.kind == ("U" if labels == "strings" else "i")
     np.testing.assert_array_equal(back.values.ravel()[1:], predicted[1:])
     # argmax of the probabilities gives the same codes.
@@ -1293,3 +1293,54 @@ def test_dataset_on_several_grids_is_refused():
     clf = NDClassifier(bands=["red", "nir"], **FAST).fit(X, y)
     with pytest.raises(ValueError, match="different grids"):
         raster.predict(clf, dataset)
+
+
+def test_class_maps_refuse_lossy_compression_text_fill_and_mixed_labels(tmp_path):
+    # write_class_map(compress="jpeg") changed 77 % of the codes; a text _FillValue gave
+    # numpy's isnan error; mixed class coordinates turned numbers into text (fuzz3 repro_03,
+    # repro_18c, repro_17).
+    pytest.importorskip("rioxarray")
+    proba = xr.DataArray(
+        np.random.default_rng(0).dirichlet(np.ones(3), (6, 5)),
+        dims=("y", "x", "class"),
+        coords={"class": ["a", "b", "c"], "y": 100.0 - 10 * np.arange(6), "x": 10.0 * np.arange(5)},
+    )
+    codes = raster.class_map_from_proba(proba).rio.write_crs("EPSG:32633")
+    for compress in ("jpeg", "WEBP"):
+        with pytest.raises(ValueError, match=f"compress={compress} is lossy"):
+            raster.write_class_map(codes, tmp_path / "map.tif", compress=compress)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(ValueError, match="_FillValue attribute is 'none', not a number"):
+        raster.class_map_from_proba(proba.assign_attrs(_FillValue="none"))
+    mixed = proba.assign_coords({"class": np.array([1, "b", "c"], dtype=object)})
+    with pytest.raises(ValueError, match="mix numbers and strings"):
+        raster.class_map_from_proba(mixed)
+    with pytest.raises(ValueError, match="fill_label='a' is the label of code 0"):
+        raster.class_labels(codes, fill_label="a")
+
+
+def test_write_class_map_takes_colour_names(tmp_path):
+    pytest.importorskip("matplotlib")
+    rasterio = pytest.importorskip("rasterio")
+    proba = xr.DataArray(
+        np.random.default_rng(0).dirichlet(np.ones(2), (4, 5)),
+        dims=("y", "x", "class"),
+        coords={"class": ["water", "land"], "y": -10.0 * np.arange(4), "x": 10.0 * np.arange(5)},
+    )
+    codes = raster.class_map_from_proba(proba).rio.write_crs("EPSG:32633")
+    out = raster.write_class_map(codes, tmp_path / "map.tif", colors=["navy", "tab:green"])
+    with rasterio.open(out) as src:
+        assert src.colormap(1)[0] == (0, 0, 128, 255)
+        assert src.colormap(1)[1] == (44, 160, 44, 255)
+    with pytest.raises(ValueError, match="colour name .* got 'no such colour'"):
+        raster.write_class_map(codes, tmp_path / "other.tif", colors=["navy", "no such colour"])
+
+
+def test_band_objects_name_the_image_bands():
+    # raster.predict(model, image, bands=list(model.bands_)) said the model's bands had no
+    # counterpart among "Band(name='B2', ...)" (fuzz3 repro_12).
+    from sknd.bands import resolve_bands
+    from sknd.raster._matching import check_bands
+
+    bands = resolve_bands(["B2", "B8"], sensor="sentinel2")
+    assert check_bands(list(bands), 2) == ["B2", "B8"]

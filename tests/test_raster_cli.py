@@ -1,6 +1,8 @@
 """Tests of ``python -m sknd.raster`` (sknd/raster/_cli.py): GeoTIFF in, GeoTIFF out."""
 
 import json
+import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -190,7 +192,12 @@ _BAD_OPTIONS = {
     "fill is a class code": ["--fill-value", "1"],
     "cog into a folder": ["--cog"],
     "unknown sensor": ["--sensor", "bogus"],
-    "jpeg compression": ["--proba", "--compress", "jpeg"],
+    "gdal refuses the compression": ["--proba", "--compress", "ccittfax4"],
+    "lossy compression": ["--compress", "jpeg"],
+    "lossy compression of probabilities": ["--proba", "--compress", "JPEG"],
+    "png output": [],
+    "output is the scene": [],
+    "output is the model": [],
 }
 
 
@@ -236,21 +243,35 @@ def _bad_files(case, tmp_path, scene, model):
         ("unknown sensor", "Unknown sensor 'bogus'"),
         # Complex bands lost their imaginary part without a word.
         ("complex scene", "the scene's bands must hold real band values"),
-        # GDAL's refusal to compress float32 as JPEG ended in a traceback.
-        ("jpeg compression", "BitsPerSample 32 not allowed for JPEG (--compress jpeg on float32"),
+        # GDAL's refusal to compress float32 as CCITT fax ended in a traceback.
+        ("gdal refuses the compression", "Bits/sample must be 1 for Group 3/4 encoding"),
+        # A uint8 class map compressed as JPEG changed most class codes without a word.
+        ("lossy compression", "--compress jpeg is lossy"),
+        ("lossy compression of probabilities", "--compress JPEG is lossy"),
+        # A .png name got a GeoTIFF.
+        ("png output", "asks for a .png file, and the command writes GeoTIFFs"),
+        # The input was replaced by the map (fuzz3 repro_08).
+        ("output is the scene", "is the scene file: the map would replace it"),
+        ("output is the model", "is the model file: the map would replace it"),
     ],
 )
 def test_bad_input_exits_2_with_a_message(tmp_path, model_path, capsys, case, message):
     scene, _ = _scene(tmp_path / "scene.tif")
     scene, model = _bad_files(case, tmp_path, scene, str(model_path))
     extra = _BAD_OPTIONS.get(case, [])
-    out = tmp_path / "out.tif"
+    out = {"png output": tmp_path / "out.png", "output is the scene": scene}.get(case)
+    out = tmp_path / "out.tif" if out is None else out
+    out = model if case == "output is the model" else out
+    inputs = {path: pathlib.Path(path).read_bytes() for path in (scene, model)}
     assert main([model, str(scene), str(out), "--no-progress", *extra]) == 2
     err = capsys.readouterr().err
     assert message.replace("\\", "") in err.replace("\\", "")
     assert len(err.strip().splitlines()) == 1
-    if case != "cog into a folder":  # refused before writing, or the unfinished map removed
-        assert not out.exists() and not list(tmp_path.glob(".sknd-*"))
+    assert {path: pathlib.Path(path).read_bytes() for path in inputs} == inputs
+    assert not list(tmp_path.glob(".sknd-*"))  # refused before writing, or the map removed
+    if case in ("cog into a folder", "output is the scene", "output is the model"):
+        return
+    assert not pathlib.Path(out).exists()
 
 
 def test_values_the_model_refuses_exit_2_and_leave_no_map(tmp_path, capsys):
@@ -433,3 +454,68 @@ def test_indices_of_a_pickled_classifier(tmp_path):
     data, _, _, _ = _read(out)
     expected = clf.transform(table).reshape(40, 30, -1)[5]
     np.testing.assert_allclose(data[:, 5, :].T, expected, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("cog", [[], ["--cog"]])
+def test_a_failed_run_keeps_the_map_an_earlier_run_left(tmp_path, nd_models, capsys, cog):
+    # A failed --cog run deleted the complete map and its side-car (fuzz3 repro_02).
+    scene, _ = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "map.tif"
+    model = str(nd_models[0])
+    assert run_command([model, str(scene), str(out), "--no-progress", *cog]) == 0
+    before = out.read_bytes(), (tmp_path / "map.tif.aux.xml").read_bytes()
+    with rasterio.open(scene) as src:
+        data, profile = src.read(), src.profile
+    data[:, -1, :] = -0.5  # refused by the model, in the last strip
+    with rasterio.open(tmp_path / "bad.tif", "w", **profile) as dst:
+        dst.write(data)
+        dst.descriptions = tuple(BANDS)
+    argv = [model, str(tmp_path / "bad.tif"), str(out), "--no-progress", "--block-rows", "5"]
+    assert run_command(argv + cog) == 2
+    assert "scene rows 35-39" in capsys.readouterr().err
+    assert (out.read_bytes(), (tmp_path / "map.tif.aux.xml").read_bytes()) == before
+    assert not list(tmp_path.glob(".sknd-*"))
+
+
+def test_a_signal_inside_a_finalizer_stops_the_run(tmp_path, nd_models):
+    # The handler's exception was swallowed by the finalizer: the run went on, wrote the map
+    # and exited 0, with an 'Exception ignored' traceback (fuzz3 repro_10).
+    scene, _ = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "out.tif"
+    code = f"""
+import os, signal, sys
+from sknd.raster import _cli
+process = _cli._process
+class Finalized:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(100000):  # the handler runs here, inside __del__
+            pass
+def stopped(*args, **kwargs):
+    obj = Finalized()
+    del obj
+    return process(*args, **kwargs)
+_cli._process = stopped
+sys.exit(_cli.main([{str(nd_models[0])!r}, {str(scene)!r}, {str(out)!r}, "--no-progress"]))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 143, done.stderr
+    assert done.stderr.strip() == "python -m sknd.raster: stopped by SIGTERM; no map written."
+    assert not out.exists() and not list(tmp_path.glob(".sknd-*"))
+
+
+def test_success_is_reported_in_one_line_unless_quiet(tmp_path, nd_models, capsys):
+    scene, _ = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "out.tif"
+    assert run_command([str(nd_models[0]), str(scene), str(out), "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert re.fullmatch(
+        rf"python -m sknd.raster: wrote {re.escape(str(out))} \(30 x 40 pixels, class map of 3 "
+        r"classes, uint8\) in \d+\.\d s\.\n",
+        captured.err,
+    )
+    assert run_command([str(nd_models[0]), str(scene), str(out), "--proba", "--cog"]) == 0
+    assert "3 class probability bands, float32, COG)" in capsys.readouterr().err
+    assert run_command([str(nd_models[0]), str(scene), str(out), "--quiet"]) == 0
+    assert capsys.readouterr() == ("", "")

@@ -42,6 +42,7 @@ class CodeTable:
             )
         self.classes = classes
         self.labels = [category_label(label) for label in classes.tolist()]
+        check_label_kinds(self.labels, "classes")
         n = len(classes)
         if fill_value is None:
             # The largest value of the smallest type holding 0..n: never a code.
@@ -127,6 +128,19 @@ def category_label(label):
     return label
 
 
+def check_label_kinds(labels, what):
+    """Refuse labels that mix text and numbers: one kind would be turned into the other."""
+    kinds = {isinstance(label, str) for label in labels}
+    if len(kinds) > 1:
+        shown = [label for label in labels if isinstance(label, str)][:1]
+        shown += [label for label in labels if not isinstance(label, str)][:1]
+        raise ValueError(
+            f"The {what} mix numbers and strings (e.g. {shown}): a class map's labels are "
+            "all numbers or all text, or the numbers would turn into strings. Convert them "
+            "to one kind first, e.g. [str(label) for label in labels]."
+        )
+
+
 def table_tags(labels):
     """The code table of labels ``0 .. n - 1`` as text attributes (GeoTIFF tags)."""
     return {
@@ -192,6 +206,8 @@ def check_categories(categories):
                 raise TypeError(f"Category codes must be integers, got {code!r}.")
             table[int(code)] = label
         return table
+    if isinstance(categories, (list, tuple)):  # before numpy turns mixed labels into text
+        check_label_kinds(categories, "categories")
     labels = np.asarray(categories)
     if labels.ndim != 1:
         raise ValueError(
@@ -205,8 +221,23 @@ def decode(codes, table, fill_value, fill_label):
     """Labels of the integer array ``codes``; ``fill_value`` pixels get ``fill_label``."""
     codes = np.asarray(codes)
     keys = np.array(sorted(table), dtype=np.int64)
-    labels = np.asarray([table[key] for key in keys.tolist()])
+    listed = [table[key] for key in keys.tolist()]
+    check_label_kinds(listed, "categories")
+    if fill_value is not None and fill_label is not None:
+        same = [code for code, label in zip(keys.tolist(), listed) if _equal(label, fill_label)]
+        if same:
+            raise ValueError(
+                f"fill_label={fill_label!r} is the label of code {same[0]}: no-data pixels "
+                "would read as that class. Pass a label no class has (e.g. 'nodata' or -1), or "
+                "None for NaN."
+            )
+    labels = np.asarray(listed)
     dtype, fill = label_fill(labels.dtype, fill_label)
+    if codes.dtype == np.uint64 and codes.size and codes.max() > np.iinfo(np.int64).max:
+        raise ValueError(
+            f"Code {codes.max()} is neither a class code ({keys.tolist()}) nor the fill value "
+            f"{fill_value}."
+        )
     flat = codes.astype(np.int64, copy=False).ravel()
     missing = np.zeros(flat.shape, dtype=bool) if fill_value is None else flat == fill_value
     position = np.minimum(np.searchsorted(keys, flat), len(keys) - 1)
@@ -220,6 +251,13 @@ def decode(codes, table, fill_value, fill_label):
     if missing.any():
         out[missing] = fill
     return out.reshape(codes.shape)
+
+
+def _equal(label, other):
+    """Whether two labels are the same class (text never equals a number)."""
+    if isinstance(label, str) != isinstance(other, str):
+        return False
+    return bool(label == other)
 
 
 def adjust_output(func, spec, options):

@@ -17,10 +17,16 @@ and the fill value as its nodata. A class map holds class codes (positions in
 side-car) and the code table in its tags; ``--cog`` writes a Cloud Optimized
 GeoTIFF.
 
+The map is written to a temporary file beside OUT and renamed over it only
+when complete (:mod:`sknd.raster._output`): a run that fails or is stopped
+leaves OUT as it was. On success the command prints one line on stderr saying
+what it wrote (``--quiet`` silences it and the progress bar).
+
 Exit codes: 0 on success, 2 on a usage error, an unreadable file, a model
-that is not a fitted scikit-learn estimator, or bands that do not match the
-model's (the message says which); 130 on Ctrl-C, 143 on SIGTERM and 129 on
-SIGHUP, the unfinished map removed.
+that is not a fitted scikit-learn estimator, bands that do not match the
+model's, or an output that is no GeoTIFF name or is one of the inputs (the
+message says which); 130 on Ctrl-C, 143 on SIGTERM and 129 on SIGHUP, also
+when the signal arrives while a finalizer runs, with no map written.
 """
 
 import argparse
@@ -30,6 +36,7 @@ import re
 import signal
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -38,15 +45,9 @@ from .._model_file import SavedModel, load_model
 from .._pixels import apply_pixels, prepare
 from ._categorical import CodeTable, adjust_output
 from ._checks import band_nodata, check_image_dtype, check_n_jobs
-from ._geotiff import (
-    finish_class_map,
-    remove_quietly,
-    sidecar,
-    temporary_path,
-    write_category_names,
-    write_cog,
-)
+from ._geotiff import check_compression, finish_class_map
 from ._matching import POSITIONAL, band_columns
+from ._output import StagedMap, check_output
 from ._stac import add_scene_arguments, open_scene
 
 __all__ = []
@@ -83,7 +84,7 @@ def _parser():
         help="input raster (one band per model input), or a STAC Item (.json) whose assets "
         "with eo:bands are stacked; left out with --band",
     )
-    parser.add_argument("output", help="output GeoTIFF")
+    parser.add_argument("output", help="output GeoTIFF (.tif or .tiff)")
     what = parser.add_mutually_exclusive_group()
     what.add_argument(
         "--proba", action="store_true", help="write class probabilities (one band per class)"
@@ -121,6 +122,9 @@ def _parser():
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_scene_arguments(parser)
     parser.add_argument(
+        "--quiet", action="store_true", help="print nothing on success (and no progress bar)"
+    )
+    parser.add_argument(
         "--trust-pickle",
         action="store_true",
         help="load a model pickled with joblib.dump (loading a pickle runs the code it holds)",
@@ -136,6 +140,28 @@ class _Stopped(BaseException):
         self.signum = signum
 
 
+class _Signals:
+    """The stop signals received: raised as :class:`_Stopped` (Ctrl-C: ``KeyboardInterrupt``).
+
+    A signal that arrives while a finalizer (``__del__``) runs raises there,
+    where Python ignores the exception: :meth:`check`, called between strips
+    and before the map is renamed into place, raises it again.
+    """
+
+    def __init__(self):
+        self.received = None
+
+    def handle(self, signum, frame):
+        self.received = signum
+        self.check()
+
+    def check(self):
+        if self.received == signal.SIGINT:
+            raise KeyboardInterrupt
+        if self.received is not None:
+            raise _Stopped(self.received)
+
+
 @contextlib.contextmanager
 def _stopped_by_signals():
     """Turn SIGTERM and SIGHUP into :class:`_Stopped`, so that a cut map is removed.
@@ -144,21 +170,26 @@ def _stopped_by_signals():
     that opens as a valid map. Only the main thread can set handlers (the
     command called from another thread keeps the defaults).
     """
+    signals = _Signals()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield signals
         return
-
-    def stop(signum, frame):
-        raise _Stopped(signum)
-
     previous = {}
-    for name in ("SIGTERM", "SIGHUP"):
+    for name in ("SIGTERM", "SIGHUP", "SIGINT"):
         signum = getattr(signal, name, None)  # no SIGHUP on Windows
-        if signum is not None:
-            previous[signum] = signal.signal(signum, stop)
+        if signum is not None and signal.getsignal(signum) is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, signals.handle)
+    hook = sys.unraisablehook
+
+    def quiet(unraisable):  # a stop raised inside a finalizer: check() raises it again
+        if not issubclass(unraisable.exc_type, (_Stopped, KeyboardInterrupt)):
+            hook(unraisable)
+
+    sys.unraisablehook = quiet
     try:
-        yield
+        yield signals
     finally:
+        sys.unraisablehook = hook
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
@@ -171,9 +202,10 @@ def main(argv=None):
     map removed.
     """
     args = _parser().parse_args(argv)
+    start = time.perf_counter()
     try:
-        with _stopped_by_signals():
-            _run(args)
+        with _stopped_by_signals() as signals:
+            summary = _run(args, signals)
     except CommandError as exc:
         print(f"python -m sknd.raster: error: {exc}", file=sys.stderr)
         return 2
@@ -184,10 +216,13 @@ def main(argv=None):
         name = signal.Signals(exc.signum).name
         print(f"python -m sknd.raster: stopped by {name}; no map written.", file=sys.stderr)
         return 128 + exc.signum
+    if not args.quiet:
+        elapsed = time.perf_counter() - start
+        print(f"python -m sknd.raster: wrote {summary} in {elapsed:.1f} s.", file=sys.stderr)
     return 0
 
 
-def _run(args):
+def _run(args, signals):
     try:
         import rasterio
     except ImportError as exc:
@@ -199,12 +234,20 @@ def _run(args):
     # RAM by default) would only hold finished blocks. A user's GDAL_CACHEMAX wins.
     options = {} if "GDAL_CACHEMAX" in os.environ else {"GDAL_CACHEMAX": _GDAL_CACHE_BYTES}
     with rasterio.Env(**options):
-        _run_in_env(args, rasterio)
+        return _run_in_env(args, rasterio, signals)
 
 
-def _run_in_env(args, rasterio):
+def _run_in_env(args, rasterio, signals):
+    """Write the map; return what was written, in words."""
     what = "proba" if args.proba else "indices" if args.indices else "class"
     method = _METHODS[what]
+    try:
+        inputs = {"scene": args.scene, "model": args.model}
+        inputs.update((f"--band {band}", band.partition("=")[2]) for band in args.band or ())
+        check_output(args.output, {what: path for what, path in inputs.items() if path})
+        check_compression(args.compress, "--compress ")
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
     model = _load_model(args.model, method, args.trust_pickle)
     try:
         src = open_scene(args.scene, args.band, args.resampling, rasterio)
@@ -212,19 +255,7 @@ def _run_in_env(args, rasterio):
         raise CommandError(str(exc)) from None
     with src:
         _check_scene_dtypes(src.dtypes)
-        descriptions = list(src.descriptions)
-        names = descriptions if all(descriptions) else None
-        bands = _split(args.bands)
-        if args.positional or bands == [POSITIONAL]:
-            bands = POSITIONAL
-        try:
-            columns = band_columns(model, names, src.count, bands=bands, sensor=args.sensor)
-        except (ValueError, TypeError) as exc:
-            # Said of the Python arguments: name the options instead.
-            message = str(exc).replace(f"bands={POSITIONAL!r}", f"--bands {POSITIONAL}")
-            message = message.replace("bands=[...]", "--bands B1,B2,...")
-            message = re.sub(r"\bbands= ?", "--bands ", message).replace("(a GeoTIFF: ", "(or ")
-            raise CommandError(message.replace("sensor=", "--sensor ")) from None
+        columns = _scene_columns(src, model, args)
         n_inputs = src.count if columns is None else len(columns)
         nodata = _scene_nodata(src, args.nodata, columns)
         compiled = src.width * src.height >= _COMPILED_MIN_PIXELS
@@ -232,35 +263,64 @@ def _run_in_env(args, rasterio):
             model, method, n_inputs, src.dtypes, args.fill_value, compiled
         )
         profile = _output_profile(src, spec, args.compress)
-        # With --cog the map is written as a plain GeoTIFF first, which GDAL's COG driver copies.
-        target = args.output
-        # A side-car left by an earlier map would rename this one's classes.
-        remove_quietly(sidecar(args.output))
-        try:
-            if args.cog:
-                if os.path.isdir(args.output):
-                    raise IsADirectoryError("it is a directory")
-                target = temporary_path(args.output)
-            dst = rasterio.open(target, "w", **profile)
-        except (rasterio.errors.RasterioError, OSError) as exc:
-            if target != args.output:
-                remove_quietly(target)
-            raise CommandError(f"cannot write {args.output!r}: {exc}") from None
-        try:
+        with StagedMap(args.output, cog=args.cog) as staged:
+            try:
+                dst = staged.open(rasterio, profile)
+            except (rasterio.errors.RasterioError, OSError) as exc:
+                raise CommandError(f"cannot write {args.output!r}: {exc}") from None
             with dst:
                 _describe(dst, model, method, spec, table)
-                _process(src, dst, func, spec, args, nodata=nodata, columns=columns)
-            if args.cog:
-                _write_cog(target, args.output, table, profile, rasterio)
-            if table is not None:
-                write_category_names(args.output, table.labels)
-        except BaseException:
-            # A map cut short must not pass for a result.
-            remove_quietly(args.output, sidecar(args.output))
-            raise
-        finally:
-            if args.cog:
-                remove_quietly(target, sidecar(target))
+                _process(
+                    src, dst, func, spec, args, nodata=nodata, columns=columns, signals=signals
+                )
+            _commit(staged, args, table, profile, rasterio, signals)
+    return _summary(args, profile, table)
+
+
+def _scene_columns(src, model, args):
+    """The scene's bands the model reads, in its order (None: all, as they are)."""
+    descriptions = list(src.descriptions)
+    names = descriptions if all(descriptions) else None
+    bands = _split(args.bands)
+    if args.positional or bands == [POSITIONAL]:
+        bands = POSITIONAL
+    try:
+        return band_columns(model, names, src.count, bands=bands, sensor=args.sensor)
+    except (ValueError, TypeError) as exc:
+        # Said of the Python arguments: name the options instead.
+        message = str(exc).replace(f"bands={POSITIONAL!r}", f"--bands {POSITIONAL}")
+        message = message.replace("bands=[...]", "--bands B1,B2,...")
+        message = re.sub(r"\bbands= ?", "--bands ", message).replace("(a GeoTIFF: ", "(or ")
+        raise CommandError(message.replace("sensor=", "--sensor ")) from None
+
+
+def _commit(staged, args, table, profile, rasterio, signals):
+    """The finished map renamed over the output (a COG first with ``--cog``)."""
+    try:
+        staged.commit(
+            labels=None if table is None else table.labels,
+            compress=profile.get("compress"),
+            before_replace=signals.check,
+        )
+    except (rasterio.errors.RasterioError, OSError) as exc:
+        how = " as a COG" if args.cog else ""
+        raise CommandError(f"cannot write {args.output!r}{how}: {exc}") from None
+
+
+def _summary(args, profile, table):
+    """What was written, e.g. ``out.tif (300 x 200 pixels, class map of 3 classes, uint8)``."""
+    count = profile["count"]
+    if table is not None:
+        what = f"class map of {len(table.labels)} classes"
+    elif args.proba:
+        what = f"{count} class probability band{'s' * (count != 1)}"
+    elif args.indices:
+        what = f"{count} index band{'s' * (count != 1)}"
+    else:
+        what = f"{count} prediction band{'s' * (count != 1)}"
+    cog = ", COG" if args.cog else ""
+    size = f"{profile['width']} x {profile['height']} pixels"
+    return f"{args.output} ({size}, {what}, {profile['dtype']}{cog})"
 
 
 def _scene_nodata(src, nodata, columns):
@@ -271,13 +331,6 @@ def _scene_nodata(src, nodata, columns):
             list(src.nodatavals) if columns is None else [src.nodatavals[c] for c in columns]
         )
     return None if np.isnan(nodata) else nodata  # NaN is no-data anyway
-
-
-def _write_cog(source, output, table, profile, rasterio):
-    try:
-        write_cog(source, output, categorical=table is not None, compress=profile.get("compress"))
-    except (rasterio.errors.RasterioError, OSError) as exc:
-        raise CommandError(f"cannot write {output!r} as a COG: {exc}") from None
 
 
 def _check_scene_dtypes(dtypes):
@@ -451,7 +504,7 @@ def _strips(src, rows):
         yield Window(0, top, src.width, min(rows, src.height - top))
 
 
-def _process(src, dst, func, spec, args, *, nodata, columns):
+def _process(src, dst, func, spec, args, *, nodata, columns, signals):
     block_rows = src.block_shapes[0][0] if src.block_shapes else 1
     rows = args.block_rows
     if rows is None:
@@ -465,13 +518,14 @@ def _process(src, dst, func, spec, args, *, nodata, columns):
             f"--n-jobs must be a non-zero integer (-1: all cores), got {args.n_jobs}."
         ) from None
     windows = list(_strips(src, rows))
-    progress = _progress(src.height, disable=args.no_progress)
+    progress = _progress(src.height, disable=args.no_progress or args.quiet)
     with progress as bar, ThreadPoolExecutor(1) as reader, ThreadPoolExecutor(1) as writer:
         # Only the bands the model uses are read, in the model's order.
         indexes = None if columns is None else [column + 1 for column in columns]
         pending_read = reader.submit(src.read, indexes, window=windows[0])
         pending_write = None
         for index, window in enumerate(windows):
+            signals.check()  # a stop a finalizer swallowed
             data = pending_read.result()  # (bands, rows, width)
             if index + 1 < len(windows):
                 pending_read = reader.submit(src.read, indexes, window=windows[index + 1])

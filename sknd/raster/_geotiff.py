@@ -39,6 +39,20 @@ _PALETTE = (
 )  # fmt: skip
 
 
+#: Compressions that change the values they store: class codes would become other classes.
+LOSSY_COMPRESSIONS = ("jpeg", "webp")
+
+
+def check_compression(compress, option="compress="):
+    """Refuse a lossy compression (``option`` names the argument in the message)."""
+    if compress is not None and str(compress).strip().lower() in LOSSY_COMPRESSIONS:
+        raise ValueError(
+            f"{option}{compress} is lossy: it changes the stored values (class codes become "
+            "other classes or no class at all). Use a lossless compression such as deflate, "
+            "lzw or zstd."
+        )
+
+
 def default_colors(n):
     """``n`` distinct RGBA colours."""
     import colorsys
@@ -67,10 +81,11 @@ def check_colors(colors, labels):
 
 
 def _rgba(color):
-    """An ``(R, G, B, A)`` tuple of 0..255 from such a tuple (A optional) or ``"#rrggbb"``."""
+    """An ``(R, G, B, A)`` tuple of 0..255 from such a tuple (A optional), ``"#rrggbb"`` or a
+    colour name (matplotlib's: CSS names such as ``"forestgreen"``, ``"tab:blue"``)."""
     if isinstance(color, str):
         if re.fullmatch(r"#[0-9a-fA-F]{6}", color) is None:
-            raise ValueError(f"A colour given as text is '#rrggbb', got {color!r}.")
+            return _named(color)
         return tuple(int(color[i : i + 2], 16) for i in (1, 3, 5)) + (255,)
     try:
         values = tuple(float(value) for value in color)
@@ -82,6 +97,25 @@ def _rgba(color):
             "(matplotlib's 0..1 floats: multiply them by 255)."
         )
     return tuple(int(v) for v in values) + (255,) * (4 - len(values))
+
+
+def _named(color):
+    """The RGBA colour of a colour name, by matplotlib."""
+    try:
+        from matplotlib.colors import to_rgba
+    except ImportError:
+        raise ValueError(
+            f"Colour names such as {color!r} need matplotlib (pip install matplotlib); "
+            "give the colour as '#rrggbb' or an (R, G, B) tuple."
+        ) from None
+    try:
+        rgba = to_rgba(color)
+    except ValueError:
+        raise ValueError(
+            f"A colour given as text is '#rrggbb' or a colour name (CSS or matplotlib, e.g. "
+            f"'forestgreen'), got {color!r}."
+        ) from None
+    return tuple(int(round(255 * value)) for value in rgba[:3]) + (255,)
 
 
 def palette_dtype(dtype):
@@ -151,8 +185,9 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
     path : str or path-like
         Output file; its category names go to ``path + ".aux.xml"``.
     colors : sequence, dict or None, default=None
-        Colour of each class: ``(R, G, B)`` tuples of integers 0..255 or
-        ``"#rrggbb"`` text, one per code, or a dict ``{label: colour}``.
+        Colour of each class: ``(R, G, B)`` tuples of integers 0..255,
+        ``"#rrggbb"`` text or colour names (CSS / matplotlib, e.g.
+        ``"forestgreen"``; they need matplotlib), one per code, or a dict ``{label: colour}``.
         None gives distinct colours. GeoTIFF palettes hold no alpha (an
         ``(R, G, B, A)`` colour loses its ``A``); GDAL shows no-data pixels
         transparent.
@@ -160,7 +195,8 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
         Write a Cloud Optimized GeoTIFF (GDAL's COG driver, nearest-neighbour
         overviews).
     compress : str or None, default="deflate"
-        GeoTIFF compression.
+        GeoTIFF compression; lossy ones (``"jpeg"``, ``"webp"``) are refused:
+        they change class codes.
 
     Returns
     -------
@@ -176,7 +212,8 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
     Raises
     ------
     ValueError
-        If the map carries no code table, or ``colors`` do not fit.
+        If the map carries no code table, ``colors`` do not fit, or
+        ``compress`` is lossy.
 
     Examples
     --------
@@ -207,6 +244,7 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
             "sknd.raster.class_map or class_map_from_proba."
         )
     labels = table_labels(table)
+    check_compression(compress)
     if class_map.ndim != 2:
         raise ValueError(f"A class map GeoTIFF has one band: got dimensions {class_map.dims}.")
     if class_map.dtype.kind not in "iu":

@@ -72,6 +72,13 @@ def class_map_from_proba(proba, *, class_dim="class", fill_value=None):
     table = CodeTable(classes, fill_value)
     valid = proba.notnull().all(class_dim)
     nodata = proba.attrs.get("_FillValue")
+    if nodata is not None and (
+        isinstance(nodata, (str, bytes)) or np.asarray(nodata).dtype.kind not in "biuf"
+    ):
+        raise ValueError(
+            f"proba's _FillValue attribute is {nodata!r}, not a number: set it to the "
+            "probabilities' fill value (e.g. proba.attrs['_FillValue'] = np.nan) or delete it."
+        )
     if nodata is not None and np.ndim(nodata) == 0 and not np.isnan(nodata):
         # predict_proba(fill_value=0.0): no class of a real pixel has all probabilities 0.
         valid = valid & (proba != nodata).any(class_dim)

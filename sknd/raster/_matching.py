@@ -34,7 +34,10 @@ def model_band_names(estimator):
 
 
 def band_name(label):
-    """A band label as a name: bytes (netCDF's character arrays) decoded, others as ``str``."""
+    """A band label as a name: bytes (netCDF's character arrays) decoded, a :class:`Band` (a
+    model's ``bands_``) by its name, others as ``str``."""
+    if isinstance(label, Band):
+        return label.name
     if isinstance(label, (bytes, np.bytes_)):
         return bytes(label).decode("utf-8", errors="replace").strip()
     return str(label)
