@@ -115,21 +115,26 @@ def _parser():
     parser.add_argument(
         "--n-jobs", type=int, default=None, help="threads predicting a strip (-1: all cores)"
     )
-    parser.add_argument("--compress", default=None, help="GeoTIFF compression (default: input's)")
-    parser.add_argument(
-        "--cog", action="store_true", help="write a Cloud Optimized GeoTIFF (GDAL's COG driver)"
-    )
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    _add_output_arguments(parser)
     add_scene_arguments(parser)
-    parser.add_argument(
-        "--quiet", action="store_true", help="print nothing on success (and no progress bar)"
-    )
     parser.add_argument(
         "--trust-pickle",
         action="store_true",
         help="load a model pickled with joblib.dump (loading a pickle runs the code it holds)",
     )
     return parser
+
+
+def _add_output_arguments(parser):
+    """How the map is written and what the command says while writing it."""
+    parser.add_argument("--compress", default=None, help="GeoTIFF compression (default: input's)")
+    parser.add_argument(
+        "--cog", action="store_true", help="write a Cloud Optimized GeoTIFF (GDAL's COG driver)"
+    )
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    parser.add_argument(
+        "--quiet", action="store_true", help="print nothing on success (and no progress bar)"
+    )
 
 
 class _Stopped(BaseException):
