@@ -79,15 +79,19 @@ def test_scene_on_the_device_equals_the_cpu_fast_path(device, target, dtype, n_j
     _on_device(estimator, device)
     labels = raster.predict(estimator, image, fill_value=fill, **options)
     assert labels.dtype == expected.dtype and labels.shape == expected.shape
+    # The CPU fast path computes float32 scenes in float32 (each index within 1e-6 of the
+    # float64 cast's, docs/raster.md); the device computes in float64.
+    tolerance = {"rtol": 1e-5, "atol": 1e-6} if dtype == np.float32 else {"rtol": 1e-10}
     if target in ("regression", "multi-output"):
-        np.testing.assert_allclose(labels, expected, rtol=1e-10)
+        np.testing.assert_allclose(labels, expected, **tolerance)
     else:
         np.testing.assert_array_equal(labels, expected)
     assert np.all(labels[2, 3] == fill)
     if proba is not None:
         got = raster.predict_proba(estimator, image, **options)
         assert got.dtype == np.float32
-        np.testing.assert_allclose(got, proba, rtol=1e-6, atol=1e-7)
+        close = tolerance if dtype == np.float32 else {"rtol": 1e-6, "atol": 1e-7}
+        np.testing.assert_allclose(got, proba, **close)
         assert np.isnan(got[2, 3]).all()
 
 

