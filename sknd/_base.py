@@ -1,6 +1,9 @@
 """What the sknd estimators share: parameters, input validation, inference and persistence.
 
-Training lives in :mod:`sknd._fitting` (:class:`~sknd._fitting.FittingMixin`).
+Training lives in :mod:`sknd._fitting` (:class:`~sknd._fitting.FittingMixin`), the
+methods that write the model out in :mod:`sknd._export_methods`
+(:class:`~sknd._export_methods.ExportMixin`), ``transform`` to the learned indices in
+:mod:`sknd._learned_indices`.
 """
 
 import copy
@@ -12,13 +15,12 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 import torch
-from sklearn.base import BaseEstimator, TransformerMixin
-from sklearn.utils import TransformerTags
+from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._device_choice import inference_device
+from ._export_methods import ExportMixin
 from ._fitting import FittingMixin
 from ._formula import EPSILON_RANGE, VARIANTS
 from ._recipe import RECIPES
@@ -36,7 +38,7 @@ from ._validation import (
     warn_about_training_values,
 )
 from ._version import __version__
-from .inspection import export_formulas, index_table
+from .inspection import index_table
 from .networks import (
     ARCHITECTURES,
     describe,
@@ -63,10 +65,11 @@ def _on_cpu(state):
     return torch.load(buffer, map_location="cpu", weights_only=False)
 
 
-class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
+class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
     """Parameters, validation, inference and persistence shared by all sknd estimators.
 
-    Training comes from :class:`~sknd._fitting.FittingMixin`. Subclasses set
+    Training comes from :class:`~sknd._fitting.FittingMixin`, the export methods from
+    :class:`~sknd._export_methods.ExportMixin`. Subclasses set
     ``_make_task(y, sample_weight, classes)`` (a task from :mod:`sknd._tasks`), their
     own prediction methods and what ``_finish_fit`` adds.
     """
@@ -462,44 +465,6 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
             band_range=self._band_range_to_check(),
         )
 
-    def export_formulas(self, format="numpy", top=None, precision=None, sensor=None):
-        """Write each learned index as a formula over the band names.
-
-        Parameters
-        ----------
-        format : {"numpy", "gee", "qgis", "latex", "text", "asi"}, default="numpy"
-            ``"numpy"``: a Python expression over band arrays (names made
-            identifiers by :func:`sknd.inspection.band_identifiers`);
-            ``"gee"``: an Earth Engine ``ee.Image.expression`` string reading
-            bands with ``b('name')``; ``"qgis"``: a QGIS raster-calculator
-            expression over layers named after the bands (``"B8@1"``);
-            ``"latex"``; ``"text"``; ``"asi"``: an Awesome Spectral Indices
-            formula over the catalogue's band symbols (``N``, ``R``, ...).
-        top : int, default=None
-            Only the ``top`` most important indices, most important first. By
-            default all, in the order of the rows of ``indices_``.
-        precision : int, default=None
-            Significant digits of the weights; by default exact for ``"numpy"``,
-            ``"gee"``, ``"qgis"`` and ``"asi"`` (the formulas reproduce the
-            model), 4 for ``"latex"`` and ``"text"``.
-        sensor : str, default=None
-            Write the bands as another sensor preset's, matched by common name
-            (``"sentinel2"``: a model fitted on Landsat 8 bands exports
-            Sentinel-2 formulas); None keeps the model's band names.
-
-        Returns
-        -------
-        formulas : list of str
-            One formula per index, e.g.
-            ``"(1.73*B8 - 0.58*B4) / (1.73*B8 + 0.58*B4 + 1e-06)"``.
-
-        See Also
-        --------
-        sknd.inspection.export_formulas : The same as a function, with details.
-        """
-        check_is_fitted(self)
-        return export_formulas(self, format=format, top=top, precision=precision, sensor=sensor)
-
     def _set_indices(self):
         """Build ``indices_``; called last in ``fit``, once the outputs are known."""
         self.indices_ = index_table(self)
@@ -528,98 +493,6 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
         return output
 
     # ------------------------------------------------------------------ persistence
-    def save_model(self, path):
-        """Save the fitted model as an sknd model file, for prediction elsewhere.
-
-        The file holds what prediction needs (the network's weights, the
-        bands, the classes or target scale, the parameters) as JSON and numpy
-        arrays: :func:`sknd.load_model` reads it without running code from
-        it, without torch or scikit-learn, and its model predicts exactly as
-        this estimator does on the CPU. It keeps no training
-        state (optimizer, history): use a pickle to continue training with
-        ``partial_fit``. The format is described in the documentation's
-        "Model files" page.
-
-        Parameters
-        ----------
-        path : str or path-like
-            File to write (by convention ``*.sknd``). It is replaced only once
-            the whole file is written.
-
-        Returns
-        -------
-        None
-
-        See Also
-        --------
-        sknd.load_model : Load the file.
-        """
-        check_is_fitted(self)
-        if describe(self._module) is None:
-            raise ValueError(
-                f"This {type(self).__name__} has a network with layers a model file cannot "
-                "describe (a custom torch module): save it with a pickle (joblib.dump)."
-            )
-        from ._model_file import save_model
-
-        save_model(self, path)
-
-    def export_model(
-        self,
-        format="openeo",
-        *,
-        output=None,
-        bands=None,
-        sensor=None,
-        collection=None,
-        dimension="bands",
-    ):
-        """The whole model as an openEO process graph or as Earth Engine code.
-
-        The same as :meth:`sknd.SavedModel.export_model` on this estimator's
-        model file (see it for the parameters): both compute, with the other
-        system's own operations, what the estimator computes per pixel.
-
-        Parameters
-        ----------
-        format : {"openeo", "earthengine"}, default="openeo"
-            An openEO process (a dict) or Earth Engine Python code (a str).
-        output : {"class", "proba", "predict", "indices"}, default=None
-            What to compute; by default a classifier's class codes, a
-            regressor's predictions, a transformer's indices.
-        bands : list of str, default=None
-            The band names of the data, matched to the model's by name.
-        sensor : str, default=None
-            The sensor preset of ``bands``; guessed when None.
-        collection : str, default=None
-            openEO only: the collection to load.
-        dimension : str, default="bands"
-            openEO only: the name of the cube's band dimension.
-
-        Returns
-        -------
-        exported : dict or str
-            The openEO process, or the Earth Engine code.
-        """
-        check_is_fitted(self)
-        import os
-        import tempfile
-
-        from ._model_file import load_model
-
-        with tempfile.TemporaryDirectory() as directory:
-            path = os.path.join(directory, "model.sknd")
-            self.save_model(path)
-            model = load_model(path)
-        return model.export_model(
-            format,
-            output=output,
-            bands=bands,
-            sensor=sensor,
-            collection=collection,
-            dimension=dimension,
-        )
-
     def __getstate__(self):
         # A copy: object.__getstate__ returns the instance's own __dict__, which the
         # changes below must not touch (the live model stays on its GPU).
@@ -642,107 +515,3 @@ class BaseND(FittingMixin, BaseEstimator, metaclass=ABCMeta):
                 stacklevel=2,
             )
         super().__setstate__(state)
-
-
-class LearnedIndicesMixin(TransformerMixin, auto_wrap_output_keys=None):
-    """``transform`` to the learned indices, for the predictors (as scikit-learn's
-    ``LinearDiscriminantAnalysis`` is a classifier and a transformer).
-
-    Available for networks with an ND layer; the MLP baseline has no indices
-    (no ``transform``, no transformer tags). No ``set_output``: scikit-learn's
-    wrapping of ``transform`` would drop that availability (subclasses pass
-    ``auto_wrap_output_keys=None`` too); ``NDTransformer`` has it.
-    """
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.transformer_tags = (
-            TransformerTags(preserves_dtype=["float64", "float32"])
-            if self._learns_indices()
-            else None
-        )
-        return tags
-
-    def _learns_indices(self):
-        """Whether the network has an ND layer (``transform``): not the MLP baseline."""
-        params = getattr(self, "_network_params_", None) or self.get_params()
-        return params["architecture"] != "mlp"
-
-    @available_if(_learns_indices)
-    def transform(self, X):
-        """Compute the learned indices: the ND layer's outputs, one per row of ``indices_``.
-
-        What :meth:`export_formulas` writes as formulas (its default order),
-        for networks with an ND layer (not ``architecture="mlp"``). For the
-        indices alone as features of other models, see
-        :class:`sknd.NDTransformer`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Band values.
-
-        Returns
-        -------
-        indices : ndarray of shape (n_samples, n_indices)
-            Learned normalized differences in ``[-1, 1]``, in the order of
-            ``pairs_``, in the dtype of ``X`` (float32 or float64). With
-            ``architecture="attnd"`` these are the indices before gating.
-
-        Examples
-        --------
-        >>> import numpy as np
-        >>> from sknd import NDClassifier
-        >>> rng = np.random.default_rng(0)
-        >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
-        >>> y = (X[:, 3] > X[:, 2]).astype(int)
-        >>> clf = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
-        >>> clf.transform(X).shape == (200, len(clf.indices_))
-        True
-        """
-        check_is_fitted(self)
-        X = self._validate_X(X)
-        # The evaluator sknd.raster uses: a scene's pixels get these very values.
-        return self._fast_evaluator("transform")(X, checked=True)
-
-    @available_if(_learns_indices)
-    def fit_transform(self, X, y=None, **fit_params):
-        """Fit on ``X`` and ``y``, then return the learned indices of ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Band values.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            The target of ``fit``.
-        **fit_params : dict
-            Passed to ``fit`` (``sample_weight``, ``X_val``, ``y_val``, ``groups``).
-
-        Returns
-        -------
-        indices : ndarray of shape (n_samples, n_indices)
-            ``fit(X, y, **fit_params).transform(X)``.
-        """
-        return super().fit_transform(X, y, **fit_params)
-
-    @available_if(_learns_indices)
-    def get_feature_names_out(self, input_features=None):
-        """Names of the learned indices, ``nd_<band i>_<band j>``, one per row of ``indices_``.
-
-        Parameters
-        ----------
-        input_features : array-like of str or None, default=None
-            Band names; defaults to ``band_names_`` (the ``bands`` parameter,
-            else ``feature_names_in_``, else ``x0, x1, ...``).
-
-        Returns
-        -------
-        feature_names_out : ndarray of str objects
-            One name per column of :meth:`transform`.
-        """
-        check_is_fitted(self)
-        if input_features is None:
-            names = self.band_names_
-        else:
-            names = _check_feature_names_in(self, input_features)
-        return np.asarray([f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_], dtype=object)

@@ -3,7 +3,7 @@
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from ._base import BaseND, LearnedIndicesMixin
+from ._base import BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
@@ -13,6 +13,7 @@ from ._docstrings import (
     Substitution,
 )
 from ._fit_guards import restore_on_failure, validation_data_by_keyword
+from ._learned_indices import LearnedIndicesMixin
 from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]

@@ -2,7 +2,7 @@
 
 from sklearn.base import RegressorMixin, _fit_context
 
-from ._base import BaseND, LearnedIndicesMixin
+from ._base import BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     FIT_OPTIONS_DOC,
@@ -11,6 +11,7 @@ from ._docstrings import (
     Substitution,
 )
 from ._fit_guards import restore_on_failure, validation_data_by_keyword
+from ._learned_indices import LearnedIndicesMixin
 from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]

@@ -1,0 +1,113 @@
+"""``transform`` to the learned indices, for the predictors."""
+
+import numpy as np
+from sklearn.base import TransformerMixin
+from sklearn.utils import TransformerTags
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
+
+__all__ = ["LearnedIndicesMixin"]
+
+
+class LearnedIndicesMixin(TransformerMixin, auto_wrap_output_keys=None):
+    """``transform`` to the learned indices, for the predictors (as scikit-learn's
+    ``LinearDiscriminantAnalysis`` is a classifier and a transformer).
+
+    Available for networks with an ND layer; the MLP baseline has no indices
+    (no ``transform``, no transformer tags). No ``set_output``: scikit-learn's
+    wrapping of ``transform`` would drop that availability (subclasses pass
+    ``auto_wrap_output_keys=None`` too); ``NDTransformer`` has it.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.transformer_tags = (
+            TransformerTags(preserves_dtype=["float64", "float32"])
+            if self._learns_indices()
+            else None
+        )
+        return tags
+
+    def _learns_indices(self):
+        """Whether the network has an ND layer (``transform``): not the MLP baseline."""
+        params = getattr(self, "_network_params_", None) or self.get_params()
+        return params["architecture"] != "mlp"
+
+    @available_if(_learns_indices)
+    def transform(self, X):
+        """Compute the learned indices: the ND layer's outputs, one per row of ``indices_``.
+
+        What :meth:`export_formulas` writes as formulas (its default order),
+        for networks with an ND layer (not ``architecture="mlp"``). For the
+        indices alone as features of other models, see
+        :class:`sknd.NDTransformer`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values.
+
+        Returns
+        -------
+        indices : ndarray of shape (n_samples, n_indices)
+            Learned normalized differences in ``[-1, 1]``, in the order of
+            ``pairs_``, in the dtype of ``X`` (float32 or float64). With
+            ``architecture="attnd"`` these are the indices before gating.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sknd import NDClassifier
+        >>> rng = np.random.default_rng(0)
+        >>> X = rng.uniform(0.05, 0.5, size=(200, 4))
+        >>> y = (X[:, 3] > X[:, 2]).astype(int)
+        >>> clf = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
+        >>> clf.transform(X).shape == (200, len(clf.indices_))
+        True
+        """
+        check_is_fitted(self)
+        X = self._validate_X(X)
+        # The evaluator sknd.raster uses: a scene's pixels get these very values.
+        return self._fast_evaluator("transform")(X, checked=True)
+
+    @available_if(_learns_indices)
+    def fit_transform(self, X, y=None, **fit_params):
+        """Fit on ``X`` and ``y``, then return the learned indices of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Band values.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            The target of ``fit``.
+        **fit_params : dict
+            Passed to ``fit`` (``sample_weight``, ``X_val``, ``y_val``, ``groups``).
+
+        Returns
+        -------
+        indices : ndarray of shape (n_samples, n_indices)
+            ``fit(X, y, **fit_params).transform(X)``.
+        """
+        return super().fit_transform(X, y, **fit_params)
+
+    @available_if(_learns_indices)
+    def get_feature_names_out(self, input_features=None):
+        """Names of the learned indices, ``nd_<band i>_<band j>``, one per row of ``indices_``.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Band names; defaults to ``band_names_`` (the ``bands`` parameter,
+            else ``feature_names_in_``, else ``x0, x1, ...``).
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            One name per column of :meth:`transform`.
+        """
+        check_is_fitted(self)
+        if input_features is None:
+            names = self.band_names_
+        else:
+            names = _check_feature_names_in(self, input_features)
+        return np.asarray([f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_], dtype=object)
