@@ -26,13 +26,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import rasterio
 from rasterio.transform import Affine
 
 from sknd import NDClassifier
 from sknd.datasets import load_sentinel2_scene
+from sknd.plotting import pyplot
 
 scene = load_sentinel2_scene()
 size = 120
@@ -118,6 +118,7 @@ with rasterio.open(folder / "map.tif") as src:
     codes = src.read(1)
     print(f"map: {src.width} x {src.height} pixels of {src.res[0]:g} m, {src.crs}")
 
+plt = pyplot()  # matplotlib, or the message that says how to install it
 fig, ax = plt.subplots(figsize=(5, 4.5))
 image = ax.imshow(codes, cmap="viridis", vmin=0, vmax=2, interpolation="nearest")
 colorbar = fig.colorbar(image, ticks=[0, 1, 2])

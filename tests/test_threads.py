@@ -66,7 +66,8 @@ def test_fits_and_predictions_run_in_one_thread_and_restore_the_setting(binary_d
     torch.set_num_threads(2)
     try:
         FusedTrainer.run_epoch = spy
-        model = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
+        # depth=2: one training run (depth="auto" may train a second, deeper one).
+        model = NDClassifier(depth=2, max_epochs=2, random_state=0).fit(X, y)
         assert torch.get_num_threads() == 2
         model.predict(np.tile(X, (600, 1)))  # 72,000 rows
         assert torch.get_num_threads() == 2
