@@ -150,7 +150,12 @@ BAD_VALUES = {
 def test_bad_band_values_at_fit(kind, case):
     corrupt, patterns = BAD_VALUES[case]
     X, y = make_data(kind)
-    assert_value_error(lambda: make(kind).fit(corrupt(X), y), patterns)
+    model = make(kind)
+    if case == "negative_reflectance":
+        # variant="auto" (the default) takes slightly negative bands as signed data
+        # (test_estimators.py); the reflectance variant refuses them with this message.
+        model.set_params(variant="reflectance")
+    assert_value_error(lambda: model.fit(corrupt(X), y), patterns)
 
 
 @pytest.mark.parametrize("case", BAD_VALUES)
@@ -563,8 +568,10 @@ def test_float32_and_float64_inputs(kind, method):
         assert out32.dtype == np.float32 and out64.dtype == np.float64
         np.testing.assert_allclose(out32, out64, rtol=1e-5, atol=1e-6)
     else:
-        # The network runs in float32 either way: identical results.
-        np.testing.assert_array_equal(out32, out64)
+        # A float32 table is computed in float32, within the documented bound of its
+        # float64 cast (docs/raster.md); the same table always gives the same values.
+        np.testing.assert_allclose(out32, out64, rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(out32, getattr(model, method)(X32.copy()))
     refit = getattr(make(kind).fit(X64, y), method)(X64)
     np.testing.assert_array_equal(refit, out64)
 
