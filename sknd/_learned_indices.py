@@ -1,10 +1,11 @@
 """``transform`` to the learned indices, for the predictors."""
 
-import numpy as np
 from sklearn.base import TransformerMixin
 from sklearn.utils import TransformerTags
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
+
+from ._pairs import index_names
 
 __all__ = ["LearnedIndicesMixin"]
 
@@ -110,4 +111,4 @@ class LearnedIndicesMixin(TransformerMixin, auto_wrap_output_keys=None):
             names = self.band_names_
         else:
             names = _check_feature_names_in(self, input_features)
-        return np.asarray([f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_], dtype=object)
+        return index_names(names, self.pairs_)

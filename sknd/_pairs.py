@@ -33,6 +33,17 @@ MAX_AUTO_PAIRS = 1024
 AUTO_PARAMETER_SHARE = 0.3
 
 
+def index_names(band_names, pairs):
+    """The names of the indices of ``pairs``: ``nd_<band i>_<band j>``, an object array.
+
+    What every ``get_feature_names_out`` of learned indices returns.
+
+    >>> index_names(["red", "nir"], [(1, 0)])
+    array(['nd_nir_red'], dtype=object)
+    """
+    return np.asarray([f"nd_{band_names[i]}_{band_names[j]}" for i, j in pairs], dtype=object)
+
+
 def all_pairs(n_features):
     """Return every band pair ``(i, j)`` with ``i < j``.
 

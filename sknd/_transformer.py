@@ -17,6 +17,7 @@ from ._docstrings import (
     Substitution,
 )
 from ._fit_guards import restore_on_failure, validation_data_by_keyword
+from ._pairs import index_names
 from ._tasks import infer_task
 
 __all__ = ["NDTransformer"]
@@ -292,7 +293,4 @@ class NDTransformer(TransformerMixin, BaseND):
             names = self.band_names_
         else:
             names = _check_feature_names_in(self, input_features)
-        return np.asarray(
-            [f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_[self.selected_indices_]],
-            dtype=object,
-        )
+        return index_names(names, self.pairs_[self.selected_indices_])

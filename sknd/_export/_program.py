@@ -25,6 +25,7 @@ tests/test_export.py checks every dialect against :class:`sknd.SavedModel`.
 import numpy as np
 
 from .._formula import softplus
+from .._pairs import index_names
 
 __all__ = []
 
@@ -132,7 +133,7 @@ def build(fields, output, band_names):
     if estimator == "NDTransformer":
         indices = fields["indices"]
         outputs = _nd(indices, values)
-        labels = [f"nd_{band_names[i]}_{band_names[j]}" for i, j in indices["pairs"]]
+        labels = index_names(band_names, indices["pairs"]).tolist()
     else:
         logits = program.stage(_layers(program, fields["network"], values))
         if estimator == "NDRegressor":

@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from .._decoding import class_labels, class_probabilities, regression_targets
+from .._pairs import index_names
 from .._validation import check_band_values, plain_values
 from ._format import ESTIMATOR_METHODS
 from ._reading import read_fields, read_file
@@ -378,10 +379,7 @@ class SavedModel:
                     f"input_features has {len(names)} names, but the model takes "
                     f"{self.n_features_in_} bands."
                 )
-        return np.asarray(
-            [f"nd_{names[i]}_{names[j]}" for i, j in self._fields["indices"]["pairs"]],
-            dtype=object,
-        )
+        return index_names(names, self._fields["indices"]["pairs"])
 
     def export_model(
         self,

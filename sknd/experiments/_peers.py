@@ -15,6 +15,7 @@ from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
 from .._formula import classic_index
+from .._pairs import index_names
 
 
 def _classic_nd(values, pairs, epsilon):
@@ -110,7 +111,7 @@ class ClassicNDFeatures(TransformerMixin, BaseEstimator):
         """
         check_is_fitted(self)
         names = _check_feature_names_in(self, input_features)
-        return np.array([f"nd_{names[i]}_{names[j]}" for i, j in self.pairs_], dtype=object)
+        return index_names(names, self.pairs_)
 
 
 class _BestPair(BaseEstimator):
