@@ -18,6 +18,7 @@ from scipy.optimize import minimize
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from ._convex_start import MIN_SELECTION_ROWS, one_standard_error, past_best, sample_rows
+from ._noise_models import perturbed
 from ._tasks import ClassificationTask
 from .networks import describe, first_nd_layer, forward_rows
 
@@ -46,7 +47,7 @@ def noisy_copy(X):
     """``X`` under the paper's multiplicative noise at :data:`NOISE_LEVEL`, seeded.
 
     The same draw as :func:`sknd.experiments.add_multiplicative_noise` with
-    ``random_state=0`` (written here so that training does not import the experiments).
+    ``random_state=0`` (both through :func:`sknd._noise_models.perturbed`).
 
     Examples
     --------
@@ -55,7 +56,7 @@ def noisy_copy(X):
     """
     X = np.asarray(X, dtype=np.float64)
     z = np.random.RandomState(0).standard_normal(X.shape)
-    return X + NOISE_LEVEL * np.abs(X) * z
+    return perturbed(X, NOISE_LEVEL, z, "multiplicative")
 
 
 def _row_losses(task, output, target):

@@ -10,6 +10,8 @@ from sklearn.metrics import accuracy_score, r2_score, root_mean_squared_error
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
+from .._noise_models import perturbed
+
 PAPER_NOISE_LEVELS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.10)
 #: Noise models of :func:`noise_robustness`: the paper's ``b + eta |b| z``, or
 #: ``b + eta s z`` with ``s`` each band's standard deviation (see :func:`add_additive_noise`).
@@ -77,7 +79,7 @@ def add_multiplicative_noise(X, level, *, random_state=None):
     """
     values = _values(X)
     z = check_random_state(random_state).standard_normal(values.shape)
-    return _like(X, _perturbed(values, level, z, "multiplicative", None))
+    return _like(X, perturbed(values, level, z, "multiplicative"))
 
 
 def add_additive_noise(X, level, scale=None, *, random_state=None):
@@ -118,7 +120,7 @@ def add_additive_noise(X, level, scale=None, *, random_state=None):
     """
     values = _values(X)
     z = check_random_state(random_state).standard_normal(values.shape)
-    return _like(X, _perturbed(values, level, z, "additive", _scale(values, scale)))
+    return _like(X, perturbed(values, level, z, "additive", _scale(values, scale)))
 
 
 def _scale(values, scale):
@@ -132,14 +134,6 @@ def _scale(values, scale):
             f"shape {scale.shape}."
         )
     return scale
-
-
-def _perturbed(values, level, z, kind, scale):
-    """``values`` under noise ``z`` of ``kind`` at ``level`` (the one place of both formulas)."""
-    if kind == "multiplicative":
-        return values + level * np.abs(values) * z
-    noisy = values + level * scale * z
-    return np.clip(noisy, 0.0, None) if (values >= 0).all() else noisy
 
 
 @validate_params(
@@ -226,7 +220,7 @@ def noise_robustness(
     for repeat in range(n_repeats):
         z = rng.standard_normal(values.shape)
         for level in levels:
-            X_noisy = _like(X, _perturbed(values, level, z, kind, scale))
+            X_noisy = _like(X, perturbed(values, level, z, kind, scale))
             scores = _scores(estimator, y, estimator.predict(X_noisy))
             rows.append({"noise": float(level), "repeat": repeat, **scores})
     return pd.DataFrame(rows, columns=["noise", "repeat", *metric_columns(estimator)])

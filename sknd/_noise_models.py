@@ -1,0 +1,28 @@
+"""The two band-noise models, written once: the paper's multiplicative ``b + eta |b| z`` and
+additive sensor noise ``b + eta s z``.
+
+Used by the default recipe, which scores its choices on a noisy copy of the validation
+rows (:func:`sknd._refinement.noisy_copy`), and by the experiments' robustness analysis
+(:func:`sknd.experiments.add_multiplicative_noise`, :func:`~sknd.experiments.add_additive_noise`).
+numpy only: training does not import the experiments.
+"""
+
+import numpy as np
+
+__all__ = []
+
+
+def perturbed(values, level, z, kind, scale=None):
+    """``values`` under standard normal draws ``z`` of noise ``kind`` at ``level``.
+
+    ``"multiplicative"``: ``b + level |b| z``. ``"additive"``: ``b + level scale z``
+    (``scale`` one value per band), clipped at 0 where every value is non-negative, as a
+    sensor's would be.
+
+    >>> perturbed(np.array([[2.0, 0.0]]), 0.1, np.ones((1, 2)), "multiplicative")
+    array([[2.2, 0. ]])
+    """
+    if kind == "multiplicative":
+        return values + level * np.abs(values) * z
+    noisy = values + level * scale * z
+    return np.clip(noisy, 0.0, None) if (values >= 0).all() else noisy
