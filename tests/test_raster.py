@@ -1020,9 +1020,18 @@ def test_output_attrs_say_what_the_layer_holds(named_clf, pca):
     assert labels.attrs["classes"] == ["0", "1", "2"]
     assert labels.attrs["_FillValue"] == -1
     proba = raster.predict_proba(named_clf, image)
-    assert proba.attrs["long_name"] == ("0", "1", "2") and np.isnan(proba.attrs["_FillValue"])
+    assert proba.attrs["long_name"] == ("0", "1", "2")
     pca_image = raster.transform(pca, image, bands="positional")
     assert pca_image.attrs["long_name"] == ("pca0", "pca1")
+    # A NaN fill marks masked data: in the encoding, as xarray keeps a decoded file's, so
+    # that what is derived from the output does not inherit it; a number stays an attribute.
+    values = raster.predict(LinearRegression().fit(*_training_data()), image, bands="positional")
+    for out in (proba, pca_image, values, raster.predict(named_clf, image)):
+        assert "_FillValue" not in out.attrs and np.isnan(out.encoding["_FillValue"])
+    classes = proba.argmax("class")
+    assert "_FillValue" not in classes.attrs and "_FillValue" not in classes.encoding
+    zero = raster.predict_proba(named_clf, image, fill_value=0.0)
+    assert zero.attrs["_FillValue"] == 0.0 and "_FillValue" not in zero.encoding
 
 
 def test_fillvalue_attribute_is_nodata(named_clf):
@@ -1114,6 +1123,40 @@ def test_geotiff_round_trip_keeps_crs_transform_and_nodata(tmp_path, named_clf, 
     rasterio = pytest.importorskip("rasterio")
     with rasterio.open(tmp_path / "predict_proba.tif") as src:
         assert src.descriptions == ("0", "1", "2")
+
+
+@AFFINE_MATMUL
+@pytest.mark.parametrize("chunks", [None, {"x": 4, "y": 5}])
+def test_maps_derived_from_probabilities_write_as_integers(tmp_path, named_clf, chunks):
+    # A user's raster.predict_proba(model, image).argmax("class").rio.to_raster(path) failed:
+    # the argmax kept the probabilities' NaN _FillValue, which no integer raster holds.
+    rioxarray = pytest.importorskip("rioxarray")
+    rasterio = pytest.importorskip("rasterio")
+    data = _scene_data()[:, 1:]  # no no-data pixel: argmax raises on all-NaN probabilities
+    data[1, 1, 2] = 0.3
+    scene = rioxarray.open_rasterio(
+        write_geotiff(tmp_path / "scene.tif", data, descriptions=BANDS), chunks=chunks
+    )
+    proba = raster.predict_proba(named_clf, scene)
+    proba.rio.to_raster(tmp_path / "proba.tif")
+    with rasterio.open(tmp_path / "proba.tif") as src:
+        assert np.isnan(src.nodata) and src.dtypes == ("float32",) * 3
+    classes = proba.argmax("class")
+    # Recent xarray keeps the attributes through argmax: the class names, written as the
+    # probabilities' band descriptions, name no band of the class map and rioxarray refuses
+    # them there.
+    classes.attrs.pop("long_name", None)
+    classes.rio.to_raster(tmp_path / "classes.tif")
+    with rasterio.open(tmp_path / "classes.tif") as src:
+        assert src.nodata is None and src.crs == scene.rio.crs
+        written = src.read(1)
+    expected = raster.class_map(named_clf, scene).values
+    np.testing.assert_array_equal(written, expected)
+    # Arithmetic does not inherit the fill either: percentages as bytes.
+    (proba * 100).round().astype("uint8").rio.to_raster(tmp_path / "percent.tif")
+    with rasterio.open(tmp_path / "percent.tif") as src:
+        assert src.nodata is None and src.descriptions == ("0", "1", "2")
+        np.testing.assert_array_equal(src.read(), np.round(proba.values * 100).astype("uint8"))
 
 
 @AFFINE_MATMUL

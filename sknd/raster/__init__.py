@@ -12,7 +12,8 @@ grid:
 - an :class:`xarray.DataArray` with a band dimension in any position keeps its
   other dimensions, their coordinates and their attributes, the CRS
   (``spatial_ref``, ``rio.crs``) and transform included; the output's
-  attributes say what it holds and carry its no-data value (``_FillValue``);
+  attributes say what it holds, and its no-data value (``_FillValue``) is
+  in the encoding when NaN, in the attributes when a number;
 - an :class:`xarray.Dataset` with one variable per band (what ``odc-stac``
   and ``stackstac`` give) is taken as a DataArray with the variables along
   ``band_dim``, matched by their names, each variable's no-data value kept;
@@ -146,8 +147,12 @@ _RETURN_NOTES = """\
     ``result.rio.transform()`` equal the input's); the band coordinate is
     dropped and the attributes describe the output: ``long_name`` (the class
     or index names of a new output dimension, which rioxarray writes as band
-    descriptions), ``classes`` for a classifier's labels and ``_FillValue``
-    (the fill value, written as the GeoTIFF's nodata). A new output
+    descriptions) and ``classes`` for a classifier's labels. The fill value,
+    which ``rio.to_raster`` writes as the GeoTIFF's nodata, is the
+    ``_FillValue`` of the encoding when it is NaN (the data is masked, as
+    xarray leaves a decoded file's, and what is derived from the result, such
+    as ``argmax`` of probabilities, does not inherit it), of the attributes
+    when it is a number (``fill_value=-1``). A new output
     dimension takes the position of the band dimension. A dask-backed band
     dimension is rechunked to a single chunk (every pixel needs all its
     bands); chunk the spatial dimensions as you wish.

@@ -21,8 +21,9 @@ def class_map_from_proba(proba, *, class_dim="class", fill_value=None):
     ``class_dim`` (the same codes as :func:`class_map` for a probability map
     of :func:`predict_proba`); no-data pixels (a NaN probability, or all
     equal to the map's ``_FillValue`` when it is a number) get
-    ``fill_value``. Unlike ``proba.argmax(class_dim)``, the result
-    carries the code table and a fill value of its own type, so that
+    ``fill_value``. Unlike ``proba.argmax(class_dim)``, which raises on
+    no-data pixels (all their probabilities are NaN), the result carries
+    the code table and a fill value of its own type, so that
     ``rio.to_raster`` writes it as it is.
 
     Parameters

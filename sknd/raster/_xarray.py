@@ -179,6 +179,7 @@ def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, opti
     }
     result = _apply_blocks(image, band_dim, output_dim, spec, block_kwargs)
     result.attrs = _output_attrs(method, estimator, image, spec)
+    _write_fill(result, spec)
     if options["codes"] is not None:
         del result.attrs["classes"]  # the code table says it
         result.attrs.update(options["codes"].attrs())
@@ -234,7 +235,7 @@ def _apply_blocks(image, band_dim, output_dim, spec, block_kwargs):
 
 
 def _output_attrs(method, estimator, image, spec):
-    """What the output holds: its name(s), the classes, its no-data value."""
+    """What the output holds: its name(s) and the classes."""
     attrs = {key: image.attrs[key] for key in GRID_ATTRS if key in image.attrs}
     classes = getattr(estimator, "classes_", None)
     if spec.n_outputs is not None:
@@ -246,6 +247,26 @@ def _output_attrs(method, estimator, image, spec):
         attrs["long_name"] = method
     if method == "predict" and classes is not None and np.ndim(classes) == 1:
         attrs["classes"] = [str(label) for label in classes]
-    if spec.dtype.kind in "fiub" and np.ndim(spec.fill) == 0:
-        attrs["_FillValue"] = np.asarray(spec.fill, dtype=spec.dtype).item()
     return attrs
+
+
+def _write_fill(result, spec):
+    """The output's no-data value, where xarray and rioxarray look for it.
+
+    A NaN fill marks masked data, as xarray leaves a file's variable once it
+    has decoded it: it goes to the encoding, as rioxarray's
+    ``write_nodata(..., encoded=True)`` puts it. ``rio.to_raster`` writes it
+    as the file's nodata, and what xarray derives from the output (``argmax``
+    of the probabilities, arithmetic, ``astype``) does not inherit a NaN fill
+    that its integers could not hold. A number is held by the no-data pixels
+    themselves (``fill_value=-1``, the codes of a class map): it goes to the
+    attributes, as rioxarray's ``write_nodata`` puts it, so that
+    ``rio.nodata`` is the value the pixels hold.
+    """
+    if spec.dtype.kind not in "fiub" or np.ndim(spec.fill) != 0:
+        return
+    fill = np.asarray(spec.fill, dtype=spec.dtype).item()
+    if np.isnan(fill):
+        result.encoding["_FillValue"] = fill
+    else:
+        result.attrs["_FillValue"] = fill
