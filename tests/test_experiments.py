@@ -544,7 +544,7 @@ def test_a_new_network_row_is_one_spec(tmp_path, monkeypatch):
     wide = network_spec("nd_wide", "ND, 16 units", "nd", hidden_units=16)
     own = network_spec("nd_own", "ND (own recipe)", "nd", paper_recipe=False, batch_size=64)
     experiment = run_experiments(
-        X, y, depths=[2, 3], n_splits=3, models=["nd", wide, own, "logreg_nd"],
+        X, y, depths=[2, 3], n_splits=2, models=["nd", wide, own, "logreg_nd"],
         estimator_params={"max_epochs": 2}, noise_levels=[0.0], noise_repeats=1, verbose=0,
     )  # fmt: skip
     results = experiment.results
@@ -568,7 +568,7 @@ def test_a_new_network_row_is_one_spec(tmp_path, monkeypatch):
         return fig
 
     monkeypatch.setattr(_figures, "plot_accuracy_by_depth", spy)
-    _figures.save_figures(experiment, tmp_path)
+    _figures.save_figures(experiment, tmp_path, dpi=30)  # the legends, not the pixels
     # The run's labels reach the figures, and only while they are drawn.
     assert "ND (own recipe)" in legends
     assert _figures._label("nd_own") == "nd_own"
