@@ -57,7 +57,7 @@ import torch
 
 from . import _convex_start
 from ._convex_start import DEFAULT_ALPHA, DEFAULT_C, MIN_SELECTION_ROWS
-from ._refinement import noisy_copy
+from ._refinement import noisy_copy, training_parts, with_noisy_copies
 from ._tasks import ClassificationTask
 from .networks import MAX_DEFAULT_HIDDEN_UNITS, describe, forward_rows
 
@@ -179,11 +179,11 @@ def carry(module, linear):
     output.weight[:, :k], output.weight[:, k : 2 * k] = eye, -eye
 
 
-def _sample(X, target, task, output, sample_weight):
+def _sample(X, target, task, output, sample_weight, parts=1):
     """``(X, target, sample_weight)`` restricted to
-    :func:`~sknd._convex_start.convex_rows` of the data."""
+    :func:`~sknd._convex_start.convex_rows` of the data (``parts`` as there)."""
     rows, weight = _convex_start.convex_rows(
-        target, task, output.weight.numel() + output.bias.numel(), sample_weight
+        target, task, output.weight.numel() + output.bias.numel(), sample_weight, parts
     )
     if rows is None:
         return X, target, sample_weight
@@ -216,12 +216,17 @@ def prepare(module, X_train, target_train, task, rows, sample_weight=None, valid
     first, standardize, output = _parts(module)
     with clock.stage("standardize"):
         X_train, target_train, sample_weight = _sample(
-            X_train, target_train, task, output, sample_weight
+            X_train, target_train, task, output, sample_weight, training_parts(task)
         )
         indices = torch.as_tensor(forward_rows(first, X_train, rows))
         standardize.fit(indices, sample_weight)
         # The standardized indices from the same first-block pass, in float64 as forward_rows'.
         features = forward_rows(standardize, indices.numpy(), rows)
+        noisy, target_train, sample_weight = with_noisy_copies(
+            X_train, target_train, sample_weight, task
+        )
+        if len(noisy) > len(X_train):  # the copies' standardized indices
+            features = np.concatenate([features, _features(module, noisy[len(X_train) :], rows)])
     name = "C path" if isinstance(task, ClassificationTask) else "alpha path"
     with clock.stage(name):
         return _tune(module, features, target_train, task, rows, sample_weight, valid)
@@ -249,10 +254,13 @@ def _tune(module, features, target_train, task, rows, sample_weight, valid):
             len(task.classes),
             sample_weight,
             (valid_features, noisy_features, target_valid, w_valid),
+            training_parts(task),
         )
         if C is not None:
             return C, True
-    _convex_start.convex_fit(features, target_train, task, output, DEFAULT_C, sample_weight)
+    _convex_start.convex_fit(
+        features, target_train, task, output, DEFAULT_C, sample_weight, training_parts(task)
+    )
     return DEFAULT_C, False
 
 
@@ -261,7 +269,9 @@ def refit(module, X, target, task, rows, penalty, sample_weight=None):
     :func:`~sknd._convex_start.convex_rows` of them) with the start's ``penalty``: the
     learned standardized indices at depth 2, the last hidden layer's outputs in deeper networks."""
     output = module[-1]
-    X, target, sample_weight = _sample(X, target, task, output, sample_weight)
+    X, target, sample_weight = _sample(X, target, task, output, sample_weight, training_parts(task))
+    X, target, sample_weight = with_noisy_copies(X, target, sample_weight, task)
+    features = _features(module, X, rows)
     _convex_start.convex_fit(
-        _features(module, X, rows), target, task, output, penalty, sample_weight
+        features, target, task, output, penalty, sample_weight, training_parts(task)
     )
