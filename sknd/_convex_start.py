@@ -175,9 +175,8 @@ def one_standard_error(losses, weight):
 def tuned_logistic(output, features, target, n_classes, sample_weight, valid, parts=1):
     """``C`` of the warm-started path chosen on the validation log-loss; fits ``output``.
 
-    ``valid`` is ``(features, noisy features, target, sample_weight)`` of the validation
-    rows: each row's loss is the mean of its clean and noisy copy's
-    (:func:`~sknd._refinement.noisy_copy`). The path, strongest penalty first, stops once
+    ``valid`` is ``(features, target, sample_weight)`` of the validation rows. The path,
+    strongest penalty first, stops once
     that loss has not improved on its best for :data:`PATH_PATIENCE` candidates: weaker
     penalties cost the most iterations and only fit the training rows closer. Each
     candidate gets at most :data:`PATH_MAX_ITER` iterations, the chosen one all it needs.
@@ -185,8 +184,8 @@ def tuned_logistic(output, features, target, n_classes, sample_weight, valid, pa
     """
     components = _Components(features, sample_weight, parts)
     features = components(features)
-    valid_features, noisy_features, valid_target, valid_weight = valid
-    valid_features, noisy_features = components(valid_features), components(noisy_features)
+    valid_features, valid_target, valid_weight = valid
+    valid_features = components(valid_features)
     model = _logistic(output, C_PATH[0], components)
     model.set_params(max_iter=PATH_MAX_ITER)
     fits, losses = [], []
@@ -194,8 +193,7 @@ def tuned_logistic(output, features, target, n_classes, sample_weight, valid, pa
         model.set_params(C=C)
         if not _fit_logistic(model, features, target, n_classes, sample_weight):
             return None
-        clean = _row_log_losses(model, valid_features, valid_target)
-        losses.append((clean + _row_log_losses(model, noisy_features, valid_target)) / 2)
+        losses.append(_row_log_losses(model, valid_features, valid_target))
         capped = np.max(model.n_iter_) >= PATH_MAX_ITER
         fits.append((C, model.coef_.copy(), model.intercept_.copy(), capped))
         if past_best(np.average(losses, axis=1, weights=valid_weight)):

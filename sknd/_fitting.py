@@ -377,8 +377,8 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         The deeper network starts exactly at the depth-2 model (:func:`~sknd._recipe.carry`
         on copies of its first block and Standardize layer), which early stopping scores
         as epoch 0: depth 3 is kept when a later epoch beat it (``best_epoch_ > 0``) and it
-        also does better on the validation rows clean and under the paper's noise
-        (:func:`~sknd._refinement.robust_monitored`), so that it can only gain what validation
+        also does better by early stopping's monitored value on the validation rows
+        (:func:`~sknd._refinement.validation`), so that it can only gain what validation
         confirms, at the cost of one more training.
         """
         two = shallow.module_
@@ -388,14 +388,16 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         rows = rows_per_pass(deep)
         net = train(deep, _refinement.validation(two, task, valid, rows), valid_part)
         stopper = dict(net.callbacks_).get("early_stopping")
-        scores = [_refinement.robust_monitored(m, task, valid, rows) for m in (two, net.module_)]
+        scores = [
+            _refinement.validation(m, task, valid, rows).monitored(task) for m in (two, net.module_)
+        ]
         better = (scores[1] < scores[0]) if task.lower_is_better else (scores[1] > scores[0])
         keep = bool(stopper.best_epoch_) and better
         if self.verbose:
             print(
                 f"depth='auto': depth {3 if keep else 2} (depth 3 best at epoch "
-                f"{stopper.best_epoch_} of its run, 0 being the depth-2 model; clean and noisy "
-                f"validation {scores[0]:.4f} at depth 2, {scores[1]:.4f} at depth 3)"
+                f"{stopper.best_epoch_} of its run, 0 being the depth-2 model; validation "
+                f"{scores[0]:.4f} at depth 2, {scores[1]:.4f} at depth 3)"
             )
         return net if keep else shallow
 

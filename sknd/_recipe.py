@@ -57,7 +57,7 @@ import torch
 
 from . import _convex_start
 from ._convex_start import DEFAULT_ALPHA, DEFAULT_C, MIN_SELECTION_ROWS
-from ._refinement import noisy_copy, training_parts, with_noisy_copies
+from ._refinement import training_parts, with_noisy_copies
 from ._tasks import ClassificationTask
 from .networks import MAX_DEFAULT_HIDDEN_UNITS, describe, forward_rows
 
@@ -246,14 +246,13 @@ def _tune(module, features, target_train, task, rows, sample_weight, valid):
         # The validation rows' features, as the training rows', from a sample on large data.
         X_valid, target_valid, w_valid = _sample(valid[0], valid[1], task, output, valid[2])
         valid_features = _features(module, X_valid, rows)
-        noisy_features = _features(module, noisy_copy(X_valid), rows)
         C = _convex_start.tuned_logistic(
             output,
             features,
             target_train,
             len(task.classes),
             sample_weight,
-            (valid_features, noisy_features, target_valid, w_valid),
+            (valid_features, target_valid, w_valid),
             training_parts(task),
         )
         if C is not None:

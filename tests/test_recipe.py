@@ -140,27 +140,23 @@ def test_leave_one_out_errors_are_those_of_repeated_rows():
     np.testing.assert_allclose(_convex_start._leave_one_out_errors(X, y, None, alphas), refits)
 
 
-def _path_choice(X, y, X_val, y_val, noisy):
+def _path_choice(X, y, X_val, y_val):
     """The C the recipe's rule picks: the one-standard-error rule on each validation row's
-    log-loss (its mean clean and on ``noisy``, when given), along the path until a C does
-    not improve the mean; fits on the training rows and their two noisy copies."""
+    log-loss, along the path until a C does not improve the mean; fits on the training
+    rows and their two noisy copies."""
     index = classic_index(X, all_pairs(5), epsilon=1e-6 / np.log(2))
     scaler = StandardScaler().fit(index)
     training = np.concatenate([X, _refinement.noisy_copy(X, 1), _refinement.noisy_copy(X, 2)])
     training = scaler.transform(classic_index(training, all_pairs(5), epsilon=1e-6 / np.log(2)))
     weight = np.full(len(training), 1 / 3)
-    copies = [X_val] if noisy is None else [X_val, noisy]
+    val = scaler.transform(classic_index(X_val, all_pairs(5), epsilon=1e-6 / np.log(2)))
     losses = []
     for C in _convex_start.C_PATH:
         fit = LogisticRegression(C=C, max_iter=2000)
         fit.fit(training, np.tile(y, 3), sample_weight=weight)
-        rows = []
-        for part in copies:
-            val = scaler.transform(classic_index(part, all_pairs(5), epsilon=1e-6 / np.log(2)))
-            rows.append(-np.log(fit.predict_proba(val)[np.arange(len(y_val)), y_val]))
-        losses.append(np.mean(rows, axis=0))
+        losses.append(-np.log(fit.predict_proba(val)[np.arange(len(y_val)), y_val]))
         means = np.mean(losses, axis=1)
-        if noisy is not None and len(means) - 1 - np.argmin(means) >= _convex_start.PATH_PATIENCE:
+        if len(means) - 1 - np.argmin(means) >= _convex_start.PATH_PATIENCE:
             break
     best = np.argmin(means)
     # The one-standard-error rule: the strongest penalty within a standard error of the best.
@@ -168,7 +164,7 @@ def _path_choice(X, y, X_val, y_val, noisy):
     return _convex_start.C_PATH[np.flatnonzero(means <= bound)[0]], _convex_start.C_PATH[best]
 
 
-def test_logistic_start_penalty_is_chosen_by_clean_and_noisy_validation_log_loss():
+def test_logistic_start_penalty_is_chosen_by_the_validation_log_loss():
     # Pairs of similar bands: their indices amplify band noise.
     rng = np.random.default_rng(7)
     X = np.repeat(rng.uniform(0.1, 0.5, (400, 3)), 2, axis=1)[:, :5]
@@ -178,20 +174,18 @@ def test_logistic_start_penalty_is_chosen_by_clean_and_noisy_validation_log_loss
     X, y = X[:300], y[:300]
     model = NDClassifier(max_epochs=1, lr=1e-12, random_state=0)
     model.fit(X, y, X_val=X_val, y_val=y_val)
-    noisy = _refinement.noisy_copy(X_val)
-    chosen, best = _path_choice(X, y, X_val, y_val, noisy)
+    chosen, best = _path_choice(X, y, X_val, y_val)
     assert chosen < best  # the one-standard-error rule matters on these data
     assert model.start_regularization_ == chosen
-    # The noisy copy matters too: the clean rows alone pick a weaker penalty.
-    assert _path_choice(X, y, X_val, y_val, None)[0] > chosen
 
 
 def test_noisy_copy_is_the_papers_noise_of_the_experiments():
     from sknd.experiments import add_multiplicative_noise
 
     X = _spectra(n_samples=20)
-    expected = add_multiplicative_noise(X, _refinement.NOISE_LEVEL, random_state=0)
-    np.testing.assert_array_equal(_refinement.noisy_copy(X), expected)
+    for seed in (0, 3):
+        expected = add_multiplicative_noise(X, _refinement.NOISE_LEVEL, random_state=seed)
+        np.testing.assert_array_equal(_refinement.noisy_copy(X, seed), expected)
     assert _refinement.NOISE_LEVEL == 0.1
 
 
@@ -509,10 +503,10 @@ def test_the_c_path_scores_a_sample_of_large_validation_parts(monkeypatch):
     X = _spectra(n_samples=3000, seed=2)
     y = _classes(X, n_classes=3, seed=2)
     model = NDClassifier(max_epochs=1, lr=1e-12, random_state=0).fit(X, y)
-    # The training sample's two noisy copies (C path), the validation features clean and
-    # noisy, then the refit's training sample with its copies: validation rows ~100.
-    copies, clean, noisy, refit = seen
-    assert clean == noisy <= 130 and copies == 2 * refit // 3
+    # The training sample's two noisy copies (C path), the validation features, then the
+    # refit's training sample with its copies: validation rows ~100.
+    copies, valid, refit = seen
+    assert valid <= 130 and copies == 2 * refit // 3
     assert model.start_regularization_ in _convex_start.C_PATH
 
 
@@ -547,24 +541,26 @@ def test_auto_pairs_on_fitted_models_match_the_budget():
 # ------------------------------------------------------------------ depth="auto"
 def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(monkeypatch):
     # The depth-3 run starts at the trained depth-2 model, scored as its epoch 0; depth 3 is
-    # kept when a later epoch beat it and it scores better clean and under the paper's noise.
+    # kept when a later epoch beat it and it scores better on the validation rows.
     X = _spectra(n_samples=400, seed=14)
     y = _classes(X, n_classes=3, seed=14)
-    runs, scores = [], []
-    train, robust = NDClassifier._train, _refinement.robust_monitored
+    runs, scored = [], []
+    train, validation = NDClassifier._train, _refinement.validation
 
     def spy_train(self, *args):
         runs.append(train(self, *args))
         return runs[-1]
 
-    def spy_robust(*args):
-        scores.append(robust(*args))
-        return scores[-1]
+    def spy_validation(module, *args):
+        scored.append((module, validation(module, *args).score))
+        return validation(module, *args)
 
     monkeypatch.setattr(NDClassifier, "_train", spy_train)
-    monkeypatch.setattr(_refinement, "robust_monitored", spy_robust)
+    monkeypatch.setattr(_refinement, "validation", spy_validation)
     model = NDClassifier(max_epochs=15, random_state=0).fit(X, y)
-    assert model.depth == "auto" and len(runs) == 2 and len(scores) == 2
+    assert model.depth == "auto" and len(runs) == 2
+    # The last scores of each trained network: what the choice compared.
+    scores = [[s for m, s in scored if m is run.module_][-1] for run in runs]
     deep = dict(runs[1].callbacks_)["early_stopping"]
     two = dict(runs[0].callbacks_)["early_stopping"]
     assert deep.best_score_ >= two.best_score_  # never below the depth-2 model
