@@ -1,8 +1,8 @@
 """The two band-noise models, written once: the paper's multiplicative ``b + eta |b| z`` and
 additive sensor noise ``b + eta s z``.
 
-Used by the default recipe, which scores its choices on a noisy copy of the validation
-rows (:func:`sknd._refinement.noisy_copy`), and by the experiments' robustness analysis
+Used by the default recipe, whose classifiers also train on noisy copies of the rows
+(:func:`sknd._refinement.noisy_copy`), and by the experiments' robustness analysis
 (:func:`sknd.experiments.add_multiplicative_noise`, :func:`~sknd.experiments.add_additive_noise`).
 numpy only: training does not import the experiments.
 """
