@@ -74,7 +74,7 @@ class _Components:
     ``parts`` > 1: ``features`` are a fit's rows followed by ``parts - 1`` noisy copies of
     them (:func:`~sknd._refinement.with_noisy_copies`); the subspace is the rows' own, which
     the directions only the noise spans would add to (140 against 89 on satimage-36, and
-    an lbfgs fit 5 times as long).
+    lbfgs fits twice as long).
     """
 
     def __init__(self, features, sample_weight, parts=1):
