@@ -89,7 +89,7 @@ def with_noisy_copies(X, target, sample_weight, task):
     >>> X, target, weight = with_noisy_copies(
     ...     np.ones((2, 3)), np.array([0, 1]), None, ClassificationTask(np.array([0, 1]))
     ... )
-    >>> X.shape, target.tolist(), weight.sum()
+    >>> X.shape, target.tolist(), round(float(weight.sum()), 9)
     ((6, 3), [0, 1, 0, 1, 0, 1], 2.0)
     """
     n_parts = training_parts(task)
