@@ -21,7 +21,9 @@ the gap and then learn the band weights where the data pay for them
    cross-validation over an alpha path (as :class:`~sklearn.linear_model.RidgeCV`),
    logistic regression by a warm-started path of ``C`` scored by the validation log-loss.
    A fixed penalty (``C=1`` or ``alpha=1``) lost 9 points of R2 on a 250-band regression
-   and collapsed with ``pairs="all"``.
+   and collapsed with ``pairs="all"``. A classifier's convex fits (and its steps 3 and 5)
+   train on the rows and noisy copies of them under the paper's noise
+   (:func:`~sknd._refinement.with_noisy_copies`): robustness to noisy bands.
 3. **Learned indices.** From that start, the band weights and the output layer are trained
    jointly by full-batch L-BFGS on the start's own objective (the same loss and penalty)
    plus a Gaussian prior pulling each band weight's logarithm toward the classic index,

@@ -48,7 +48,7 @@ REFINE_CLASS_ROWS = 50
 #: 58.39 noisy (10 folds). One copy: 88.66 / 80.25 and 74.97 / 58.06. The selections
 #: (penalty, prior, depth) score the clean validation rows: scoring them also under the
 #: noise, with the copies, cost 1.02 points of clean accuracy on the centre pixel for no
-#: gain under noise (benchmarks/bench_noise_recipe.py, benchmarks/RESULTS.md).
+#: gain under noise (the runs behind these figures: benchmarks/RESULTS.md).
 TRAIN_NOISE_COPIES = 2
 
 
