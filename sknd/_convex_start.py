@@ -176,9 +176,9 @@ def tuned_logistic(output, features, target, n_classes, sample_weight, valid, pa
     """``C`` of the warm-started path chosen on the validation log-loss; fits ``output``.
 
     ``valid`` is ``(features, target, sample_weight)`` of the validation rows. The path,
-    strongest penalty first, stops once
-    that loss has not improved on its best for :data:`PATH_PATIENCE` candidates: weaker
-    penalties cost the most iterations and only fit the training rows closer. Each
+    strongest penalty first, stops once their mean log-loss has not improved on its best for
+    :data:`PATH_PATIENCE` candidates: weaker penalties cost the most iterations and only fit
+    the training rows closer. Each
     candidate gets at most :data:`PATH_MAX_ITER` iterations, the chosen one all it needs.
     ``parts`` as for :class:`_Components`.
     """
