@@ -19,15 +19,15 @@ lint: $(STAMP)
 
 # The fast selection: everything but the tests marked slow (end-to-end runs, fuzzing, the
 # exhaustive checks of every estimator variant); test-all runs those too, as CI does.
-# `make test` runs the tests in parallel processes (pytest-xdist, in the test extra): one per
-# core, at most 4 (each holds torch and its data, about 1 GB); worksteal rebalances the tail
-# of uneven tests. test-all runs in one process (the slow tests have not been checked under
-# xdist yet), as plain `pytest` does.
+# Both run the tests in parallel processes (pytest-xdist, in the test extra): one per core,
+# at most 4 (each holds torch and its data, about 1 GB); worksteal rebalances the tail of
+# uneven tests. Plain `pytest` runs in one process.
+XDIST := -n auto --maxprocesses 4 --dist worksteal
 test: $(STAMP)
-	$(VENV)/bin/python -m pytest -n auto --maxprocesses 4 --dist worksteal -m "not slow"
+	$(VENV)/bin/python -m pytest $(XDIST) -m "not slow"
 
 test-all: $(STAMP)
-	$(VENV)/bin/python -m pytest
+	$(VENV)/bin/python -m pytest $(XDIST)
 
 # The Sphinx site, warnings as errors, into docs/_build/html (runs every script in examples/).
 # Needs the docs extra: $(VENV)/bin/python -m pip install -e ".[docs]"
