@@ -386,10 +386,12 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         deep[0], deep[1] = copy.deepcopy(two[0]), copy.deepcopy(two[1])
         _recipe.carry(deep, two)
         rows = rows_per_pass(deep)
-        net = train(deep, _refinement.validation(two, task, valid, rows), valid_part)
+        shallow_score = _refinement.validation(two, task, valid, rows)
+        net = train(deep, shallow_score, valid_part)
         stopper = dict(net.callbacks_).get("early_stopping")
         scores = [
-            _refinement.validation(m, task, valid, rows).monitored(task) for m in (two, net.module_)
+            shallow_score.monitored(task),
+            _refinement.validation(net.module_, task, valid, rows).monitored(task),
         ]
         better = (scores[1] < scores[0]) if task.lower_is_better else (scores[1] > scores[0])
         keep = bool(stopper.best_epoch_) and better

@@ -234,13 +234,8 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
     X_valid, target_valid, w_valid = valid
     weight = None if w_valid is None else np.asarray(w_valid, dtype=np.float64)
     evaluate = _Evaluation(task, X_valid, target_valid, w_valid, rows)
-
-    def selection(model):  # the Validation, and each row's loss
-        scored = evaluate(model)
-        return scored, scored.row_losses
-
     start = copy.deepcopy(module).double()
-    start_score, start_losses = selection(start)
+    start_score = evaluate(start)
     width = describe(module)[-1].module.in_features
     if first_nd_layer(module) is None or len(X_valid) < MIN_SELECTION_ROWS:
         return start_score, start_score
@@ -263,21 +258,21 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
     objective = _objective(task, penalty, X, target, w_train, n_rows)
 
     candidate = start
-    path = [(start_score, start_losses, None)]  # strongest prior first
+    path = [(start_score, None)]  # strongest prior first
     for prior in PRIOR_PATH:
         _minimize(candidate, functools.partial(objective, candidate, prior))
         if not all(torch.isfinite(p).all() for p in candidate.parameters()):
             break  # a diverged step: the path ends at the last finite model
-        path.append((*selection(candidate), copy.deepcopy(candidate.state_dict())))
+        path.append((evaluate(candidate), copy.deepcopy(candidate.state_dict())))
         # Past the best prior, weaker ones only fit the training rows closer.
-        if past_best([np.average(entry[1], weights=weight) for entry in path]):
+        if past_best([np.average(scored.row_losses, weights=weight) for scored, _ in path]):
             break
     # Among the models that score at least as well as the start, the strongest prior whose
     # selection loss is within a standard error of the best: the indices move only as far
     # as the validation rows can tell apart from noise.
     eligible = [entry for entry in path if entry[0].score >= start_score.score]
-    losses = np.array([entry[1] for entry in eligible])
-    selected, _, state = eligible[one_standard_error(losses, weight)]
+    losses = np.array([scored.row_losses for scored, _ in eligible])
+    selected, state = eligible[one_standard_error(losses, weight)]
     if state is not None:
         module.load_state_dict(state)  # cast to the module's float32
     return start_score, selected
