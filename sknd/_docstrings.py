@@ -82,9 +82,10 @@ _DEPTH_LAYERS = """\
         Number of layers counted from input to output, at least 2: the first
         layer, ``depth - 2`` hidden ``Linear + ReLU`` layers, the output layer.
         ``"auto"`` chooses 2 or 3 on the validation part under
-        ``recipe="sknd"``: the depth-3 network starts at the trained depth-2
-        model and is kept only when a later epoch beats it on validation (one
-        more training run); depth 2 where there is nothing to choose on (no
+        ``recipe="sknd"``: the depth-3 network starts at the tuned depth-2
+        model and is kept only when a later epoch beats it on validation;
+        otherwise the depth-2 model is trained (one more training run), as
+        with ``depth=2``. Depth 2 where there is nothing to choose on (no
         validation part, fewer than 10 validation rows, ``partial_fit``, user
         ``callbacks``, which follow one training run), for
         ``recipe="paper"`` (the paper's depth-2 model) and the MLP, which

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from numpy.testing import assert_allclose
 from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -539,11 +540,15 @@ def test_auto_pairs_on_fitted_models_match_the_budget():
 
 
 # ------------------------------------------------------------------ depth="auto"
-def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(monkeypatch):
-    # The depth-3 run starts at the trained depth-2 model, scored as its epoch 0; depth 3 is
-    # kept when a later epoch beat it and it scores better on the validation rows.
-    X = _spectra(n_samples=400, seed=14)
-    y = _classes(X, n_classes=3, seed=14)
+@pytest.mark.parametrize("n_samples, seed, depth", [(400, 14, 3), (300, 16, 2)])
+def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(
+    n_samples, seed, depth, monkeypatch
+):
+    # The depth-3 run starts at the tuned depth-2 model, scored as its epoch 0; depth 3 is
+    # kept when a later epoch beat it and it scores better on the validation rows, otherwise
+    # the depth-2 model is trained: "auto" is then the depth=3 or the depth=2 fit.
+    X = _spectra(n_samples=n_samples, seed=seed)
+    y = _classes(X, n_classes=3, seed=seed)
     runs, scored = [], []
     train, validation = NDClassifier._train, _refinement.validation
 
@@ -552,22 +557,23 @@ def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(monkeypatch):
         return runs[-1]
 
     def spy_validation(module, *args):
-        scored.append((module, validation(module, *args).score))
+        scored.append((module, validation(module, *args).monitored(args[0])))
         return validation(module, *args)
 
     monkeypatch.setattr(NDClassifier, "_train", spy_train)
     monkeypatch.setattr(_refinement, "validation", spy_validation)
     model = NDClassifier(max_epochs=15, random_state=0).fit(X, y)
-    assert model.depth == "auto" and len(runs) == 2
-    # The last scores of each trained network: what the choice compared.
-    scores = [[s for m, s in scored if m is run.module_][-1] for run in runs]
-    deep = dict(runs[1].callbacks_)["early_stopping"]
-    two = dict(runs[0].callbacks_)["early_stopping"]
-    assert deep.best_score_ >= two.best_score_  # never below the depth-2 model
-    assert model.depth_ == (3 if deep.best_epoch_ > 0 and scores[1] > scores[0] else 2)
-    assert model.net_ is runs[model.depth_ - 2]
-    fixed = NDClassifier(depth=model.depth_, max_epochs=15, random_state=0).fit(X, y)
+    assert model.depth == "auto" and model.depth_ == depth
+    deep = dict(runs[0].callbacks_)["early_stopping"]
+    start = scored[0][1]  # the tuned depth-2 start: depth 3's epoch 0
+    depth3 = [s for m, s in scored if m is runs[0].module_][-1]
+    assert (deep.best_epoch_ > 0 and depth3 > start) == (depth == 3)
+    assert len(runs) == (1 if depth == 3 else 2)  # depth 2 trained only where 3 did not pay
+    assert model.net_ is runs[-1]
+    monkeypatch.undo()
+    fixed = NDClassifier(depth=depth, max_epochs=15, random_state=0).fit(X, y)
     assert model.n_parameters_ == fixed.n_parameters_
+    assert_allclose(model.predict_proba(X), fixed.predict_proba(X), atol=1e-6)
 
 
 @pytest.mark.parametrize(
