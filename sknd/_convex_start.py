@@ -42,8 +42,10 @@ MIN_SELECTION_ROWS = 10
 _MAX_ITER = 2000
 #: lbfgs iterations of a candidate of the ``C`` path: enough to rank the candidates (the
 #: weak penalties converge slowly: 950 and 1,630 iterations at C = 10 and 100 on
-#: satimage-36 with the noisy copies); the chosen one then continues to convergence.
-PATH_MAX_ITER = 300
+#: satimage-36 with the noisy copies); the chosen one then continues to convergence. On
+#: satimage-36 the path took 6.8 s at 300 and 2.8 s at 100 iterations, choosing the same
+#: ``C`` (benchmarks/RESULTS.md: the fits' accuracy).
+PATH_MAX_ITER = 100
 
 #: Rows of the convex fits and of the conditioning statistics: all of them up to this many
 #: per coefficient of the output layer, and at least :data:`MIN_CONVEX_ROWS`; from there a
