@@ -7,7 +7,18 @@ from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ._pairs import index_names
 
-__all__ = ["LearnedIndicesMixin"]
+__all__ = ["LearnedIndicesMixin", "names_of_indices"]
+
+
+def names_of_indices(estimator, input_features, pairs):
+    """``get_feature_names_out`` of a fitted ``estimator`` whose ``transform`` gives the
+    learned indices of ``pairs`` (rows of ``pairs_``): ``nd_<band i>_<band j>``, bands named
+    by ``input_features`` or else ``band_names_``."""
+    if input_features is None:
+        names = estimator.band_names_
+    else:
+        names = _check_feature_names_in(estimator, input_features)
+    return index_names(names, pairs)
 
 
 class LearnedIndicesMixin(TransformerMixin, auto_wrap_output_keys=None):
@@ -107,8 +118,4 @@ class LearnedIndicesMixin(TransformerMixin, auto_wrap_output_keys=None):
             One name per column of :meth:`transform`.
         """
         check_is_fitted(self)
-        if input_features is None:
-            names = self.band_names_
-        else:
-            names = _check_feature_names_in(self, input_features)
-        return index_names(names, self.pairs_)
+        return names_of_indices(self, input_features, self.pairs_)

@@ -5,7 +5,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.base import TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import BaseND
 from ._docstrings import (
@@ -17,7 +17,7 @@ from ._docstrings import (
     Substitution,
 )
 from ._fit_guards import restore_on_failure, validation_data_by_keyword
-from ._pairs import index_names
+from ._learned_indices import names_of_indices
 from ._tasks import infer_task
 
 __all__ = ["NDTransformer"]
@@ -289,8 +289,4 @@ class NDTransformer(TransformerMixin, BaseND):
             One name per column of :meth:`transform`.
         """
         check_is_fitted(self)
-        if input_features is None:
-            names = self.band_names_
-        else:
-            names = _check_feature_names_in(self, input_features)
-        return index_names(names, self.pairs_[self.selected_indices_])
+        return names_of_indices(self, input_features, self.pairs_[self.selected_indices_])
