@@ -44,7 +44,8 @@ def _kinds(model):
 def test_default_recipe_standardizes_the_first_block_and_paper_recipe_does_not():
     X = _spectra()
     y = _classes(X)
-    default = NDClassifier(max_epochs=5, random_state=0).fit(X, y)
+    # At depth 2: depth="auto" may keep depth 3 (a Standardize layer there too).
+    default = NDClassifier(depth=2, max_epochs=5, random_state=0).fit(X, y)
     paper = NDClassifier(max_epochs=5, random_state=0, recipe="paper").fit(X, y)
     assert _kinds(default) == ["nd", "standardize", "linear"]
     assert _kinds(paper) == ["nd", "linear"]
@@ -52,6 +53,8 @@ def test_default_recipe_standardizes_the_first_block_and_paper_recipe_does_not()
     assert default.n_parameters_ == paper.n_parameters_ == 2 * 10 + 10 + 1
     mlp = NDClassifier(architecture="mlp", max_epochs=2, random_state=0).fit(X, y)
     assert _kinds(mlp) == ["linear", "relu", "linear"]
+    deeper = NDClassifier(depth=3, max_epochs=2, random_state=0).fit(X, y)
+    assert _kinds(deeper) == ["nd", "standardize", "linear", "relu", "linear"]
 
 
 def test_warm_start_is_the_logistic_regression_on_standardized_classic_indices():
