@@ -7,6 +7,7 @@ builders, so that a test asks for the size it needs; builders return fresh array
 the fixtures are safe to share over the session.
 """
 
+import os
 import re
 
 import numpy as np
@@ -21,6 +22,24 @@ SLOW_CHECK_VARIANTS = ("variant=", "architecture=", "depth=", "passthrough=")
 TEST_EXTRA = 'pip install -e ".[test]" (in the sknd checkout; `make test` does it in .venv)'
 MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 _MISSING = set()
+
+
+def pytest_configure(config):
+    """One BLAS thread in each pytest-xdist worker (`make test`: one worker per core).
+
+    numpy's and scipy's OpenBLAS start a thread per core, which spin while they wait for
+    work: two workers on two cores, with another job beside them, spent most of their CPU
+    time fighting over the cores (tests/test_estimators.py::test_fits_in_threads_match_serial_fits
+    took 29.5 s, 3.2 s with one BLAS thread; the whole `make test`, 925 s of CPU, 268 s).
+    Only the workers' own libraries are limited: torch's threads stay as they are (tests
+    check that fits restore them), and the fresh processes that tests start keep the
+    defaults (tests/test_threads.py reads the BLAS threads there).
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import scipy.linalg  # noqa: F401 (loads scipy's OpenBLAS, to be limited too)
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
 
 
 def pytest_collection_modifyitems(items):
