@@ -18,6 +18,10 @@ import torch
 #: than first-line: the checks of the default NDClassifier, NDRegressor and NDTransformer run
 #: in ``make test``, those of these variants carry the slow marker (``make test-all``, CI).
 SLOW_CHECK_VARIANTS = ("variant=", "architecture=", "depth=", "passthrough=")
+#: The openEO graph reproductions (tests/test_export.py) kept in ``make test``: one model,
+#: its class codes and probabilities; the graphs of the other models take 2-30 s each on the
+#: local executor and carry the slow marker (the Earth Engine code of every model stays fast).
+FAST_OPENEO_GRAPHS = ("test_openeo_graph_reproduces_saved_model[multiclass-{}]",)
 #: What a test run without the test extra lacks, and the command that installs it.
 TEST_EXTRA = 'pip install -e ".[test]" (in the sknd checkout; `make test` does it in .venv)'
 MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
@@ -46,6 +50,12 @@ def pytest_collection_modifyitems(items):
     for item in items:
         estimator = item.name.split("-check_")[0]
         if item.path.name == "test_common.py" and any(v in estimator for v in SLOW_CHECK_VARIANTS):
+            item.add_marker(pytest.mark.slow)
+        if (
+            item.path.name == "test_export.py"
+            and item.name.startswith("test_openeo_graph_reproduces_saved_model[")
+            and item.name not in FAST_OPENEO_GRAPHS
+        ):
             item.add_marker(pytest.mark.slow)
 
 
