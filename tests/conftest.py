@@ -7,6 +7,7 @@ builders, so that a test asks for the size it needs; builders return fresh array
 the fixtures are safe to share over the session.
 """
 
+import os
 import re
 
 import numpy as np
@@ -17,16 +18,44 @@ import torch
 #: than first-line: the checks of the default NDClassifier, NDRegressor and NDTransformer run
 #: in ``make test``, those of these variants carry the slow marker (``make test-all``, CI).
 SLOW_CHECK_VARIANTS = ("variant=", "architecture=", "depth=", "passthrough=")
+#: The openEO graph reproductions (tests/test_export.py) kept in ``make test``: one model,
+#: its class codes and probabilities; the graphs of the other models take 2-30 s each on the
+#: local executor and carry the slow marker (the Earth Engine code of every model stays fast).
+FAST_OPENEO_GRAPHS = ("test_openeo_graph_reproduces_saved_model[multiclass-{}]",)
 #: What a test run without the test extra lacks, and the command that installs it.
 TEST_EXTRA = 'pip install -e ".[test]" (in the sknd checkout; `make test` does it in .venv)'
 MISSING_MODULE = re.compile(r"No module named '([\w.]+)'")
 _MISSING = set()
 
 
+def pytest_configure(config):
+    """One BLAS thread in each pytest-xdist worker (`make test`: one worker per core).
+
+    numpy's and scipy's OpenBLAS start a thread per core, which spin while they wait for
+    work: two workers on two cores, with another job beside them, spent most of their CPU
+    time fighting over the cores (tests/test_estimators.py::test_fits_in_threads_match_serial_fits
+    took 29.5 s, 3.2 s with one BLAS thread; the whole `make test`, 925 s of CPU, 268 s).
+    Only the workers' own libraries are limited: torch's threads stay as they are (tests
+    check that fits restore them), and the fresh processes that tests start keep the
+    defaults (tests/test_threads.py reads the BLAS threads there).
+    """
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        import scipy.linalg  # noqa: F401 (loads scipy's OpenBLAS, to be limited too)
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         estimator = item.name.split("-check_")[0]
         if item.path.name == "test_common.py" and any(v in estimator for v in SLOW_CHECK_VARIANTS):
+            item.add_marker(pytest.mark.slow)
+        if (
+            item.path.name == "test_export.py"
+            and item.name.startswith("test_openeo_graph_reproduces_saved_model[")
+            and item.name not in FAST_OPENEO_GRAPHS
+        ):
             item.add_marker(pytest.mark.slow)
 
 

@@ -224,7 +224,8 @@ def test_pipeline_and_cross_val_score():
     assert scores.shape == (3,) and scores.mean() > 0.7
 
 
-@pytest.mark.parametrize("n_jobs", [1, 2])
+# n_jobs=2 starts joblib's worker processes (each imports torch): behind the slow marker.
+@pytest.mark.parametrize("n_jobs", [1, pytest.param(2, marks=pytest.mark.slow)])
 def test_grid_search_over_depth_and_epsilon(n_jobs):
     X, y = binary_spectra(n_samples=150)
     search = GridSearchCV(

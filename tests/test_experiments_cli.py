@@ -42,6 +42,8 @@ def _spatial_frame(n=400, seed=0):
     return frame
 
 
+# One end-to-end run (every regression model, 6 folds) shared by the three tests below:
+# behind the slow marker (`make test-all`, CI).
 @pytest.fixture(scope="module")
 def regression_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("regression")
@@ -59,6 +61,7 @@ def regression_run(tmp_path_factory):
     return output
 
 
+@pytest.mark.slow
 def test_regression_run_results(regression_run):
     results = pd.read_csv(regression_run / "results.csv")
     assert {"r2", "rmse"} <= set(results.columns)
@@ -78,6 +81,7 @@ def test_regression_run_results(regression_run):
         assert pd.api.types.is_numeric_dtype(results[column]), column
 
 
+@pytest.mark.slow
 def test_regression_run_groups_never_split(regression_run):
     settings = pd.read_json(regression_run / "settings.json", typ="series")
     assert settings["task"] == "regression"
@@ -87,6 +91,7 @@ def test_regression_run_groups_never_split(regression_run):
     assert settings["bands"] == [f"R{400 + 10 * k}" for k in range(6)]
 
 
+@pytest.mark.slow
 def test_regression_report(regression_run):
     report = (regression_run / "report.md").read_text()
     for text in (
@@ -318,8 +323,10 @@ def test_options_resolve_to_the_full_or_the_quick_values(argv, expected):
 
 
 def test_additive_noise_is_run_recorded_and_reported(tmp_path):
-    common = ["--dataset", "forest_type", "--models", "logreg_nd", "--folds", "3",
-              "--noise-levels", "0,20", "--quiet", "--no-figures", *FAST]  # fmt: skip
+    # 200 of forest_type's 523 rows (the tuned logistic regression's time is in the rows).
+    common = ["--dataset", "forest_type", "--max-samples", "200", "--models", "logreg_nd",
+              "--folds", "3", "--noise-levels", "0,20", "--quiet", "--no-figures",
+              *FAST]  # fmt: skip
     runs = {}
     for kind in ("multiplicative", "additive"):
         assert main([*common, "--noise-kind", kind, "--output", str(tmp_path / kind)]) == 0

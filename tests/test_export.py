@@ -147,6 +147,8 @@ def _as_table(result, n):
     return np.asarray(result.values, dtype=float).reshape(n, -1)
 
 
+# `make test` runs this for one model (tests/conftest.py, FAST_OPENEO_GRAPHS); the others
+# carry the slow marker.
 def test_openeo_graph_reproduces_saved_model(model):
     estimator, saved = model
     pixels = _pixels(12 * 10)

@@ -245,6 +245,8 @@ def test_save_writes_all_or_nothing(tmp_path, monkeypatch):
         clf.save_model(tmp_path / "no_such_folder" / "model.sknd")
 
 
+# A fresh process (import checks): behind the slow marker.
+@pytest.mark.slow
 def test_loading_imports_neither_torch_nor_scikit_learn(tmp_path):
     X, y = _data()
     NDClassifier(bands=BANDS, **FAST).fit(X, y).save_model(tmp_path / "model.sknd")

@@ -167,6 +167,8 @@ def _digest(process):
     return stdout.strip().splitlines()[-1]
 
 
+# In fresh processes (most of their time imports torch): behind the slow marker.
+@pytest.mark.slow
 def test_same_random_state_gives_identical_predictions_in_separate_processes():
     # Two fresh interpreters (run side by side: most of their time is importing torch),
     # with different hash seeds.

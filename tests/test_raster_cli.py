@@ -351,6 +351,9 @@ def test_a_stopped_command_removes_its_map_and_says_so(
     assert signal.getsignal(signal.SIGTERM) is before  # the handlers are put back
 
 
+# Fresh processes (the command as users run it): behind the slow marker; the tests above
+# call main() in this process.
+@pytest.mark.slow
 def test_module_runs_as_a_command(tmp_path, model_path):
     scene, _ = _scene(tmp_path / "scene.tif")
     out = tmp_path / "out.tif"

@@ -242,6 +242,8 @@ def test_refinement_samples_wide_training_parts(monkeypatch):
     assert np.isfinite(model.predict_proba(X)).all()
 
 
+# A fresh process (import checks): behind the slow marker.
+@pytest.mark.slow
 def test_a_default_fit_that_refines_does_not_import_torch_dynamo():
     # torch.optim.LBFGS imports torch._dynamo on its first step: 1.3 s with cached bytecode,
     # 16-19 s without (PYTHONDONTWRITEBYTECODE). The refinement's L-BFGS is scipy's.
@@ -622,6 +624,8 @@ def test_grid_search_over_depth_still_works():
     assert len(grid.cv_results_["params"]) == 3
 
 
+# A fresh process (import checks): behind the slow marker.
+@pytest.mark.slow
 def test_a_first_default_fit_imports_neither_dynamo_nor_sympy():
     # depth="auto" builds a depth-2 head beside the depth-3 network: torch's "meta" device
     # would import sympy (30 s without cached bytecode), torch.optim.LBFGS torch._dynamo.

@@ -4,6 +4,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 import torch
 
 from sknd import NDClassifier
@@ -41,6 +42,8 @@ assert (torch.get_num_threads(), blas_threads()) == (2, blas_before)
 """
 
 
+# A fresh process (most of its time imports torch): behind the slow marker.
+@pytest.mark.slow
 def test_one_thread_is_reference_counted_across_threads_and_restores_the_settings():
     # In a fresh interpreter: the settings are process-wide, and threads left by other
     # tests (dask's pools) may enter and leave the same contexts meanwhile.
