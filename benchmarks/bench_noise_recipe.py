@@ -9,7 +9,8 @@ centre pixel (4 bands) and all 36 satimage features (630 pairs). Per fold and mo
 wall time of ``fit`` (all models fitted one after another in this process, so that the
 ratios to the MLP compare like with like), the test accuracy, and the test accuracy under
 ``b + 0.1 |b| z`` (:func:`sknd.experiments.add_multiplicative_noise`, a new draw per
-fold). Models: ``NDClassifier()`` (the default: ``recipe="sknd"``, ``depth="auto"``),
+fold). Models: ``NDClassifier()`` (the default: ``recipe="sknd"``, ``depth="auto"``), the
+same with ``train_noise=0`` (no noisy copies of the training rows),
 ``NDClassifier(depth=2, recipe="paper")``, scikit-learn's ``MLPClassifier()`` on
 standardized bands and, with ``--peer``, the best illumination-invariant neural peer: the
 MLP on the standardized classic indices of all pairs, its ``alpha`` tuned by 3-fold
@@ -41,6 +42,7 @@ DATASETS = {
 }
 MODELS = {
     "ND default": lambda seed: NDClassifier(random_state=seed),
+    "ND default, train_noise=0": lambda seed: NDClassifier(train_noise=0, random_state=seed),
     "ND paper recipe (depth 2)": lambda seed: NDClassifier(
         depth=2, recipe="paper", random_state=seed
     ),

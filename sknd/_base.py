@@ -65,6 +65,13 @@ def _on_cpu(state):
     return torch.load(buffer, map_location="cpu", weights_only=False)
 
 
+#: Parameters of the estimators that take class labels (NDClassifier, NDTransformer).
+CLASS_LABEL_CONSTRAINTS = {
+    "class_weight": [dict, StrOptions({"balanced"}), None],
+    "train_noise": [Interval(Real, 0, None, closed="left")],
+}
+
+
 class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
     """Parameters, validation, inference and persistence shared by all sknd estimators.
 

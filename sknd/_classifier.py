@@ -1,15 +1,15 @@
 """NDClassifier: classification with learnable normalized-difference indices."""
 
 from sklearn.base import ClassifierMixin, _fit_context
-from sklearn.utils._param_validation import StrOptions
 
-from ._base import BaseND
+from ._base import CLASS_LABEL_CONSTRAINTS, BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
     FIT_OPTIONS_DOC,
     NOTES_DOC,
     PARAMETERS_DOC,
+    TRAIN_NOISE_DOC,
     Substitution,
 )
 from ._fit_guards import restore_on_failure, validation_data_by_keyword
@@ -20,7 +20,7 @@ __all__ = ["NDClassifier"]
 
 
 @Substitution(
-    parameters=PARAMETERS_DOC + CLASS_WEIGHT_DOC,
+    parameters=PARAMETERS_DOC + CLASS_WEIGHT_DOC + TRAIN_NOISE_DOC,
     attributes=ATTRIBUTES_DOC,
     notes=NOTES_DOC,
 )
@@ -68,7 +68,7 @@ class NDClassifier(ClassifierMixin, LearnedIndicesMixin, BaseND, auto_wrap_outpu
 
     _parameter_constraints = {
         **BaseND._parameter_constraints,
-        "class_weight": [dict, StrOptions({"balanced"}), None],
+        **CLASS_LABEL_CONSTRAINTS,
     }
 
     def __init__(
@@ -97,6 +97,7 @@ class NDClassifier(ClassifierMixin, LearnedIndicesMixin, BaseND, auto_wrap_outpu
         warm_start=False,
         callbacks=None,
         class_weight=None,
+        train_noise=0.1,
     ):
         super().__init__(
             depth=depth,
@@ -123,6 +124,7 @@ class NDClassifier(ClassifierMixin, LearnedIndicesMixin, BaseND, auto_wrap_outpu
             callbacks=callbacks,
         )
         self.class_weight = class_weight
+        self.train_noise = train_noise
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -83,7 +83,7 @@ class _Components:
     band noise.
 
     ``parts`` > 1: ``features`` are a fit's rows followed by ``parts - 1`` noisy copies of
-    them (:func:`~sknd._refinement.with_noisy_copies`); the subspace is the rows' own, which
+    them (:class:`~sknd._refinement.NoisyCopies`); the subspace is the rows' own, which
     the directions only the noise spans would add to (140 against 89 on satimage-36, and
     lbfgs fits twice as long).
     """
@@ -296,7 +296,7 @@ def convex_rows(target, task, n_coefficients, sample_weight=None, parts=1):
     weighted statistics and the convex objective on the sample are unbiased estimates of
     those on all rows, with the same regularisation. ``parts`` divides the budget: the
     rows of a fit on the sample and ``parts - 1`` noisy copies of it
-    (:func:`~sknd._refinement.with_noisy_copies`) stay within it.
+    (:class:`~sknd._refinement.NoisyCopies`) stay within it.
     """
     return sample_rows(
         target, task, convex_budget(n_coefficients) // parts, MIN_CLASS_ROWS, sample_weight

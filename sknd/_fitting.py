@@ -421,12 +421,15 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             return start, start, self.start_regularization_, True, module
         linear = _recipe.linear_part(module)
         target = self._convex_target(task, c_train)
-        penalty, tuned = _recipe.prepare(linear, X_train, target, task, rows, w_train, valid, clock)
+        copies = self._noisy_copies(task)
+        penalty, tuned = _recipe.prepare(
+            linear, X_train, target, task, rows, copies, w_train, valid, clock
+        )
         start = selected = None
         if valid is not None:
             with clock.stage("refinement"):
                 start, selected = _refinement.refine(
-                    linear, X_train, target, task, rows, penalty, w_train, valid
+                    linear, X_train, target, task, rows, penalty, w_train, valid, copies
                 )
         if auto:
             return start, selected, penalty, tuned, linear
@@ -450,6 +453,12 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             callbacks.append(("early_stopping", stopper))
         return callbacks
 
+    def _noisy_copies(self, task):
+        """The :class:`~sknd._refinement.NoisyCopies` of the training rows that the recipe's
+        convex fits, refinement and refit also train on: ``train_noise`` (a classifier's and
+        the transformer's parameter) for class labels, none otherwise."""
+        return _refinement.NoisyCopies.of(task, getattr(self, "train_noise", 0.0))
+
     def _recipe_refit(self, module, task, rows, penalty, train, valid):
         """Step 5 of the recipe: the output layer refitted on all rows."""
         (X_all, c_all, w_all), (X_valid, c_valid, w_valid) = train, valid
@@ -460,7 +469,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
                 ones = np.ones(len(X_valid))
                 w_all = np.concatenate([w_all, ones if w_valid is None else w_valid])
         target = self._convex_target(task, c_all)
-        _recipe.refit(module, X_all, target, task, rows, penalty, w_all)
+        _recipe.refit(module, X_all, target, task, rows, penalty, self._noisy_copies(task), w_all)
 
     def _partial_fit(self, X, y, classes=None, sample_weight=None):
         """``partial_fit``: one epoch over ``X``; the first call builds the network."""
@@ -494,7 +503,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
                 linear = _recipe.linear_part(module)
                 target = self._convex_target(task, codes)
                 self.start_regularization_, _ = _recipe.prepare(
-                    linear, X, target, task, rows_per_pass(module), weight
+                    linear, X, target, task, rows_per_pass(module), self._noisy_copies(task), weight
                 )
                 _recipe.carry(module, linear)
             elif not continuing:

@@ -23,7 +23,8 @@ the gap and then learn the band weights where the data pay for them
    A fixed penalty (``C=1`` or ``alpha=1``) lost 9 points of R2 on a 250-band regression
    and collapsed with ``pairs="all"``. A classifier's convex fits (and its steps 3 and 5)
    train on the rows and noisy copies of them under the paper's noise
-   (:func:`~sknd._refinement.with_noisy_copies`): robustness to noisy bands.
+   (:class:`~sknd._refinement.NoisyCopies`, the estimators' ``train_noise``): robustness
+   to noisy bands.
 3. **Learned indices.** From that start, the band weights and the output layer are trained
    jointly by full-batch L-BFGS on the start's own objective (the same loss and penalty)
    plus a Gaussian prior pulling each band weight's logarithm toward the classic index,
@@ -59,7 +60,6 @@ import torch
 
 from . import _convex_start
 from ._convex_start import DEFAULT_ALPHA, DEFAULT_C, MIN_SELECTION_ROWS
-from ._refinement import training_parts, with_noisy_copies
 from ._tasks import ClassificationTask
 from .networks import MAX_DEFAULT_HIDDEN_UNITS, describe, forward_rows
 
@@ -199,13 +199,16 @@ def _features(module, X, rows):
     return forward_rows(module[:-1], X, rows)
 
 
-def prepare(module, X_train, target_train, task, rows, sample_weight=None, valid=None, clock=None):
+def prepare(
+    module, X_train, target_train, task, rows, copies, sample_weight=None, valid=None, clock=None
+):
     """Steps 1 and 2: standardize the first block's outputs, fit the tuned convex start.
 
     ``target_train`` is what the convex fit learns: class codes, or the standardized
     regression targets. ``sample_weight`` weights the statistics and the fit (weight
     ``k`` counts as ``k`` copies of the sample, as in scikit-learn's linear models).
-    Both use :func:`~sknd._convex_start.convex_rows` of the training rows. ``valid`` is
+    Both use :func:`~sknd._convex_start.convex_rows` of the training rows; the fit also
+    trains on their ``copies`` (:class:`~sknd._refinement.NoisyCopies`). ``valid`` is
     ``(X, target, sample_weight)`` of the validation part, or None.
 
     Returns ``(penalty, tuned)``: the logistic regression's ``C`` or the ridge's
@@ -218,23 +221,21 @@ def prepare(module, X_train, target_train, task, rows, sample_weight=None, valid
     first, standardize, output = _parts(module)
     with clock.stage("standardize"):
         X_train, target_train, sample_weight = _sample(
-            X_train, target_train, task, output, sample_weight, training_parts(task)
+            X_train, target_train, task, output, sample_weight, copies.parts
         )
         indices = torch.as_tensor(forward_rows(first, X_train, rows))
         standardize.fit(indices, sample_weight)
         # The standardized indices from the same first-block pass, in float64 as forward_rows'.
         features = forward_rows(standardize, indices.numpy(), rows)
-        noisy, target_train, sample_weight = with_noisy_copies(
-            X_train, target_train, sample_weight, task
-        )
+        noisy, target_train, sample_weight = copies(X_train, target_train, sample_weight)
         if len(noisy) > len(X_train):  # the copies' standardized indices
             features = np.concatenate([features, _features(module, noisy[len(X_train) :], rows)])
     name = "C path" if isinstance(task, ClassificationTask) else "alpha path"
     with clock.stage(name):
-        return _tune(module, features, target_train, task, rows, sample_weight, valid)
+        return _tune(module, features, target_train, task, rows, sample_weight, valid, copies)
 
 
-def _tune(module, features, target_train, task, rows, sample_weight, valid):
+def _tune(module, features, target_train, task, rows, sample_weight, valid, copies):
     """:func:`prepare`'s step 2 on the standardized ``features``: ``(penalty, tuned)``."""
     output = module[-1]
     if not isinstance(task, ClassificationTask):
@@ -255,24 +256,23 @@ def _tune(module, features, target_train, task, rows, sample_weight, valid):
             len(task.classes),
             sample_weight,
             (valid_features, target_valid, w_valid),
-            training_parts(task),
+            copies.parts,
         )
         if C is not None:
             return C, True
     _convex_start.convex_fit(
-        features, target_train, task, output, DEFAULT_C, sample_weight, training_parts(task)
+        features, target_train, task, output, DEFAULT_C, sample_weight, copies.parts
     )
     return DEFAULT_C, False
 
 
-def refit(module, X, target, task, rows, penalty, sample_weight=None):
+def refit(module, X, target, task, rows, penalty, copies, sample_weight=None):
     """Step 5: refit the output layer on what it reads from ``X`` (all rows, or
     :func:`~sknd._convex_start.convex_rows` of them) with the start's ``penalty``: the
-    learned standardized indices at depth 2, the last hidden layer's outputs in deeper networks."""
+    learned standardized indices at depth 2, the last hidden layer's outputs in deeper
+    networks; with their ``copies`` (:class:`~sknd._refinement.NoisyCopies`)."""
     output = module[-1]
-    X, target, sample_weight = _sample(X, target, task, output, sample_weight, training_parts(task))
-    X, target, sample_weight = with_noisy_copies(X, target, sample_weight, task)
+    X, target, sample_weight = _sample(X, target, task, output, sample_weight, copies.parts)
+    X, target, sample_weight = copies(X, target, sample_weight)
     features = _features(module, X, rows)
-    _convex_start.convex_fit(
-        features, target, task, output, penalty, sample_weight, training_parts(task)
-    )
+    _convex_start.convex_fit(features, target, task, output, penalty, sample_weight, copies.parts)

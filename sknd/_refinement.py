@@ -4,7 +4,7 @@ validation that selects them.
 :func:`refine` trains the band weights and the output layer from the tuned convex start
 by full-batch L-BFGS along a path of priors on the band weights, and keeps what the
 validation rows confirm (:func:`validation`); a classifier's training rows come with
-noisy copies under the paper's noise (:func:`with_noisy_copies`).
+noisy copies under the paper's noise (:class:`NoisyCopies`).
 """
 
 import copy
@@ -24,8 +24,8 @@ from .networks import describe, first_nd_layer, forward_rows
 
 __all__ = []
 
-#: The paper's noise model, ``b + NOISE_LEVEL |b| z`` per band value (``z`` standard
-#: normal), of the training rows' noisy copies (:func:`noisy_copy`).
+#: The default level of the training rows' noisy copies (the estimators' ``train_noise``):
+#: the paper's noise model, ``b + 0.1 |b| z`` per band value (``z`` standard normal).
 NOISE_LEVEL = 0.1
 #: Prior strengths of the band weights' logarithms (per training set, like the ridge
 #: penalty of the output layer), strongest first: each refined model warm-starts the next.
@@ -40,7 +40,7 @@ REFINE_MAX_ITER = 50
 MAX_REFINE_ELEMENTS = 1 << 18
 REFINE_CLASS_ROWS = 50
 #: A classifier's convex fits and refinement train on the rows and this many noisy copies
-#: of them (:func:`with_noisy_copies`): jitter under the paper's noise, whose expected
+#: of them (:class:`NoisyCopies`): jitter under the paper's noise, whose expected
 #: effect is a penalty on the weights along the directions in which band noise moves the
 #: indices. Measured with the default otherwise unchanged (5-fold CV repeated, paired;
 #: accuracy under ``b + 0.1 |b| z`` on the test rows): forest type 89.05 -> 88.52 clean,
@@ -52,8 +52,8 @@ REFINE_CLASS_ROWS = 50
 TRAIN_NOISE_COPIES = 2
 
 
-def noisy_copy(X, seed):
-    """``X`` under the paper's multiplicative noise at :data:`NOISE_LEVEL`, draw ``seed``.
+def noisy_copy(X, seed, level=NOISE_LEVEL):
+    """``X`` under the paper's multiplicative noise at ``level``, draw ``seed``.
 
     The same draw as :func:`sknd.experiments.add_multiplicative_noise` with
     ``random_state=seed`` (both through :func:`sknd._noise_models.perturbed`).
@@ -65,43 +65,52 @@ def noisy_copy(X, seed):
     """
     X = np.asarray(X, dtype=np.float64)
     z = np.random.RandomState(seed).standard_normal(X.shape)
-    return perturbed(X, NOISE_LEVEL, z, "multiplicative")
+    return perturbed(X, level, z, "multiplicative")
 
 
-def training_parts(task):
-    """How many times :func:`with_noisy_copies` multiplies ``task``'s training rows: the
-    recipe's row budgets count the copies, so that its cost on large data stays put."""
-    return TRAIN_NOISE_COPIES + 1 if isinstance(task, ClassificationTask) else 1
+class NoisyCopies(namedtuple("NoisyCopies", "level n_copies")):
+    """The noisy copies of a fit's training rows: ``n_copies`` draws of the paper's noise at
+    ``level`` (:func:`noisy_copy`), which the recipe's convex fits, refinement and refit
+    train on beside the rows.
 
-
-def with_noisy_copies(X, target, sample_weight, task):
-    """A classifier's training rows with :data:`TRAIN_NOISE_COPIES` noisy copies appended.
-
-    Returns ``(X, target, sample_weight)``: the rows, then each copy (a new draw of
-    :func:`noisy_copy`) with the same targets, every row weighted ``1 / (copies + 1)``
-    times its weight, so that the total weight, and with it the meaning of the convex
-    fits' penalty, stays that of the rows. Regression rows come back unchanged: the ridge
-    start's leave-one-out errors need rows that are not copies of each other.
+    :meth:`of` gives a fit's: :data:`TRAIN_NOISE_COPIES` for a classifier with a positive
+    ``train_noise``, none otherwise (regression: the ridge start's leave-one-out errors
+    need rows that are not copies of each other).
 
     Examples
     --------
-    >>> from sknd._tasks import ClassificationTask
-    >>> X, target, weight = with_noisy_copies(
-    ...     np.ones((2, 3)), np.array([0, 1]), None, ClassificationTask(np.array([0, 1]))
-    ... )
-    >>> X.shape, target.tolist(), round(float(weight.sum()), 9)
-    ((6, 3), [0, 1, 0, 1, 0, 1], 2.0)
+    >>> copies = NoisyCopies(0.1, 2)
+    >>> X, target, weight = copies(np.ones((2, 3)), np.array([0, 1]), None)
+    >>> X.shape, target.tolist(), round(float(weight.sum()), 9), copies.parts
+    ((6, 3), [0, 1, 0, 1, 0, 1], 2.0, 3)
     """
-    n_parts = training_parts(task)
-    if n_parts == 1:
-        return X, target, sample_weight
-    copies = [noisy_copy(X, seed) for seed in range(1, n_parts)]
-    weight = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, np.float64)
-    return (
-        np.concatenate([np.asarray(X, dtype=np.float64), *copies]),
-        np.tile(target, n_parts),
-        np.tile(weight / n_parts, n_parts),
-    )
+
+    @classmethod
+    def of(cls, task, level):
+        """The copies of a fit of ``task`` with ``train_noise=level``."""
+        classifies = isinstance(task, ClassificationTask)
+        return cls(level, TRAIN_NOISE_COPIES if classifies and level > 0 else 0)
+
+    @property
+    def parts(self):
+        """How many times the copies multiply the training rows: the recipe's row budgets
+        count them, so that its cost on large data stays put."""
+        return self.n_copies + 1
+
+    def __call__(self, X, target, sample_weight):
+        """``(X, target, sample_weight)``: the rows, then each copy (a new draw of
+        :func:`noisy_copy`) with the same targets, every row weighted ``1 / parts`` times
+        its weight, so that the total weight, and with it the meaning of the convex fits'
+        penalty, stays that of the rows. The rows unchanged without copies."""
+        if not self.n_copies:
+            return X, target, sample_weight
+        copies = [noisy_copy(X, seed, self.level) for seed in range(1, self.parts)]
+        weight = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, float)
+        return (
+            np.concatenate([np.asarray(X, dtype=np.float64), *copies]),
+            np.tile(target, self.parts),
+            np.tile(weight / self.parts, self.parts),
+        )
 
 
 def _row_losses(task, output, target):
@@ -218,7 +227,7 @@ def _minimize(module, objective):
         p.grad = None
 
 
-def refine(module, X_train, target_train, task, rows, penalty, sample_weight, valid):
+def refine(module, X_train, target_train, task, rows, penalty, sample_weight, valid, copies):
     """Step 3: learn the indices from the tuned start, and keep what validation confirms.
 
     Trains copies of ``module`` (the tuned start, in place of which the selected model
@@ -227,7 +236,8 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
     the training rows closer). Keeps, among the start and the refined models that score
     at least as well as the start, the strongest prior by the one-standard-error rule on
     the validation rows' losses. ``valid`` is ``(X, target, sample_weight)``, targets as
-    for :func:`~sknd._recipe.prepare`. Returns the :class:`Validation` of the start and of
+    for :func:`~sknd._recipe.prepare`; ``copies`` (:class:`NoisyCopies`) come with the
+    training rows. Returns the :class:`Validation` of the start and of
     the selected model, which is the start when there was nothing to refine (too few
     validation rows, no ND layer, or a first block too large for full batches).
     """
@@ -239,15 +249,13 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
     width = describe(module)[-1].module.in_features
     if first_nd_layer(module) is None or len(X_valid) < MIN_SELECTION_ROWS:
         return start_score, start_score
-    budget = MAX_REFINE_ELEMENTS // width // training_parts(task)  # copies included
+    budget = MAX_REFINE_ELEMENTS // width // copies.parts  # copies included
     chosen, sample_weight = sample_rows(
         target_train, task, budget, REFINE_CLASS_ROWS, sample_weight
     )
     if chosen is not None:
         X_train, target_train = X_train[chosen], target_train[chosen]
-    X_train, target_train, sample_weight = with_noisy_copies(
-        X_train, target_train, sample_weight, task
-    )
+    X_train, target_train, sample_weight = copies(X_train, target_train, sample_weight)
     # Copies: the caller's arrays may be read-only (memory-mapped by joblib).
     X = torch.tensor(X_train, dtype=torch.float64)
     target = torch.tensor(target_train)

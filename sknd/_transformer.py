@@ -7,12 +7,13 @@ from sklearn.base import TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import BaseND
+from ._base import CLASS_LABEL_CONSTRAINTS, BaseND
 from ._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
     FIT_OPTIONS_DOC,
     NOTES_DOC,
+    TRAIN_NOISE_DOC,
     TRANSFORMER_PARAMETERS_DOC,
     Substitution,
 )
@@ -24,7 +25,7 @@ __all__ = ["NDTransformer"]
 
 
 @Substitution(
-    parameters=TRANSFORMER_PARAMETERS_DOC + CLASS_WEIGHT_DOC,
+    parameters=TRANSFORMER_PARAMETERS_DOC + CLASS_WEIGHT_DOC + TRAIN_NOISE_DOC,
     attributes=ATTRIBUTES_DOC,
     notes=NOTES_DOC,
 )
@@ -79,7 +80,7 @@ class NDTransformer(TransformerMixin, BaseND):
         **BaseND._parameter_constraints,
         "n_indices": [Interval(Integral, 1, None, closed="left"), None],
         "architecture": [StrOptions({"nd", "attnd"})],
-        "class_weight": [dict, StrOptions({"balanced"}), None],
+        **CLASS_LABEL_CONSTRAINTS,
     }
 
     def __init__(
@@ -109,6 +110,7 @@ class NDTransformer(TransformerMixin, BaseND):
         warm_start=False,
         callbacks=None,
         class_weight=None,
+        train_noise=0.1,
     ):
         super().__init__(
             depth=depth,
@@ -135,6 +137,7 @@ class NDTransformer(TransformerMixin, BaseND):
             callbacks=callbacks,
         )
         self.class_weight = class_weight
+        self.train_noise = train_noise
         self.n_indices = n_indices
 
     def __sklearn_tags__(self):

@@ -57,29 +57,36 @@ def test_default_recipe_standardizes_the_first_block_and_paper_recipe_does_not()
     assert _kinds(deeper) == ["nd", "standardize", "linear", "relu", "linear"]
 
 
-def test_warm_start_is_the_logistic_regression_on_standardized_classic_indices():
+@pytest.mark.parametrize("train_noise", [0.1, 0.3, 0.0])
+def test_warm_start_is_the_logistic_regression_on_standardized_classic_indices(train_noise):
     # With no epoch to train and no validation split, the model is the warm start refitted
     # on the same rows: the logistic regression on the standardized classic indices of the
-    # rows and of their noisy copies (each a third of the weight), standardized as the rows.
+    # rows and of their noisy copies at train_noise (each a third of the weight),
+    # standardized as the rows; of the rows alone with train_noise=0.
     X = _spectra()
     y = _classes(X, n_classes=3)
-    model = NDClassifier(max_epochs=1, lr=1e-12, early_stopping=False, random_state=0)
+    model = NDClassifier(
+        max_epochs=1, lr=1e-12, early_stopping=False, train_noise=train_noise, random_state=0
+    )
     model.fit(X, y)
     assert _refinement.TRAIN_NOISE_COPIES == 2
 
     def features(X):
         return classic_index(X, all_pairs(5), epsilon=1e-6 / np.log(2))
 
-    copies = [_refinement.noisy_copy(X, seed) for seed in (1, 2)]
+    copies = (
+        [_refinement.noisy_copy(X, seed, train_noise) for seed in (1, 2)] if train_noise else []
+    )
+    rows = np.concatenate([X, *copies])
     scaler = StandardScaler().fit(features(X))
     reference = make_pipeline(scaler, LogisticRegression(C=1.0, max_iter=2000))
     reference[-1].fit(
-        scaler.transform(features(np.concatenate([X, *copies]))),
-        np.tile(y, 3),
-        sample_weight=np.full(3 * len(X), 1 / 3),
+        scaler.transform(features(rows)),
+        np.resize(y, len(rows)),
+        sample_weight=np.full(len(rows), len(X) / len(rows)),
     )
     features = features(X)
-    # Both fits stop at lbfgs's tolerance, from different starts: equal to ~1e-3.
+    # Both fits stop at their solvers' tolerances, from different starts: equal to ~1e-3.
     np.testing.assert_allclose(model.predict_proba(X), reference.predict_proba(features), atol=5e-3)
 
 
@@ -640,3 +647,31 @@ def test_a_first_default_fit_imports_neither_dynamo_nor_sympy():
     root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONPATH": str(root)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
+
+
+@pytest.mark.parametrize("estimator", [NDClassifier, NDTransformer])
+def test_train_noise_sets_the_copies_of_class_label_fits(estimator, monkeypatch):
+    # The level reaches the recipe of both estimators that take class labels; regression
+    # targets (NDRegressor, NDTransformer on a continuous y) train on the rows alone.
+    X = _spectra(n_samples=120, seed=18)
+    y = _classes(X, seed=18)
+    made = []
+    of = _refinement.NoisyCopies.of
+
+    def spy(task, level):
+        made.append(of(task, level))
+        return made[-1]
+
+    monkeypatch.setattr(_refinement.NoisyCopies, "of", staticmethod(spy))
+    estimator(train_noise=0.25, max_epochs=1, random_state=0).fit(X, y)
+    assert made and set(made) == {_refinement.NoisyCopies(0.25, 2)}
+    made.clear()
+    estimator(train_noise=0, max_epochs=1, random_state=0).fit(X, y)
+    assert set(made) == {_refinement.NoisyCopies(0, 0)}
+    made.clear()
+    regressor = NDTransformer if estimator is NDTransformer else NDRegressor
+    regressor(max_epochs=1, random_state=0).fit(X, X[:, 0] / X[:, 1])
+    assert set(made) == {_refinement.NoisyCopies(0.1 if regressor is NDTransformer else 0.0, 0)}
+    assert "train_noise" not in NDRegressor().get_params()
+    with pytest.raises(ValueError, match="train_noise"):
+        estimator(train_noise=-0.1).fit(X, y)
