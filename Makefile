@@ -18,7 +18,8 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff format --check sknd tests benchmarks examples
 
 # The fast selection: everything but the tests marked slow (end-to-end runs, fuzzing, the
-# exhaustive checks of every estimator variant); test-all runs those too, as CI does.
+# exhaustive checks of every estimator variant, checks in fresh processes, the openEO graphs
+# of all but one model: pyproject.toml's marker); test-all runs those too, as CI does.
 # Both run the tests in parallel processes (pytest-xdist, in the test extra): one per core,
 # at most 4 (each holds torch and its data, about 1 GB); worksteal rebalances the tail of
 # uneven tests. Plain `pytest` runs in one process.
