@@ -56,16 +56,22 @@ def noisy_copy(X, seed, level=NOISE_LEVEL):
     """``X`` under the paper's multiplicative noise at ``level``, draw ``seed``.
 
     The same draw as :func:`sknd.experiments.add_multiplicative_noise` with
-    ``random_state=seed`` (both through :func:`sknd._noise_models.perturbed`).
+    ``random_state=seed`` (both through :func:`sknd._noise_models.perturbed`), clipped at
+    0 where every value of ``X`` is non-negative: bands a sensor measures stay so, and the
+    reflectance variant needs them so (at the default level a value goes negative only
+    where ``z < -10``; at ``level=1`` where ``z < -1``).
 
     Examples
     --------
     >>> noisy_copy(np.array([[1.0, 0.0]]), 0).round(3)
     array([[1.176, 0.   ]])
+    >>> noisy_copy(np.array([[1.0, 2.0]]), 16, level=1.0).round(3)  # z = 0.128, -1.528
+    array([[1.128, 0.   ]])
     """
     X = np.asarray(X, dtype=np.float64)
     z = np.random.RandomState(seed).standard_normal(X.shape)
-    return perturbed(X, level, z, "multiplicative")
+    noisy = perturbed(X, level, z, "multiplicative")
+    return np.clip(noisy, 0.0, None) if (X >= 0).all() else noisy
 
 
 class NoisyCopies(namedtuple("NoisyCopies", "level n_copies")):

@@ -675,3 +675,16 @@ def test_train_noise_sets_the_copies_of_class_label_fits(estimator, monkeypatch)
     assert "train_noise" not in NDRegressor().get_params()
     with pytest.raises(ValueError, match="train_noise"):
         estimator(train_noise=-0.1).fit(X, y)
+
+
+@pytest.mark.parametrize("train_noise", [1.0, 1e300])
+def test_noisy_copies_of_non_negative_bands_stay_non_negative(train_noise):
+    # b + eta |b| z goes negative where z < -1 / eta: the copies are clipped at 0, as a
+    # sensor's bands, so that the reflectance variant (which refuses negative bands) fits.
+    X = _spectra(n_samples=150, seed=19)
+    y = _classes(X, seed=19)
+    model = NDClassifier(train_noise=train_noise, max_epochs=2, random_state=0).fit(X, y)
+    assert model.variant_ == "reflectance"
+    assert np.isfinite(model.predict_proba(X)).all()
+    copy = _refinement.noisy_copy(X, 1, train_noise)
+    assert copy.min() == 0.0 and (copy == 0).any()
