@@ -383,9 +383,9 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         stopping's monitored value on the validation rows (:func:`~sknd._refinement.validation`).
         Otherwise the depth-2 start is trained as ``depth=2`` trains it. The result is so
         the ``depth=3`` or the ``depth=2`` fit, and the second training runs only where
-        depth 3 did not pay. (Training depth 2 first and depth 3 from it cost a third more
-        and scored lower: forest type 87.76 against 89.11, 10 folds; the satimage centre
-        pixel 74.22 against 74.09, 5 folds; benchmarks/RESULTS.md.)
+        depth 3 did not pay. (Training depth 2 first and depth 3 from it cost a third more,
+        for 87.76 against 89.11 on forest type, 10 folds, and 74.22 against 74.09 on the
+        satimage centre pixel, 5 folds; benchmarks/RESULTS.md.)
         """
         module[0], module[1] = copy.deepcopy(linear[0]), copy.deepcopy(linear[1])
         _recipe.carry(module, linear)
