@@ -1,6 +1,23 @@
 """``python -m sknd.raster MODEL.sknd SCENE.tif OUT.tif``: see :mod:`sknd.raster._cli`."""
 
+import os
+import sys
+
 from ._cli import main
 
+
+def _exit(code):
+    """End the process with ``code`` as soon as the command is done.
+
+    The map is in place (or removed) when :func:`~sknd.raster._cli.main` returns; the
+    interpreter's teardown that would follow (about 0.5-1 s once torch is loaded) only
+    frees memory, and a stop signal during it (a job scheduler's, ``timeout``'s) would
+    report a finished command as killed. The streams are flushed first.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    _exit(main())
