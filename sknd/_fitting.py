@@ -319,10 +319,8 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
                 )
             if self.verbose and recipe and not continuing:
                 _report_recipe(task, penalty, tuned, start, selected)
-            train = functools.partial(
-                self._train, task, device, seed, (X_train, c_train, w_train), valid, clock
-            )
-            valid_part = (X_valid, c_valid, w_valid)
+            train_part, valid_part = (X_train, c_train, w_train), (X_valid, c_valid, w_valid)
+            train = functools.partial(self._train, task, device, seed, train_part, valid, clock)
             if auto:
                 net = self._auto_depth_net(linear, module, train, task, selected, valid, valid_part)
             else:
@@ -332,14 +330,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
                 gain = _refinement.validation(net.module_, task, valid, rows).score - start.score
             if recipe:
                 with clock.stage("refit"):
-                    self._recipe_refit(
-                        net.module_,
-                        task,
-                        rows,
-                        penalty,
-                        (X_train, c_train, w_train),
-                        (X_valid, c_valid, w_valid),
-                    )
+                    self._recipe_refit(net.module_, task, rows, penalty, train_part, valid_part)
 
         self._set_fitted_state(net, task, pairs, X_train, w_train)
         if not continuing:

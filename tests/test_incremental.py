@@ -40,7 +40,9 @@ def test_streaming_parts_reaches_the_accuracy_of_a_full_fit():
     X_train, X_test, y_train, y_test = train_test_split(
         X, y, test_size=0.3, random_state=0, stratify=y
     )
-    full = NDClassifier(random_state=0).fit(X_train, y_train)
+    # The same network: partial_fit builds depth 2 (depth="auto" has no validation part to
+    # choose on there), where a full fit's depth="auto" may keep depth 3.
+    full = NDClassifier(depth=2, random_state=0).fit(X_train, y_train)
     stream = NDClassifier(random_state=0)
     rng = np.random.default_rng(0)
     classes = np.unique(y)
@@ -50,6 +52,7 @@ def test_streaming_parts_reaches_the_accuracy_of_a_full_fit():
     assert stream.n_iter_ == 200
     assert len(stream.history_) == 200
     assert stream.history_["valid_score"].isna().all()  # no validation split
+    assert stream.depth_ == full.depth_ == 2
     assert stream.score(X_test, y_test) >= full.score(X_test, y_test) - 0.01
 
 
