@@ -110,11 +110,18 @@ class _Components:
 
 
 def _logistic(output, C, components):
-    """A warm-started logistic regression with ``C`` on ``components`` coordinates,
-    starting from ``output``'s weights (solver: :data:`NEWTON_MAX_COEFFICIENTS`)."""
+    """A logistic regression with ``C`` on ``components`` coordinates (solver:
+    :data:`NEWTON_MAX_COEFFICIENTS`); lbfgs starts from ``output``'s weights.
+
+    Newton steps start from zero: they converge in a handful of iterations from anywhere
+    (the objective is strictly convex), and scikit-learn 1.6's newton-cholesky mishandles a
+    multinomial warm start (a refit from trained weights stopped after 2 iterations at a
+    model 0.29 away in probability; fixed in later releases).
+    """
     n_coefficients = components.basis.shape[1] * len(output.weight)
-    solver = "newton-cholesky" if n_coefficients <= NEWTON_MAX_COEFFICIENTS else "lbfgs"
-    model = LogisticRegression(C=C, max_iter=_MAX_ITER, warm_start=True, solver=solver)
+    if n_coefficients <= NEWTON_MAX_COEFFICIENTS:
+        return LogisticRegression(C=C, max_iter=_MAX_ITER, solver="newton-cholesky")
+    model = LogisticRegression(C=C, max_iter=_MAX_ITER, warm_start=True)
     coef = output.weight.detach().cpu().double().numpy()
     intercept = output.bias.detach().cpu().double().numpy()
     model.coef_ = coef @ components.basis
