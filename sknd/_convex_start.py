@@ -193,7 +193,8 @@ def one_standard_error(losses, weight):
 
 
 def tuned_logistic(output, features, target, n_classes, sample_weight, valid, parts=1):
-    """``C`` of the warm-started path chosen on the validation log-loss; fits ``output``.
+    """``C`` of the path (warm-started under lbfgs) chosen on the validation log-loss;
+    fits ``output``.
 
     ``valid`` is ``(features, target, sample_weight)`` of the validation rows. The path,
     strongest penalty first, stops once their mean log-loss has not improved on its best for

@@ -218,8 +218,8 @@ _OTHER_PARAMETERS_DOC = """\
         never beat it); and a final convex refit of the output layer on the
         learned indices of the training and validation rows. A classifier's
         convex fits and refinement also train on two noisy copies of the
-        rows under the paper's noise (``b + 0.1 |b| z``): robustness to
-        noisy bands. A deeper
+        rows under the paper's noise (``b + train_noise |b| z``): robustness
+        to noisy bands. A deeper
         network starts exactly at that depth-2 model: its first ``2
         n_outputs`` hidden units carry the linear output ``s`` as ``ReLU(s)``
         and ``ReLU(-s)``, the others start random with zero output weights,

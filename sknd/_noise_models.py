@@ -24,5 +24,14 @@ def perturbed(values, level, z, kind, scale=None):
     """
     if kind == "multiplicative":
         return values + level * np.abs(values) * z
-    noisy = values + level * scale * z
+    return sensor_range(values, values + level * scale * z)
+
+
+def sensor_range(values, noisy):
+    """``noisy`` clipped at 0 where every one of ``values`` is non-negative, as a sensor's
+    bands would be; unchanged for signed ``values``.
+
+    >>> sensor_range(np.array([1.0, 2.0]), np.array([-0.5, 2.5]))
+    array([0. , 2.5])
+    """
     return np.clip(noisy, 0.0, None) if (values >= 0).all() else noisy

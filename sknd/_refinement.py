@@ -18,7 +18,7 @@ from scipy.optimize import minimize
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from ._convex_start import MIN_SELECTION_ROWS, one_standard_error, past_best, sample_rows
-from ._noise_models import perturbed
+from ._noise_models import perturbed, sensor_range
 from ._tasks import ClassificationTask
 from .networks import describe, first_nd_layer, forward_rows
 
@@ -57,7 +57,8 @@ def noisy_copy(X, seed, level=NOISE_LEVEL):
 
     The same draw as :func:`sknd.experiments.add_multiplicative_noise` with
     ``random_state=seed`` (both through :func:`sknd._noise_models.perturbed`), clipped at
-    0 where every value of ``X`` is non-negative: bands a sensor measures stay so, and the
+    0 where every value of ``X`` is non-negative (:func:`~sknd._noise_models.sensor_range`,
+    as additive noise is): bands a sensor measures stay so, and the
     reflectance variant needs them so (at the default level a value goes negative only
     where ``z < -10``; at ``level=1`` where ``z < -1``).
 
@@ -70,8 +71,7 @@ def noisy_copy(X, seed, level=NOISE_LEVEL):
     """
     X = np.asarray(X, dtype=np.float64)
     z = np.random.RandomState(seed).standard_normal(X.shape)
-    noisy = perturbed(X, level, z, "multiplicative")
-    return np.clip(noisy, 0.0, None) if (X >= 0).all() else noisy
+    return sensor_range(X, perturbed(X, level, z, "multiplicative"))
 
 
 class NoisyCopies(namedtuple("NoisyCopies", "level n_copies")):
