@@ -52,9 +52,14 @@ PATH_MAX_ITER = 100
 #: ``n p``, and lbfgs takes hundreds to thousands of steps on these ill-conditioned
 #: features against Newton's handful: the refit of satimage-36's depth-3 head (20 hidden
 #: units, 6 classes, 12,870 rows with the noisy copies) took 1,512 lbfgs iterations and
-#: 2.4 s, and 6 Newton iterations and 0.1 s; the ``C`` path of its depth-2 start (88
-#: components, 528 coefficients) was faster with lbfgs (a Newton fit 2 s against 0.5).
-NEWTON_MAX_COEFFICIENTS = 256
+#: 2.4 s, and 6 Newton iterations and 0.1 s; its depth-2 start at the chosen ``C = 10``
+#: (87 components, 522 coefficients, 13,896 rows) 1,101 lbfgs iterations and 5.2 s, and 9
+#: Newton iterations and 2.1 s.
+NEWTON_MAX_COEFFICIENTS = 1024
+#: The ``C`` path's candidates, which only need ranking, use Newton up to this many
+#: coefficients and capped lbfgs (:data:`PATH_MAX_ITER`) above: a Newton candidate of
+#: satimage-36's depth-2 start took 2 s against 0.3 s.
+PATH_NEWTON_MAX_COEFFICIENTS = 256
 
 #: Rows of the convex fits and of the conditioning statistics: all of them up to this many
 #: per coefficient of the output layer, and at least :data:`MIN_CONVEX_ROWS`; from there a
@@ -109,24 +114,30 @@ class _Components:
         return coef, intercept - coef @ self.mean
 
 
-def _logistic(output, C, components):
-    """A logistic regression with ``C`` on ``components`` coordinates (solver:
-    :data:`NEWTON_MAX_COEFFICIENTS`); lbfgs starts from ``output``'s weights.
-
-    Newton steps start from zero: they converge in a handful of iterations from anywhere
-    (the objective is strictly convex), and scikit-learn 1.6's newton-cholesky mishandles a
-    multinomial warm start (a refit from trained weights stopped after 2 iterations at a
-    model 0.29 away in probability; fixed in later releases).
+def _logistic(output, C, components, newton_max=NEWTON_MAX_COEFFICIENTS):
+    """A logistic regression with ``C`` on ``components`` coordinates, starting from
+    ``output``'s weights: newton-cholesky for at most ``newton_max`` coefficients, else lbfgs.
     """
     n_coefficients = components.basis.shape[1] * len(output.weight)
-    if n_coefficients <= NEWTON_MAX_COEFFICIENTS:
-        return LogisticRegression(C=C, max_iter=_MAX_ITER, solver="newton-cholesky")
-    model = LogisticRegression(C=C, max_iter=_MAX_ITER, warm_start=True)
+    solver = "newton-cholesky" if n_coefficients <= newton_max else "lbfgs"
+    model = LogisticRegression(C=C, max_iter=_MAX_ITER, solver=solver, warm_start=True)
     coef = output.weight.detach().cpu().double().numpy()
-    intercept = output.bias.detach().cpu().double().numpy()
-    model.coef_ = coef @ components.basis
-    model.intercept_ = intercept + coef @ components.mean
+    intercept = output.bias.detach().cpu().double().numpy() + coef @ components.mean
+    _warm_start(model, coef @ components.basis, intercept)
     return model
+
+
+def _warm_start(model, coef, intercept):
+    """Start ``model`` (``warm_start=True``) at ``coef``, ``intercept``.
+
+    A multinomial model's intercepts are shifted to make the last class's zero, which
+    changes no probability: scikit-learn 1.6 and 1.7's newton-cholesky set that intercept
+    to zero without shifting the others (a refit from trained weights stopped after 2
+    iterations at a model 0.29 away in probability; scikit-learn pull request 31866).
+    """
+    if len(intercept) > 1:
+        intercept = intercept - intercept[-1]
+    model.coef_, model.intercept_ = coef, intercept
 
 
 def _fit_logistic(model, features, target, n_classes, sample_weight):
@@ -193,23 +204,23 @@ def one_standard_error(losses, weight):
 
 
 def tuned_logistic(output, features, target, n_classes, sample_weight, valid, parts=1):
-    """``C`` of the path (warm-started under lbfgs) chosen on the validation log-loss;
-    fits ``output``.
+    """``C`` of the path (each candidate warm-started at the last) chosen on the validation
+    log-loss; fits ``output``.
 
     ``valid`` is ``(features, target, sample_weight)`` of the validation rows. The path,
     strongest penalty first, stops once their mean log-loss has not improved on its best for
     :data:`PATH_PATIENCE` candidates: weaker penalties cost the most iterations and only fit
-    the training rows closer. Each
-    candidate gets at most :data:`PATH_MAX_ITER` iterations, the chosen one all it needs.
-    The lbfgs candidates fit float32 copies of the features, which halves their time
-    (satimage-36: 0.26 against 0.50 s per candidate, the same validation log-loss to 0.001);
-    the chosen one continues in float64. ``parts`` as for :class:`_Components`.
+    the training rows closer. Above :data:`PATH_NEWTON_MAX_COEFFICIENTS` the candidates are
+    lbfgs fits of at most :data:`PATH_MAX_ITER` iterations on float32 copies of the
+    features, which halves their time (satimage-36: 0.26 against 0.50 s per candidate, the
+    same validation log-loss to 0.001); the chosen ``C`` is then fitted to convergence in
+    float64 (:func:`_logistic`'s solver). ``parts`` as for :class:`_Components`.
     """
     components = _Components(features, sample_weight, parts)
     features = components(features)
     valid_features, valid_target, valid_weight = valid
     valid_features = components(valid_features)
-    model = _logistic(output, C_PATH[0], components)
+    model = _logistic(output, C_PATH[0], components, PATH_NEWTON_MAX_COEFFICIENTS)
     model.set_params(max_iter=PATH_MAX_ITER)
     path_features, path_weight = features, sample_weight
     if model.solver == "lbfgs":
@@ -230,12 +241,14 @@ def tuned_logistic(output, features, target, n_classes, sample_weight, valid, pa
     if not finite.any():
         return None
     losses[~finite] = np.inf
-    C, model.coef_, model.intercept_, capped = fits[one_standard_error(losses, valid_weight)]
+    C, coef, intercept, capped = fits[one_standard_error(losses, valid_weight)]
     if capped or path_features is not features:  # on to convergence, in float64
-        model.coef_, model.intercept_ = model.coef_.astype(float), model.intercept_.astype(float)
-        model.set_params(C=C, max_iter=_MAX_ITER)
+        model = _logistic(output, C, components)
+        _warm_start(model, coef.astype(float), intercept.astype(float))
         if not _fit_logistic(model, features, target, n_classes, sample_weight):
             return None
+    else:
+        model.coef_, model.intercept_ = coef, intercept
     _set_layer(output, model, components)
     return float(C)
 

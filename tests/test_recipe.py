@@ -221,6 +221,30 @@ def test_convex_fits_on_principal_components_equal_fits_on_all_features():
     )
 
 
+@pytest.mark.parametrize("newton_max", [_convex_start.NEWTON_MAX_COEFFICIENTS, 0])
+def test_convex_fits_from_a_trained_layer_reach_the_fit_from_zero(newton_max, monkeypatch):
+    # The refit starts from trained weights; both solvers must end where a fit from zero
+    # does (scikit-learn 1.6's multinomial newton-cholesky mishandled warm-started
+    # intercepts: sknd shifts them, _convex_start._warm_start).
+    monkeypatch.setattr(_convex_start, "NEWTON_MAX_COEFFICIENTS", newton_max)
+    rng = np.random.default_rng(12)
+    X = _spectra(n_samples=300, n_bands=5, seed=12)
+    y = _classes(X, n_classes=3, seed=12)
+    features = StandardScaler().fit_transform(classic_index(X, all_pairs(5), epsilon=1e-6))
+    layer = torch.nn.Linear(features.shape[1], 3).double()
+    with torch.no_grad():
+        layer.weight.copy_(torch.as_tensor(rng.normal(size=(3, features.shape[1]))))
+        layer.bias.copy_(torch.as_tensor([3.0, -1.0, 2.0]))
+    _convex_start.convex_fit(features, y, ClassificationTask(y), layer, 1.0)
+    reference = LogisticRegression(C=1.0, max_iter=5000, tol=1e-8).fit(features, y)
+    logits = layer(torch.as_tensor(features)).detach().numpy()
+    np.testing.assert_allclose(
+        np.exp(logits) / np.exp(logits).sum(1, keepdims=True),
+        reference.predict_proba(features),
+        atol=2e-3,
+    )
+
+
 @pytest.mark.parametrize("estimator", [NDClassifier, NDRegressor])
 def test_constant_indices_give_a_finite_fit(estimator):
     # Equal bands: every classic index is exactly 0, no principal direction.
