@@ -114,10 +114,12 @@ class _Components:
         return coef, intercept - coef @ self.mean
 
 
-def _logistic(output, C, components, newton_max=NEWTON_MAX_COEFFICIENTS):
+def _logistic(output, C, components, newton_max=None):
     """A logistic regression with ``C`` on ``components`` coordinates, starting from
-    ``output``'s weights: newton-cholesky for at most ``newton_max`` coefficients, else lbfgs.
+    ``output``'s weights: newton-cholesky for at most ``newton_max`` coefficients
+    (:data:`NEWTON_MAX_COEFFICIENTS` by default), else lbfgs.
     """
+    newton_max = NEWTON_MAX_COEFFICIENTS if newton_max is None else newton_max
     n_coefficients = components.basis.shape[1] * len(output.weight)
     solver = "newton-cholesky" if n_coefficients <= newton_max else "lbfgs"
     model = LogisticRegression(C=C, max_iter=_MAX_ITER, solver=solver, warm_start=True)

@@ -236,6 +236,8 @@ def test_convex_fits_from_a_trained_layer_reach_the_fit_from_zero(newton_max, mo
         layer.weight.copy_(torch.as_tensor(rng.normal(size=(3, features.shape[1]))))
         layer.bias.copy_(torch.as_tensor([3.0, -1.0, 2.0]))
     _convex_start.convex_fit(features, y, ClassificationTask(y), layer, 1.0)
+    solver = _convex_start._logistic(layer, 1.0, _convex_start._Components(features, None)).solver
+    assert solver == ("lbfgs" if newton_max == 0 else "newton-cholesky")
     reference = LogisticRegression(C=1.0, max_iter=5000, tol=1e-8).fit(features, y)
     logits = layer(torch.as_tensor(features)).detach().numpy()
     np.testing.assert_allclose(
