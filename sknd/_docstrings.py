@@ -276,10 +276,10 @@ TRAIN_NOISE_DOC = """\
         standard normal, seeded draws; the paper's noise model), each a third
         of the weight: robustness to noisy bands, for some clean accuracy.
         ``0``: the rows alone, the most accurate on clean data. Under that
-        noise at 10 %, the default's accuracy dropped by 7.84, 15.42 and 9.37
+        noise at 10 %, the default's accuracy dropped by 7.65, 14.79 and 9.76
         points on forest type, satimage's centre pixel and its 36 features,
-        with ``train_noise=0`` by 15.11, 27.68 and 15.51, which scored 0.95,
-        2.07 and 1.34 points higher on clean data (benchmarks/RESULTS.md).
+        with ``train_noise=0`` by 15.49, 27.83 and 12.00, which scored 1.14,
+        2.69 and 0.82 points higher on clean data (benchmarks/RESULTS.md).
         Illumination invariance holds either way: the noise scales with the
         bands.
 """
