@@ -316,6 +316,14 @@ def _huge_npy():
     return buffer.getvalue() + np.zeros(6).tobytes()
 
 
+def _unclosed_header_npy():
+    """A .npy whose header dict is cut short: numpy's fallback parse raises tokenize's
+    TokenError, not a ValueError."""
+    header = b"{'descr': '<f8', 'fortran_order': False, 'shape': (6,), u"
+    header += b" " * (-(len(header) + 11) % 64) + b"\n"
+    return b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header + bytes(48)
+
+
 class _Payload:
     """Unpickling it would create a file: proof that code ran."""
 
@@ -385,6 +393,10 @@ def test_hostile_and_malformed_files_are_refused(tmp_path, saved):
         "huge header": (
             _zip(metadata, members, **{f"arrays/{first_array}.npy": _huge_npy()}),
             "header announces 800000000000",
+        ),
+        "unparsable header": (
+            _zip(metadata, members, **{f"arrays/{first_array}.npy": _unclosed_header_npy()}),
+            "not a numpy .npy array",
         ),
         "missing array": (
             _zip(metadata, members, **{f"arrays/{first_array}.npy": None}),

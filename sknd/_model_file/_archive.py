@@ -8,6 +8,7 @@ inflate or hold more than the limits of :mod:`._format`.
 
 import json
 import math
+import tokenize
 import zipfile
 
 import numpy as np
@@ -99,7 +100,9 @@ def _read_header(file, name):
             shape, fortran, dtype = np.lib.format.read_array_header_2_0(file)
         else:
             raise ValueError(f"unsupported .npy version {version}")
-    except ValueError as exc:
+    # numpy reparses a header that is not a Python literal with tokenize, whose errors are
+    # neither ValueError nor SyntaxError (a header cut or bit-flipped mid-dict).
+    except (ValueError, SyntaxError, tokenize.TokenError) as exc:
         raise Malformed(f"array {name!r} is not a numpy .npy array ({exc})") from None
     if dtype.hasobject or dtype.kind not in ARRAY_KINDS or dtype.fields is not None:
         raise Malformed(f"array {name!r} has dtype {dtype}, not numbers or text")
