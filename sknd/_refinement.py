@@ -33,7 +33,7 @@ PRIOR_PATH = np.logspace(2, -2, 3)
 #: L-BFGS iterations per refined model, at most: a refinement that pays converges well
 #: within them (a regression on ``(2 b1 - b3) / (2 b1 + b3)``, whose k = 2 it recovers: 10 to
 #: 21 per prior); on the shipped data, where validation kept the start in every fold of 5,
-#: the weaker priors ran to the cap (50 before: forest type's refinement took half its fit).
+#: the weaker priors ran to any cap (at 50, forest type's refinement was half its fit).
 REFINE_MAX_ITER = 30
 #: ... and they stop once an iteration lowers the objective by less than this share of it
 #: (scipy's ``ftol``): on satimage's centre pixel the first prior then stopped after 4
@@ -210,8 +210,7 @@ def _minimize(module, objective):
     iterations, stopping at :data:`REFINE_FTOL`) on the flat vector of parameters, torch
     computing the value and gradient: unlike ``torch.optim.LBFGS``, it does not import
     ``torch._dynamo`` (1.3 s with cached bytecode, 16-19 s without, on a process's first
-    fit). A non-finite value reads as
-    ``inf``, so that the line search steps back from it.
+    fit). A non-finite value reads as ``inf``, so that the line search steps back from it.
     """
     params = [p for p in module.parameters() if p.requires_grad]
 
