@@ -37,6 +37,17 @@ def _classes(X, n_classes=2, seed=0):
     return np.digitize(index, np.quantile(index, np.linspace(0, 1, n_classes + 1)[1:-1]))
 
 
+def _assert_layer_predicts_as(layer, features, reference):
+    """The softmax of the logits of ``layer`` (an ``nn.Linear``) on ``features`` is
+    ``reference``'s ``predict_proba``."""
+    logits = layer(torch.as_tensor(features)).detach().numpy()
+    assert_allclose(
+        np.exp(logits) / np.exp(logits).sum(1, keepdims=True),
+        reference.predict_proba(features),
+        atol=2e-3,
+    )
+
+
 def _kinds(model):
     return [layer.kind for layer in describe(model._module)]
 
@@ -213,12 +224,7 @@ def test_convex_fits_on_principal_components_equal_fits_on_all_features():
     task = ClassificationTask(y)
     _convex_start.convex_fit(features, y, task, layer, 0.1)
     reference = LogisticRegression(C=0.1, max_iter=5000, tol=1e-8).fit(features, y)
-    logits = layer(torch.as_tensor(features)).detach().numpy()
-    np.testing.assert_allclose(
-        np.exp(logits) / np.exp(logits).sum(1, keepdims=True),
-        reference.predict_proba(features),
-        atol=2e-3,
-    )
+    _assert_layer_predicts_as(layer, features, reference)
 
 
 @pytest.mark.parametrize("newton_max", [_convex_start.NEWTON_MAX_COEFFICIENTS, 0])
@@ -239,12 +245,7 @@ def test_convex_fits_from_a_trained_layer_reach_the_fit_from_zero(newton_max, mo
     solver = _convex_start._logistic(layer, 1.0, _convex_start._Components(features, None)).solver
     assert solver == ("lbfgs" if newton_max == 0 else "newton-cholesky")
     reference = LogisticRegression(C=1.0, max_iter=5000, tol=1e-8).fit(features, y)
-    logits = layer(torch.as_tensor(features)).detach().numpy()
-    np.testing.assert_allclose(
-        np.exp(logits) / np.exp(logits).sum(1, keepdims=True),
-        reference.predict_proba(features),
-        atol=2e-3,
-    )
+    _assert_layer_predicts_as(layer, features, reference)
 
 
 @pytest.mark.parametrize("estimator", [NDClassifier, NDRegressor])
