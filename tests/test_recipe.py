@@ -542,7 +542,9 @@ def test_the_c_path_scores_a_sample_of_large_validation_parts(monkeypatch):
     seen = _small_budget_rows(monkeypatch, _recipe, "_features", 1, rows=100, class_rows=20, per=1)
     X = _spectra(n_samples=3000, seed=2)
     y = _classes(X, n_classes=3, seed=2)
-    model = NDClassifier(max_epochs=1, lr=1e-12, random_state=0).fit(X, y)
+    # depth=2: the refit's sample is then that of the start's coefficients (depth="auto"'s
+    # wide head has more, and so a larger sample).
+    model = NDClassifier(depth=2, max_epochs=1, lr=1e-12, random_state=0).fit(X, y)
     # The training sample's two noisy copies (C path), the validation features, then the
     # refit's training sample with its copies: validation rows ~100.
     copies, valid, refit = seen

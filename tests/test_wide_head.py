@@ -1,0 +1,113 @@
+"""The recipe's wide head (sknd._wide_head): the invariant peer inside the ND network, and
+how depth="auto" keeps it."""
+
+import numpy as np
+import pytest
+import torch
+from numpy.testing import assert_allclose
+
+from sknd import NDClassifier, NDRegressor, _wide_head
+from sknd._refinement import _Evaluation
+from sknd._tasks import ClassificationTask
+from sknd.networks import build_network, describe, forward_rows
+
+
+def _spectra(n_samples, n_bands=4, seed=0):
+    return np.random.default_rng(seed).uniform(0.05, 0.6, size=(n_samples, n_bands))
+
+
+def _ring(X):
+    # A class that no threshold on one linear combination of indices separates: the index
+    # of bands 0 and 1 far from its median, either way.
+    index = (X[:, 0] - X[:, 1]) / (X[:, 0] + X[:, 1])
+    return (np.abs(index - np.median(index)) > 0.25).astype(int)
+
+
+def _linear(X):
+    return ((X[:, 0] - X[:, 1]) / (X[:, 0] + X[:, 1]) > 0).astype(int)
+
+
+def _network(X, y, width):
+    """A depth-3 recipe network on all pairs, Standardize fitted on the classic indices."""
+    network = build_network(
+        "nd", X.shape[1], 1, depth=3, hidden_units=width, pairs="all", standardize=True
+    )
+    network[1].fit(torch.as_tensor(forward_rows(network[0], X, len(X))))
+    return network
+
+
+def test_train_head_returns_the_validation_of_the_network_it_leaves():
+    X = _spectra(600, seed=1)
+    y = _ring(X)
+    task = ClassificationTask(y)
+    network = _network(X, y, width=32)
+    train, valid = slice(0, 450), slice(450, None)
+    first = [p.detach().clone() for p in network[0].parameters()]
+    result = _wide_head.train_head(
+        network, X[train], y[train], task, 1000, None, (X[valid], y[valid], None), 0.1, seed=0
+    )
+    # What it returns is the trained network's own validation (the folded head), ...
+    again = _Evaluation(task, X[valid], y[valid], None, 1000)(network)
+    assert result.score == again.score
+    assert_allclose(result.row_losses, again.row_losses, rtol=1e-12)
+    # ... the ring, which a linear model on the indices cannot draw, is learned, ...
+    assert result.score > 0.9 > max(y[valid].mean(), 1 - y[valid].mean())
+    # ... and the first block (the indices) is held fixed.
+    for before, after in zip(first, network[0].parameters()):
+        assert torch.equal(before, after)
+
+
+def test_the_folded_head_reads_the_indices_and_stays_illumination_invariant():
+    X = _spectra(600, seed=2)
+    y = _ring(X)
+    clf = NDClassifier(random_state=0, verbose=1).fit(X, y)
+    widths = [layer.width for layer in describe(clf._module) if layer.kind == "linear"]
+    assert clf.depth_ == 3 and widths[0] == _wide_head.WIDTH
+    # Scaling all bands changes no index: the same classes, and the probabilities to the
+    # rounding of the scaled bands' float32 indices (about 1e-7), which 100 units amplify.
+    assert np.array_equal(clf.predict(3.7 * X), clf.predict(X))
+    assert_allclose(clf.predict_proba(3.7 * X), clf.predict_proba(X), atol=1e-4)
+    assert clf.score(X, y) > 0.9
+    assert clf.best_epoch_ == 0 and clf.n_iter_ == 0  # no Adam epochs after the head
+
+
+def test_auto_depth_keeps_the_wide_head_only_beyond_a_standard_error(capsys):
+    X = _spectra(600, seed=3)
+    NDClassifier(random_state=0, verbose=1).fit(X, _ring(X))
+    assert "wide head of 100 units" in capsys.readouterr().out.replace("\n", " ")
+    # A linear class boundary on one index: the depth-2 start is as good, and kept.
+    clf = NDClassifier(random_state=0, verbose=1).fit(X, _linear(X))
+    out = capsys.readouterr().out
+    assert "not kept: within a standard error" in out
+    widths = [layer.width for layer in describe(clf._module) if layer.kind == "linear"]
+    assert _wide_head.WIDTH not in widths
+
+
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (
+            lambda X: NDClassifier(max_epochs=3, verbose=1, random_state=0).fit(
+                X[:100], _ring(X)[:100]
+            ),
+            "fewer than 100 training rows",
+        ),
+        (
+            lambda X: NDRegressor(max_epochs=3, verbose=1, random_state=0).fit(
+                X, X[:, 0] / X[:, 1]
+            ),
+            "regression",
+        ),
+    ],
+)
+def test_no_wide_head_where_it_cannot_train_and_verbose_says_why(make, reason, capsys):
+    model = make(_spectra(300, seed=4))
+    assert f"no wide head: {reason}" in capsys.readouterr().out
+    assert np.isfinite(model.predict(_spectra(5, seed=5))).all()
+
+
+def test_the_hidden_units_parameter_sets_the_wide_heads_width():
+    X = _spectra(600, seed=3)
+    clf = NDClassifier(hidden_units=24, random_state=0).fit(X, _ring(X))
+    widths = [layer.width for layer in describe(clf._module) if layer.kind == "linear"]
+    assert clf.depth_ == 3 and widths[0] == 24
