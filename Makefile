@@ -17,7 +17,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check sknd tests benchmarks examples
 	$(VENV)/bin/ruff format --check sknd tests benchmarks examples
 
-# The fast selection: everything but the tests marked slow (end-to-end runs, fuzzing, the
+# The fast selection: every test except those marked slow (end-to-end runs, fuzzing, the
 # exhaustive checks of every estimator variant, checks in fresh processes, the openEO graphs
 # of all but one model: pyproject.toml's marker); test-all runs those too, as CI does.
 # Both run the tests in parallel processes (pytest-xdist, in the test extra): one per core,

@@ -4,6 +4,10 @@ Each page runs as one session, like a notebook: its blocks execute in order in o
 namespace (a later block may use what an earlier block of the same page defined; a block
 never relies on another page). Blocks of ``>>>`` lines run as doctests. Each page runs in a
 temporary working directory, offline.
+
+The pages' printed outputs are what their code prints today (``tools/regen_docs_outputs.py``
+reruns it and rewrites them; the comparison is slow, it trains), and the defaults the pages
+state are those of the code's signatures.
 """
 
 import doctest
@@ -219,3 +223,115 @@ def test_placeholder_urls_agree_with_the_html_repr():
     (docs,) = [url for label, url in urls.items() if label.startswith("Documentation")]
     assert all(label == "Homepage" or "placeholder" in label for label in urls)
     assert NDClassifier()._get_doc_link().startswith(docs.rstrip("/") + "/")
+
+
+# ---- defaults and printed outputs: what the pages say the code does.
+
+#: "the default `name=value`", "defaults to `name=value`", "`name=value`, the default",
+#: "`name=value` by default": a page stating a parameter's default.
+STATED_DEFAULT = [
+    re.compile(r"\bdefaults?(?: to| is)?,?\s+`(\w+)=([^`]+)`"),
+    re.compile(r"`(\w+)=([^`]+)`,?\s+(?:is\s+)?(?:the|by)\s+default\b"),
+]
+#: Defaults that the code resolves from ``None`` at call time, as the pages state them.
+RESOLVED_DEFAULTS = {("output", "class")}  # export_model: a classifier's first output
+
+
+def _public_defaults():
+    """``{parameter: {repr of its default}}`` over sknd's public functions, classes, methods."""
+    import importlib
+    import inspect
+    import pkgutil
+
+    import sknd
+
+    names = ["sknd"] + [
+        module.name
+        for module in pkgutil.walk_packages(sknd.__path__, "sknd.")
+        if not any(part.startswith("_") for part in module.name.split("."))
+    ]
+    callables = []
+    for name in names:
+        module = importlib.import_module(name)
+        for attribute in getattr(module, "__all__", []):
+            obj = getattr(module, attribute)
+            callables.append(obj)
+            if inspect.isclass(obj):
+                callables += [m for n, m in vars(obj).items() if callable(m) and n[0] != "_"]
+    defaults = {}
+    for obj in callables:
+        try:
+            parameters = inspect.signature(obj).parameters.values()
+        except (TypeError, ValueError):
+            continue
+        for parameter in parameters:
+            if parameter.default is not inspect.Parameter.empty:
+                defaults.setdefault(parameter.name, set()).add(repr(parameter.default))
+    return defaults
+
+
+def test_pages_state_defaults_as_the_code_has_them():
+    import ast
+
+    defaults = _public_defaults()
+    wrong = []
+    for page in PAGES:
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        for pattern in STATED_DEFAULT:
+            for match in pattern.finditer(text):
+                name, value = match.groups()
+                assert name in defaults, f"{page.name}: {match.group()!r} names no parameter"
+                stated = ast.literal_eval(value)
+                if repr(stated) not in defaults[name] and (name, stated) not in RESOLVED_DEFAULTS:
+                    wrong.append(f"{page.name}: {match.group()!r} (code: {defaults[name]})")
+    assert not wrong, wrong
+
+
+def _regen_tool():
+    """``tools/regen_docs_outputs.py``, which reruns the code of the pages' printed outputs."""
+    import importlib.util
+
+    path = ROOT / "tools" / "regen_docs_outputs.py"
+    spec = importlib.util.spec_from_file_location("regen_docs_outputs", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+REGEN = _regen_tool()
+
+
+def test_every_printed_output_is_regenerated_from_its_code():
+    # A plain block after a lead-in that says the code "prints" it is one of the tool's.
+    listed = set()
+    for page, lead_in, _ in REGEN.OUTPUTS:
+        text = (ROOT / page).read_text(encoding="utf-8")
+        listed.add((page, REGEN.output_block(text, lead_in)[0]))
+    unlisted = []
+    for page in PAGES:
+        text, name = page.read_text(encoding="utf-8"), str(page.relative_to(ROOT))
+        for match in REGEN.FENCE.finditer(text):
+            lead_in = text[: match.start()].rstrip().rsplit("\n\n", 1)[-1]
+            if match.group(1) == "" and re.search(r"\bprints\b", lead_in):
+                if (name, match.start(2)) not in listed:
+                    unlisted.append(f"{name}: {' '.join(lead_in.split())[-80:]!r}")
+    assert not unlisted, f"add these to tools/regen_docs_outputs.py's OUTPUTS: {unlisted}"
+
+
+def test_regenerated_blocks_compare_timings_aside():
+    shown = "  ND: test accuracy 0.911  (depth 3, 1,388 parameters, 26 epochs, 0.4 s)\n"
+    assert REGEN.same(shown, shown.replace("0.4 s", "12.0 s") + "  \n")
+    assert not REGEN.same(shown, shown.replace("26 epochs", "27 epochs"))
+    # A rewritten block keeps the page's timings (measured on quiet cores) where it can.
+    today = shown.replace("26 epochs, 0.4 s", "27 epochs, 16.7 s")
+    assert REGEN.with_timings(today, shown) == shown.replace("26 epochs", "27 epochs")
+    assert REGEN.with_timings(today, "no timing") == today
+    text = "It prints:\n\n```python\nx\n```\n\n```\nold\n```\n"
+    assert text[slice(*REGEN.output_block(text, "It prints"))] == "old\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", sorted({entry[0] for entry in REGEN.OUTPUTS}))
+def test_pages_show_what_their_code_prints(page):
+    stale = REGEN.stale_blocks([entry for entry in REGEN.OUTPUTS if entry[0] == page])
+    assert not stale, "rerun python tools/regen_docs_outputs.py:\n\n" + "\n\n".join(stale)

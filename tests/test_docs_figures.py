@@ -23,7 +23,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sknd.experiments import ExperimentResults, accuracy_table, parameter_table, write_report
+from sknd.experiments import (
+    ExperimentResults,
+    accuracy_table,
+    noise_drop_table,
+    parameter_table,
+    write_report,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
@@ -192,6 +198,7 @@ def test_readme_and_training_quote_the_forest_type_run(report):
         f"indices {mean['logreg_nd', None]}",
         f"best single classic index {mean['best_nd_pair', None]}",
         f"random forest {mean['random_forest', None]}",
+        *noise_drop_phrases(results),
     ]
     flat = " ".join(summary.split())
     missing = [phrase for phrase in expected if phrase not in flat]
@@ -205,3 +212,47 @@ def test_readme_and_training_quote_the_forest_type_run(report):
     ]
     missing = [phrase for phrase in expected if phrase not in training]
     assert not missing, f"docs/training.md disagrees with docs/results/forest_type: {missing}"
+
+
+def noise_drop_phrases(results):
+    """The README's drops under the paper's 10 % multiplicative noise, as the run has them."""
+    table = noise_drop_table(results)
+    drop = {
+        (m, None if pd.isna(d) else int(d)): f"{v:.2f}"
+        for m, d, v in zip(table["model"], table["depth"], table["drop"])
+    }
+    return [
+        f"the default loses {drop['nd_sknd', 2]} points at depth 2",
+        f"the paper's ND {drop['nd', 2]}",
+        f"the scikit-learn MLP {drop['sklearn_mlp', 2]}",
+        f"the logistic regression on the classic indices {drop['logreg_nd', None]}",
+    ]
+
+
+#: The sections of docs/training.md that table the default on forest type under another
+#: protocol (a benchmark's folds, an earlier default): each names the reference figures.
+OTHER_PROTOCOLS = ["## Measured", "## What it costs in robustness"]
+
+
+def test_one_reference_for_the_default_on_forest_type():
+    # One quantity, one value: the default's accuracy and noise drop on forest type are the
+    # committed run's (README, docs/experiments.md); a section quoting another protocol's
+    # figures for them points to those, so the pages never disagree without saying why.
+    results = load_run("forest_type").results
+    acc = accuracy_table(results).set_index(["model", "depth"])["mean"]
+    accuracy = f"{100 * acc['nd_sknd', 2]:.2f} %"
+    drop = noise_drop_phrases(results)[0].split()[3]
+    text = (ROOT / "docs" / "training.md").read_text(encoding="utf-8")
+    for heading in OTHER_PROTOCOLS:
+        flat = " ".join(section(text, heading).split())
+        pointers = [
+            sentence
+            for sentence in re.split(r"(?<=\.) ", flat)
+            if "{doc}`experiments`" in sentence and accuracy in sentence
+        ]
+        assert pointers, (
+            f"docs/training.md, {heading!r}: name the reference figure of the default on "
+            f"forest type, {accuracy} ({{doc}}`experiments`), beside this section's own"
+        )
+        if "robustness" in heading:
+            assert any(f"{drop} points" in p for p in pointers), f"{heading}: quote {drop}"

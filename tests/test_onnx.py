@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from agreement import assert_close_across_paths
 from sklearn.exceptions import NotFittedError
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
@@ -185,10 +186,17 @@ def test_run_in_blocks_equals_one_call_and_the_estimator(exported, tmp_path):
     to_onnx(clf, path)
     session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     for source in (model, path, session):
-        outputs = sknd_onnx.run(source, X, block_rows=333)  # the last block is short
+        outputs = sknd_onnx.run(source, X, block_rows=333)  # the last block is one row
         assert list(outputs) == ["label", "probabilities"]
         np.testing.assert_array_equal(outputs["label"], whole["label"])
-        np.testing.assert_array_equal(outputs["probabilities"], whole["probabilities"])
+        assert_close_across_paths(
+            outputs["probabilities"],
+            whole["probabilities"],
+            atol=1e-6,
+            reason="onnxruntime's float32 GEMMs on blocks of 333 rows and one row against 1000 "
+            "rows: kernels picked by shape and CPU; an ulp of a logit (<= 1e-6) moves the "
+            "probabilities by as much",
+        )
     np.testing.assert_array_equal(outputs["label"], clf.predict(X))
     np.testing.assert_allclose(outputs["probabilities"], clf.predict_proba(X), atol=1e-5)
     for block_rows in (0, 2.5, True):
