@@ -33,7 +33,7 @@ ALPHA_PATH_PER_ROW = np.logspace(-6, 1, 15)
 #: error rule never picks a candidate past the best).
 PATH_PATIENCE = 1
 #: Convex fits drop the principal directions of their features with less than this share
-#: of the largest variance (:class:`_Components`).
+#: of the largest variance (:class:`Components`).
 MIN_COMPONENT_VARIANCE = 1e-6
 #: Fewer rows than this to select a penalty on (validation rows for ``C``, training rows
 #: for ``alpha``, validation rows for the prior): the fixed start, and no refinement.
@@ -73,7 +73,7 @@ MIN_CONVEX_ROWS = 20_000
 MIN_CLASS_ROWS = 1000
 
 
-class _Components:
+class Components:
     """The principal subspace of a convex fit's features: ``z = (f - mean) @ basis``.
 
     The L2-penalized fits (logistic regression, ridge with an unpenalized intercept) have
@@ -170,10 +170,10 @@ def convex_fit(features, target, task, output, penalty, sample_weight=None, part
     """Fit ``output`` (an ``nn.Linear``) as the convex model of ``features``, in place.
 
     ``penalty`` is the logistic regression's ``C`` or the ridge's ``alpha``; ``parts`` as
-    for :class:`_Components`. Starts from the layer's current weights. Leaves the layer
+    for :class:`Components`. Starts from the layer's current weights. Leaves the layer
     unchanged when the fit is not possible (a class missing from the rows) or not finite.
     """
-    components = _Components(features, sample_weight, parts)
+    components = Components(features, sample_weight, parts)
     features = components(features)
     if isinstance(task, ClassificationTask):
         model = _logistic(output, penalty, components)
@@ -216,9 +216,9 @@ def tuned_logistic(output, features, target, n_classes, sample_weight, valid, pa
     lbfgs fits of at most :data:`PATH_MAX_ITER` iterations on float32 copies of the
     features, which halves their time (satimage-36: 0.26 against 0.50 s per candidate, the
     same validation log-loss to 0.001); the chosen ``C`` is then fitted to convergence in
-    float64 (:func:`_logistic`'s solver). ``parts`` as for :class:`_Components`.
+    float64 (:func:`_logistic`'s solver). ``parts`` as for :class:`Components`.
     """
-    components = _Components(features, sample_weight, parts)
+    components = Components(features, sample_weight, parts)
     features = components(features)
     valid_features, valid_target, valid_weight = valid
     valid_features = components(valid_features)

@@ -17,7 +17,7 @@ import torch
 from sklearn.utils import check_random_state
 from skorch.helper import predefined_split
 
-from . import _convex_start, _recipe, _refinement, _wide_head
+from . import _recipe, _refinement, _wide_head
 from ._adam import FlatAdam
 from ._convex_start import MIN_SELECTION_ROWS, convex_budget
 from ._device import device_memory
@@ -395,11 +395,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         (Adam at ``lr``) never beat it on satimage-36 and cost a third of the fit.
         """
         X_train, c_train, w_train = train_part
-        why_not = None
-        if not isinstance(task, ClassificationTask):
-            why_not = "regression (the wide head is the classifiers' peer)"
-        elif len(X_train) < _wide_head.MIN_ROWS:
-            why_not = f"fewer than {_wide_head.MIN_ROWS} training rows"
+        why_not = _wide_head.why_not(task, len(X_train))
         if why_not is not None:
             if self.verbose:
                 print(f"depth='auto': no wide head: {why_not}")
@@ -412,8 +408,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         head = _wide_head.train_head(
             wide, X_train, c_train, task, rows_per_pass(wide), w_train, valid, level, seed
         )
-        losses = np.stack([selected.row_losses, head.row_losses])
-        keep = _convex_start.one_standard_error(losses, valid[2]) == 1
+        keep = _wide_head.beats(head, selected, valid[2])
         if self.verbose:
             print(
                 f"depth='auto': wide head of {width} units: validation {head.score:.4f} "

@@ -148,7 +148,7 @@ class Validation(namedtuple("Validation", "score loss row_losses")):
         return self.score if task.monitor == "valid_score" else self.loss
 
 
-class _Evaluation:
+class Evaluation:
     """:class:`Validation` of networks on one validation part."""
 
     def __init__(self, task, X, target, sample_weight, rows):
@@ -174,7 +174,7 @@ class _Evaluation:
 
 def validation(module, task, valid, rows):
     """The :class:`Validation` of ``module`` on ``valid``, ``(X, target, sample_weight)``."""
-    return _Evaluation(task, *valid, rows)(module)
+    return Evaluation(task, *valid, rows)(module)
 
 
 def _objective(task, penalty, X, target, weight, n_rows):
@@ -256,7 +256,7 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
     """
     X_valid, target_valid, w_valid = valid
     weight = None if w_valid is None else np.asarray(w_valid, dtype=np.float64)
-    evaluate = _Evaluation(task, X_valid, target_valid, w_valid, rows)
+    evaluate = Evaluation(task, X_valid, target_valid, w_valid, rows)
     start = copy.deepcopy(module).double()
     start_score = evaluate(start)
     width = describe(module)[-1].module.in_features

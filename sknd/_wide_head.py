@@ -17,7 +17,7 @@ under the paper's noise at ``train_noise`` (:func:`~sknd._refinement.noisy_copy`
 trained on the clean rows alone is as fragile as the peer (satimage-36, two folds: a drop
 of 22.8 points under 10 % multiplicative noise for the peer against 11.5 for the MLP on the
 bands), one with a new copy each epoch dropped 10.3 there. The head reads the principal
-components of the first block's outputs (:class:`~sknd._convex_start._Components`, as the
+components of the first block's outputs (:class:`~sknd._convex_start.Components`, as the
 convex fits do: 87 of satimage-36's 630 indices), which makes an epoch a fraction of one
 on all the indices; the trained layer is folded back onto the indices, so that the network
 and its exports stay as they are.
@@ -25,11 +25,13 @@ and its exports stay as they are.
 
 import copy
 
+import numpy as np
 import torch
 
 from ._adam import FlatAdam
-from ._convex_start import _Components
-from ._refinement import _Evaluation, noisy_copy
+from ._convex_start import Components, one_standard_error
+from ._refinement import Evaluation, noisy_copy
+from ._tasks import ClassificationTask
 from ._training import weighted_loss
 from .networks import describe, forward_rows
 
@@ -58,6 +60,23 @@ NOISY_COPIES = 8
 #: Fewest training rows to train a wide head on: below it, the recipe keeps its linear
 #: start (``verbose`` says so).
 MIN_ROWS = 100
+
+
+def why_not(task, n_rows):
+    """Why no wide head is trained for ``task`` on ``n_rows`` training rows (None: it is)."""
+    if not isinstance(task, ClassificationTask):
+        return "regression (the wide head is the classifiers' peer)"
+    if n_rows < MIN_ROWS:
+        return f"fewer than {MIN_ROWS} training rows"
+    return None
+
+
+def beats(head, start, sample_weight):
+    """Whether the :class:`~sknd._refinement.Validation` ``head`` beats ``start`` by more
+    than the standard error of its validation losses: the one-standard-error rule
+    (:func:`~sknd._convex_start.one_standard_error`) keeps the simpler ``start`` otherwise."""
+    losses = np.stack([start.row_losses, head.row_losses])
+    return one_standard_error(losses, sample_weight) == 1
 
 
 def _head(n_inputs, width, n_outputs, seed):
@@ -128,7 +147,7 @@ def train_head(module, X, target, task, rows, sample_weight, valid, level, seed)
     """
     first = module[:2]
     features = forward_rows(first, X, rows)
-    components = _Components(features, sample_weight)
+    components = Components(features, sample_weight)
     width = next(layer.module for layer in describe(module) if layer.kind == "linear")
     head = _head(components.basis.shape[1], width.out_features, task.n_outputs, seed)
     epochs = _Batches(first, X, features, components, level, seed, rows)
@@ -136,7 +155,7 @@ def train_head(module, X, target, task, rows, sample_weight, valid, level, seed)
     weights = torch.ones(len(X)) if sample_weight is None else torch.as_tensor(sample_weight)
     weights = weights.float()
     X_valid, target_valid, weight_valid = valid
-    evaluate = _Evaluation(
+    evaluate = Evaluation(
         task, components(forward_rows(first, X_valid, rows)), target_valid, weight_valid, rows
     )
     optimizer = FlatAdam(head.parameters(), lr=LR, weight_decay=ALPHA / BATCH_SIZE)
@@ -162,7 +181,7 @@ def train_head(module, X, target, task, rows, sample_weight, valid, level, seed)
                 break
     head.load_state_dict(best_state)
     _fold(module, head, components)
-    return _Evaluation(task, *valid, rows)(module)
+    return Evaluation(task, *valid, rows)(module)
 
 
 def _better(new, old):

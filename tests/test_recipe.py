@@ -218,7 +218,7 @@ def test_convex_fits_on_principal_components_equal_fits_on_all_features():
     X = np.repeat(rng.uniform(0.1, 0.5, (300, 3)), 3, axis=1) * rng.uniform(0.95, 1.05, (300, 9))
     y = _classes(X[:, :5], n_classes=3, seed=11)
     features = StandardScaler().fit_transform(classic_index(X, all_pairs(9), epsilon=1e-6))
-    components = _convex_start._Components(features, None)
+    components = _convex_start.Components(features, None)
     assert components.basis.shape[1] < features.shape[1]
     layer = torch.nn.Linear(features.shape[1], 3).double()
     task = ClassificationTask(y)
@@ -242,7 +242,7 @@ def test_convex_fits_from_a_trained_layer_reach_the_fit_from_zero(newton_max, mo
         layer.weight.copy_(torch.as_tensor(rng.normal(size=(3, features.shape[1]))))
         layer.bias.copy_(torch.as_tensor([3.0, -1.0, 2.0]))
     _convex_start.convex_fit(features, y, ClassificationTask(y), layer, 1.0)
-    solver = _convex_start._logistic(layer, 1.0, _convex_start._Components(features, None)).solver
+    solver = _convex_start._logistic(layer, 1.0, _convex_start.Components(features, None)).solver
     assert solver == ("lbfgs" if newton_max == 0 else "newton-cholesky")
     reference = LogisticRegression(C=1.0, max_iter=5000, tol=1e-8).fit(features, y)
     _assert_layer_predicts_as(layer, features, reference)

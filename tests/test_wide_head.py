@@ -7,7 +7,7 @@ import torch
 from numpy.testing import assert_allclose
 
 from sknd import NDClassifier, NDRegressor, _wide_head
-from sknd._refinement import _Evaluation
+from sknd._refinement import Evaluation
 from sknd._tasks import ClassificationTask
 from sknd.networks import build_network, describe, forward_rows
 
@@ -47,7 +47,7 @@ def test_train_head_returns_the_validation_of_the_network_it_leaves():
         network, X[train], y[train], task, 1000, None, (X[valid], y[valid], None), 0.1, seed=0
     )
     # What it returns is the trained network's own validation (the folded head), ...
-    again = _Evaluation(task, X[valid], y[valid], None, 1000)(network)
+    again = Evaluation(task, X[valid], y[valid], None, 1000)(network)
     assert result.score == again.score
     assert_allclose(result.row_losses, again.row_losses, rtol=1e-12)
     # ... the ring, which a linear model on the indices cannot draw, is learned, ...
