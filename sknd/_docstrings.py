@@ -83,10 +83,14 @@ _DEPTH_LAYERS = """\
         Number of layers counted from input to output, at least 2: the first
         layer, ``depth - 2`` hidden ``Linear + ReLU`` layers, the output layer.
         ``"auto"`` chooses 2 or 3 on the validation part under
-        ``recipe="sknd"``: the depth-3 network starts at the tuned depth-2
-        model and is kept only when a later epoch beats it on validation;
-        otherwise the depth-2 model is trained (one more training run), as
-        with ``depth=2``. Depth 2 where there is nothing to choose on (no
+        ``recipe="sknd"``: for a classifier with at least 100 training rows,
+        first a wide depth-3 network (100 hidden units, or ``hidden_units``)
+        whose head is trained as scikit-learn trains its MLP, on the tuned
+        depth-2 model's indices, kept where its validation losses beat that
+        model's by more than their standard error; otherwise a depth-3
+        network that starts at the tuned depth-2 model, kept only when a
+        later epoch beats it on validation; otherwise the depth-2 model is
+        trained (one more training run), as with ``depth=2``. Depth 2 where there is nothing to choose on (no
         validation part, fewer than 10 validation rows, ``partial_fit``, user
         ``callbacks``, which follow one training run), for
         ``recipe="paper"`` (the paper's depth-2 model) and the MLP, which
@@ -127,8 +131,9 @@ _OTHER_PARAMETERS_DOC = """\
         huge dense layers; under ``recipe="sknd"`` at depth 3 or more, the
         widest layer that keeps depth 3 within the parameter count of
         scikit-learn's default MLP on the same bands (at least
-        ``2 n_outputs + 8``). Under ``recipe="sknd"`` deeper networks need at
-        least ``2 n_outputs`` hidden units (see ``recipe``).
+        ``2 n_outputs + 8``); ``depth="auto"``'s wide head has 100. Under
+        ``recipe="sknd"`` deeper networks need at least ``2 n_outputs``
+        hidden units (see ``recipe``).
     epsilon : float, default=1e-6
         Positive stabilising constant of the ND denominator, in
         ``[1e-15, 1e15]`` (smaller values vanish in float32).
