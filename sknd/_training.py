@@ -42,8 +42,8 @@ import sys
 
 import numpy as np
 import torch
-from skorch import NeuralNet
 from sklearn.metrics import accuracy_score, r2_score
+from skorch import NeuralNet
 from skorch.callbacks import (
     BatchScoring,
     Callback,

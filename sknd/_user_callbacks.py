@@ -131,6 +131,7 @@ def user_callbacks(callbacks, *, early_stopping, validation=True, how="this fit"
         )
     items = copy.deepcopy(items)
     for _, callback in items:
-        if isinstance(callback, (EpochScoring, BatchScoring)) and callback.target_extractor is to_numpy:
+        scorer = isinstance(callback, (EpochScoring, BatchScoring))
+        if scorer and callback.target_extractor is to_numpy:
             callback.target_extractor = TaskTargets(task)
     return items

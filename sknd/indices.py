@@ -486,12 +486,14 @@ def why_no_known_indices(estimator):
     >>> import numpy as np
     >>> from types import SimpleNamespace
     >>> from sknd.indices import why_no_known_indices
-    >>> model = SimpleNamespace(pairs_=np.array([[1, 0]]), coef_a_=np.zeros(1),
-    ...                         coef_c_=np.zeros(1), band_range_=np.array([[0.0, 0.6], [0.01, 0.5]]))
+    >>> model = SimpleNamespace(
+    ...     pairs_=np.array([[1, 0]]), coef_a_=np.zeros(1), coef_c_=np.zeros(1),
+    ...     band_range_=np.array([[0.0, 0.6], [0.01, 0.5]]))
     >>> why_no_known_indices(model)
     >>> model.band_range_ = np.array([[-1.7, 2.1], [-1.2, 1.9]])
     >>> print(why_no_known_indices(model))
-    No known index names: the bands were signed at fit (down to -1.7), as a scaler leaves them, and known indices are defined on band values as measured (non-negative).
+    No known index names: the bands were signed at fit (down to -1.7), as a scaler leaves
+    them, and known indices are defined on band values as measured (non-negative).
     """
     from ._validation import fitted_indices
 
@@ -507,8 +509,7 @@ def why_no_known_indices(estimator):
         if variant == "reflectance":
             return None
         where = (
-            f"variant={variant!r} takes signed inputs (standardized bands, another "
-            "layer's outputs)"
+            f"variant={variant!r} takes signed inputs (standardized bands, another layer's outputs)"
         )
     return (
         f"No known index names: {where}, and known indices are defined on band values as "

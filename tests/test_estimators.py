@@ -544,6 +544,31 @@ def test_transform_gives_the_learned_indices_export_formulas_writes(Estimator):
     assert mlp.__sklearn_tags__().transformer_tags is None
 
 
+@pytest.mark.parametrize("Estimator", [NDClassifier, NDRegressor])
+def test_set_output_on_the_predictors_as_on_scikit_learn_transformers(Estimator):
+    # make_pipeline(StandardScaler(), NDClassifier()).set_output(transform="pandas") raised
+    # "set_output is not available", where LogisticRegression works.
+    from sklearn.preprocessing import FunctionTransformer
+
+    make_pipeline(StandardScaler(), Estimator()).set_output(transform="pandas")
+    X, y = spectra()
+    frame = pd.DataFrame(X, columns=["B2", "B4", "B8", "B11", "B12"][: X.shape[1]])
+    target = y if Estimator is NDClassifier else X[:, 1] / X[:, 0]
+    pipe = make_pipeline(FunctionTransformer(), Estimator(**FAST)).set_output(transform="pandas")
+    model = pipe.fit(frame, target)[-1]
+    out = model.transform(frame)
+    assert isinstance(out, pd.DataFrame) and out.index.equals(frame.index)
+    assert out.columns.tolist() == model.get_feature_names_out().tolist()
+    default = model.set_output(transform="default").transform(frame)
+    np.testing.assert_array_equal(out.to_numpy(), default)
+    refit = clone(model).set_output(transform="pandas").fit_transform(frame, target)
+    assert isinstance(refit, pd.DataFrame)
+    # The MLP baseline has no indices: no transform, so no set_output (pipelines skip it).
+    mlp = Estimator(architecture="mlp")
+    assert not hasattr(mlp, "set_output")
+    make_pipeline(StandardScaler(), mlp).set_output(transform="pandas")
+
+
 def test_a_one_row_validation_part_scores_nan_without_a_warning():
     import warnings
 
