@@ -32,8 +32,13 @@ training page, "Callbacks"):
   batch gets a per-batch record holding its size (``train_batch_size``) but
   no loss;
 - plain path (skorch's ``train_step``, autograd), taken for the whole fit
-  when a callback implements a batch-level event for training batches:
+  when a callback implements a batch-level event for training batches (or
+  averages their per-batch losses, ``PassthroughScoring(on_train=True)``):
   every skorch event, ``on_grad_computed`` included.
+
+Once trained, a :class:`Net` is the estimator's ``net_``: it refuses to train
+again or load weights (:meth:`Net.initialize`, ``fit``, ``partial_fit``,
+``load_params``), since its ``module_`` is the estimator's network.
 """
 
 import copy
