@@ -300,6 +300,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
                 epsilon=self.epsilon,
                 variant=self.variant_,
                 nd_layer=self.architecture != "mlp",
+                estimator_name=type(self).__name__,
             )
         return X, y
 
@@ -475,6 +476,9 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
     def _set_indices(self):
         """Build ``indices_``; called last in ``fit``, once the outputs are known."""
         self.indices_ = index_table(self)
+        note = self.indices_.attrs.get("note")
+        if self.verbose and note:
+            print(f"indices_: {note}")
 
     def _network_output(self, X):
         """Validate ``X`` and return the raw network outputs (always finite).

@@ -24,7 +24,7 @@ __all__ = ["NDClassifier"]
     attributes=ATTRIBUTES_DOC,
     notes=NOTES_DOC,
 )
-class NDClassifier(ClassifierMixin, LearnedIndicesMixin, BaseND, auto_wrap_output_keys=None):
+class NDClassifier(ClassifierMixin, LearnedIndicesMixin, BaseND):
     """Classifier whose first layer learns normalized-difference indices.
 
     Every band pair ``(i, j)`` becomes an index

@@ -18,7 +18,7 @@ def _available(device):
         return torch.cuda.is_available() and (device.index or 0) < torch.cuda.device_count()
     if device.type == "mps":
         return torch.backends.mps.is_available()
-    return device.type == "cpu" or device.type == "meta"
+    return device.type == "cpu"
 
 
 def resolve_device(device):
@@ -37,6 +37,11 @@ def resolve_device(device):
             f"device={device!r} is not a device PyTorch knows ({exc}). Use 'cpu', 'cuda', "
             "'cuda:0', 'mps', a torch.device, or 'auto' (a CUDA GPU when there is one)."
         ) from None
+    if resolved.type == "meta":
+        raise ValueError(
+            f"device={device!r}: PyTorch's meta device holds tensor shapes without values, so "
+            "a model can neither train nor predict there. Use device='cpu', 'cuda' or 'auto'."
+        )
     if not _available(resolved):
         missing = {
             "cuda": f"no CUDA GPU {resolved.index or 0} is available to PyTorch (it sees "

@@ -402,7 +402,9 @@ ATTRIBUTES_DOC = """\
         ``k = softplus(a) / softplus(c)`` of ``band_i`` relative to ``band_j``,
         ``importance`` (``index_importances_``) and ``known_index``, the
         classic index the pair forms (``"-NDVI"`` for a reversed pair, ``""``
-        if none). Empty for the MLP.
+        if none; ``""`` for every pair when the bands were signed at fit,
+        e.g. standardized, which ``indices_.attrs["note"]`` says). Empty for
+        the MLP.
     passthrough_importances_ : ndarray of shape (n_features_in_,) or (0,)
         With ``passthrough=True``, the importance of each standardized raw
         band, measured like ``index_importances_``; empty otherwise.
@@ -410,8 +412,11 @@ ATTRIBUTES_DOC = """\
         The skorch net of the last ``fit`` or ``partial_fit`` call, without
         its data: ``net_.history`` (every key the callbacks recorded, e.g.
         ``event_lr``), ``net_.callbacks_`` (the fitted copies of
-        ``callbacks``), ``net_.optimizer_``. Training it directly bypasses
-        the estimator: use ``fit``, ``partial_fit`` or ``to_torch()``.
+        ``callbacks``), ``net_.optimizer_``; ``net_.predict``,
+        ``predict_proba`` and ``score`` as the estimator's. A view of the
+        fitted model: its ``fit``, ``partial_fit``, ``initialize`` and
+        ``load_params`` raise a ``RuntimeError`` (train the estimator, or
+        fine-tune ``to_torch()``).
     module_ : torch.nn.Module
         The fitted network (``net_.module_``), which ``predict`` runs; see
         ``to_torch()`` for a copy to change or fine-tune.

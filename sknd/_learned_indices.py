@@ -2,6 +2,7 @@
 
 from sklearn.base import TransformerMixin
 from sklearn.utils import TransformerTags
+from sklearn.utils._set_output import _wrap_method_output
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
@@ -21,14 +22,24 @@ def names_of_indices(estimator, input_features, pairs):
     return index_names(names, pairs)
 
 
+def _configured_output(method):
+    """``method`` returning the container ``set_output`` configured (scikit-learn's wrapping).
+
+    Applied here, under ``available_if``: the wrapping ``TransformerMixin`` applies itself
+    to each class's own ``transform`` would turn the conditional method into a plain one.
+    """
+    return _wrap_method_output(method, "transform")
+
+
 class LearnedIndicesMixin(TransformerMixin, auto_wrap_output_keys=None):
     """``transform`` to the learned indices, for the predictors (as scikit-learn's
     ``LinearDiscriminantAnalysis`` is a classifier and a transformer).
 
     Available for networks with an ND layer; the MLP baseline has no indices
-    (no ``transform``, no transformer tags). No ``set_output``: scikit-learn's
-    wrapping of ``transform`` would drop that availability (subclasses pass
-    ``auto_wrap_output_keys=None`` too); ``NDTransformer`` has it.
+    (no ``transform``, ``get_feature_names_out`` or ``set_output``, no
+    transformer tags). ``set_output`` is scikit-learn's: the subclasses keep
+    ``TransformerMixin``'s ``auto_wrap_output_keys`` (which enables it), and
+    this mixin wraps its own ``transform`` (:func:`_configured_output`).
     """
 
     def __sklearn_tags__(self):
@@ -46,6 +57,7 @@ class LearnedIndicesMixin(TransformerMixin, auto_wrap_output_keys=None):
         return params["architecture"] != "mlp"
 
     @available_if(_learns_indices)
+    @_configured_output
     def transform(self, X):
         """Compute the learned indices: the ND layer's outputs, one per row of ``indices_``.
 

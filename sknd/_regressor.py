@@ -22,7 +22,7 @@ __all__ = ["NDRegressor"]
     attributes=ATTRIBUTES_DOC,
     notes=NOTES_DOC,
 )
-class NDRegressor(RegressorMixin, LearnedIndicesMixin, BaseND, auto_wrap_output_keys=None):
+class NDRegressor(RegressorMixin, LearnedIndicesMixin, BaseND):
     """Regressor whose first layer learns normalized-difference indices.
 
     The network of :class:`NDClassifier` with one linear output per target,

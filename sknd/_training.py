@@ -32,8 +32,13 @@ training page, "Callbacks"):
   batch gets a per-batch record holding its size (``train_batch_size``) but
   no loss;
 - plain path (skorch's ``train_step``, autograd), taken for the whole fit
-  when a callback implements a batch-level event for training batches:
+  when a callback implements a batch-level event for training batches (or
+  averages their per-batch losses, ``PassthroughScoring(on_train=True)``):
   every skorch event, ``on_grad_computed`` included.
+
+Once trained, a :class:`Net` is the estimator's ``net_``: it refuses to train
+again or load weights (:meth:`Net.initialize`, ``fit``, ``partial_fit``,
+``load_params``), since its ``module_`` is the estimator's network.
 """
 
 import copy
@@ -42,15 +47,19 @@ import sys
 
 import numpy as np
 import torch
+from sklearn.metrics import accuracy_score, r2_score
 from skorch import NeuralNet
 from skorch.callbacks import (
+    BatchScoring,
     Callback,
     EpochScoring,
     EpochTimer,
     LRScheduler,
+    PassthroughScoring,
     PrintLog,
 )
 from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
+from skorch.dataset import Dataset
 
 from ._adam import FlatAdam
 from ._fused import FusedTrainer, Unsupported
@@ -62,15 +71,17 @@ class _StopTraining(Exception):
     """Raised by :class:`EarlyStopping` to end the fit loop."""
 
 
-class TensorDataset(torch.utils.data.Dataset):
+class TensorDataset(Dataset):
     """Inputs, targets and optional sample weights held as whole tensors, batched by slicing.
 
     With weights ``w`` (a float tensor of shape ``(n_samples, 1)``, mean 1), a
     batch's target is the pair ``(y, w)``: :meth:`Net.get_loss` then takes the
-    batch mean of ``w_i * loss_i``.
+    batch mean of ``w_i * loss_i``. A skorch ``Dataset`` (whose ``__init__``
+    it replaces), so that skorch's scoring callbacks without caching
+    (``EpochScoring(..., use_caching=False)``) read its ``X`` and ``y``.
     """
 
-    def __init__(self, X, y, w=None):
+    def __init__(self, X, y, w=None):  # skorch's Dataset.__init__ is not called
         self.X = X
         self.y = y
         self.w = w
@@ -266,9 +277,11 @@ def _stops_training(callback):
 def _wants_training_batches(callback):
     """Whether ``callback`` implements a batch-level event for training batches.
 
-    skorch's ``LRScheduler`` stepping every epoch and ``EpochScoring`` of
-    validation data (or without caching) implement ``on_batch_end`` but act on
-    no training batch.
+    skorch's ``LRScheduler`` stepping every epoch, ``EpochScoring`` of
+    validation data (or without caching) and ``BatchScoring`` of validation
+    batches implement ``on_batch_end`` but act on no training batch;
+    ``PassthroughScoring(on_train=True)`` implements no batch event but
+    averages the per-batch training losses, which only the plain path records.
     """
     if not getattr(callback, "wants_training_batches", True):
         return False
@@ -276,6 +289,8 @@ def _wants_training_batches(callback):
         return callback.step_every == "batch"
     if isinstance(callback, EpochScoring):
         return bool(callback.on_train and callback.use_caching)
+    if isinstance(callback, (BatchScoring, PassthroughScoring)):
+        return bool(callback.on_train)
     return any(
         getattr(type(callback), event, None) is not getattr(Callback, event)
         for event in _BATCH_EVENTS
@@ -361,21 +376,39 @@ class Net(NeuralNet):
         X = X.to(dtype=torch.float32)
         return TensorDataset(X, None if y is None else torch.as_tensor(np.asarray(y)))
 
+    def _outputs(self, X):
+        """The raw outputs of ``X`` as a numpy array.
+
+        Detached: during training, a scoring callback's cached predictions of
+        training batches (``EpochScoring(on_train=True)``, ``BatchScoring``)
+        come from the training step and carry its graph.
+        """
+        return self.forward(X, training=False, device="cpu").detach().numpy()
+
     def predict_proba(self, X):
         """Class probabilities as the estimator's ``predict_proba`` gives them.
 
         For a regression network (no probabilities), the raw outputs.
         """
-        output = self.forward(X, training=False, device="cpu").numpy()
+        output = self._outputs(X)
         task = getattr(self, "task_", None)
         return task.proba(output) if hasattr(task, "proba") else output
 
     def predict(self, X):
         """Predictions as the estimator's ``predict`` gives them: class labels, or
         targets on their original scale."""
-        output = self.forward(X, training=False, device="cpu").numpy()
+        output = self._outputs(X)
         task = getattr(self, "task_", None)
         return output if task is None else task.decode(output)
+
+    def score(self, X, y, sample_weight=None):
+        """The estimator's ``score``: accuracy of :meth:`predict` for a classifier's
+        network, R^2 (averaged over targets) otherwise.
+
+        ``y`` as the estimator takes it (class labels, targets on their scale).
+        """
+        metric = accuracy_score if hasattr(getattr(self, "task_", None), "proba") else r2_score
+        return float(metric(y, self.predict(X), sample_weight=sample_weight))
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """skorch's loss; for weighted targets ``(y, w)`` the batch mean of ``w_i * loss_i``.
@@ -464,7 +497,37 @@ class Net(NeuralNet):
                 self.best_losses_[key] = loss
         self.history.record(prefix + "_batch_count", n_batches)
 
+    def _refuse_once_trained(self, call):
+        """Refuse ``call`` on a net that has trained: it is then an estimator's ``net_``.
+
+        Its ``module_`` is the estimator's, which ``predict`` runs: training or
+        loading weights into it would change the model behind the attributes
+        read from it at fit (``coef_a_``, ``indices_``, ``history_``).
+        """
+        if getattr(self, "trained_", False):
+            raise RuntimeError(
+                f"net_.{call} refused: this skorch net is a fitted sknd estimator's net_, "
+                "whose module_ is the network the estimator's predict runs, so it would change "
+                "the model behind the estimator's fitted attributes (coef_a_, indices_, "
+                "history_). Nothing was changed. Train the estimator instead "
+                "(estimator.partial_fit(X, y), or fit with warm_start=True), or fine-tune a "
+                "standalone copy of the network, estimator.to_torch()."
+            )
+
+    def initialize(self):
+        self._refuse_once_trained("initialize()")
+        return super().initialize()
+
+    def fit(self, X, y=None, **fit_params):
+        self._refuse_once_trained("fit()")
+        return super().fit(X, y, **fit_params)
+
+    def load_params(self, *args, **kwargs):
+        self._refuse_once_trained("load_params()")
+        return super().load_params(*args, **kwargs)
+
     def partial_fit(self, X, y=None, classes=None, **fit_params):
+        self._refuse_once_trained("partial_fit()")
         if not self.initialized_:
             self.initialize()
         fit_params.pop("_routing_method", None)
@@ -476,9 +539,11 @@ class Net(NeuralNet):
         self.notify("on_train_end", X=X, y=y)
         if isinstance(self.optimizer_, FlatAdam):
             self.optimizer_.release()
-        # The fitted estimator keeps this net (net_): without the training data.
+        # The fitted estimator keeps this net (net_): without the training data, and
+        # refusing to train again (see _refuse_once_trained).
         self.fused_trainer_ = None
         self.train_split = None
+        self.trained_ = True
         return self
 
     # Plain pickling: net_.module_ stays the module the estimator holds. (skorch pickles

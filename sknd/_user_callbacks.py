@@ -3,15 +3,15 @@
 :func:`user_callbacks` names them as skorch does, refuses names sknd uses
 itself (:data:`sknd._training.OWN_CALLBACKS`) and callbacks the training loop
 of :class:`sknd._training.Net` cannot serve, saying what to change, and gives
-an ``EpochScoring`` with skorch's default target extractor
-:class:`TaskTargets`, the stored targets as ``net_.predict`` returns them.
+an ``EpochScoring`` or ``BatchScoring`` with skorch's default target
+extractor :class:`TaskTargets`, the stored targets as ``net_.predict`` returns them.
 """
 
 import copy
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback, EpochScoring, PassthroughScoring
+from skorch.callbacks import BatchScoring, Callback, EpochScoring
 from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
 from skorch.utils import to_numpy
 
@@ -75,17 +75,10 @@ def _check_callback(name, callback, *, early_stopping, validation, how):
             "it. Pass early_stopping=False (with X_val, y_val) to let yours decide, or "
             "load_best=False to let it only stop training earlier."
         )
-    if isinstance(callback, PassthroughScoring) and callback.on_train:
-        raise ValueError(
-            f"The callback {name!r} (PassthroughScoring(on_train=True)) averages per-batch "
-            "records of training batches, which sknd's fast training path does not send. "
-            "sknd records train_loss per epoch itself (history_, net_.history); score "
-            "training data with EpochScoring(..., on_train=True) instead."
-        )
 
 
 class TaskTargets:
-    """``EpochScoring``'s target extractor: stored targets as ``net_.predict`` returns them.
+    """The scorers' target extractor: stored targets as ``net_.predict`` returns them.
 
     The training targets are encoded (class codes, standardized values) and may
     carry sample weights (``(y, w)``); scorer names such as ``"accuracy"`` or
@@ -116,7 +109,7 @@ def user_callbacks(callbacks, *, early_stopping, validation=True, how="this fit"
     ``validation``: whether it has validation data (``how`` names the call in
     messages). A ``ValueError`` says what to change for anything else, for names
     sknd uses, and for callbacks the training loop cannot serve. An
-    ``EpochScoring`` with skorch's default target extractor gets
+    ``EpochScoring`` or ``BatchScoring`` with skorch's default target extractor gets
     :class:`TaskTargets` of ``task``.
     """
     if callbacks is None:
@@ -138,6 +131,7 @@ def user_callbacks(callbacks, *, early_stopping, validation=True, how="this fit"
         )
     items = copy.deepcopy(items)
     for _, callback in items:
-        if isinstance(callback, EpochScoring) and callback.target_extractor is to_numpy:
+        scorer = isinstance(callback, (EpochScoring, BatchScoring))
+        if scorer and callback.target_extractor is to_numpy:
             callback.target_extractor = TaskTargets(task)
     return items

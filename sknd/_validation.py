@@ -319,8 +319,49 @@ def warn_far_outside(X, band_range, peak, name, estimator_name, feature_names):
     )
 
 
-def warn_about_training_values(X, *, epsilon, variant, nd_layer):
-    """Warn about training data that would silently give a useless model."""
+#: Where the docs say why the ND layer wants the bands as measured (the warning names it).
+BANDS_AS_MEASURED_DOC = "the input contract, docs/contract.md, 'Bands as measured'"
+
+
+def centred_bands(X):
+    """``"mean"`` or ``"median"`` when every band of ``X`` is centred on 0 to rounding and
+    some values are negative, as scikit-learn's ``StandardScaler`` (``RobustScaler``)
+    leaves data; else None.
+
+    Band values as measured are never so: a mean of 0 over reflectances, digital numbers
+    or radiances needs negative values balancing the positive ones in every band.
+    """
+    if len(X) < 2 or X.min() >= 0:
+        return None
+    # Rounding of a scaler's float32 output, relative to each band's magnitude.
+    tolerance = 1e-5 * np.max(np.abs(X), axis=0)
+    if np.all(np.abs(X.mean(axis=0, dtype=np.float64)) <= tolerance):
+        return "mean"
+    if np.all(np.abs(np.median(X, axis=0)) <= tolerance):
+        return "median"
+    return None
+
+
+def _warn_centred(X, estimator_name, variant):
+    """Warn that ``X`` looks standardized, as a scaler before the estimator leaves it."""
+    centre = centred_bands(X)
+    if centre is None:
+        return
+    warnings.warn(
+        f"Every band of X has {centre} 0 and negative values: it looks standardized, as a "
+        f"scaler (StandardScaler, RobustScaler) before {estimator_name} in a pipeline leaves "
+        "it. The normalized-difference layer wants the bands as measured (reflectance, "
+        "digital numbers): normalized differences of standardized bands are no spectral "
+        f"indices (they depend on the scaler's means), variant_ is {variant!r} and indices_ "
+        f"names no known index. Give {estimator_name} the bands without a scaler before it "
+        f"(see {BANDS_AS_MEASURED_DOC}).",
+        UserWarning,
+        stacklevel=5,
+    )
+
+
+def warn_about_training_values(X, *, epsilon, variant, nd_layer, estimator_name):
+    """Warn about training data that would silently give a useless or misnamed model."""
     zero_rows = int(np.count_nonzero(~np.any(X, axis=1)))
     if zero_rows:
         warnings.warn(
@@ -330,7 +371,10 @@ def warn_about_training_values(X, *, epsilon, variant, nd_layer):
             UserWarning,
             stacklevel=4,
         )
-    if not nd_layer or variant == "softplus":
+    if not nd_layer:
+        return
+    _warn_centred(X, estimator_name, variant)
+    if variant == "softplus":
         return
     # The denominator adds epsilon to the bands ("signed": sqrt(epsilon) to each band's
     # magnitude); bands far below that give indices near 0 whatever the weights.

@@ -44,6 +44,7 @@ __all__ = [
     "known_indices",
     "match_pair",
     "spyndex_catalogue",
+    "why_no_known_indices",
 ]
 
 
@@ -456,3 +457,61 @@ def known_index(band_i, band_j, catalogue=None):
     if band_i.group != band_j.group:
         return ""
     return ", ".join(match_pair(band_i.common_name, band_j.common_name, catalogue))
+
+
+def why_no_known_indices(estimator):
+    """Why the known-index names do not apply to a model's indices, or None when they do.
+
+    The known indices (NDVI, NDWI ...) are defined on band values as measured,
+    non-negative: a fitted estimator's indices get their names when the bands
+    it was fitted on were non-negative (``band_range_``), not when they were
+    signed (standardized by a scaler, differences). A model without
+    ``band_range_`` (a torch module's layer) gets them under
+    ``variant="reflectance"``, which refuses negative inputs, not under a
+    signed variant (standardized bands, another layer's outputs).
+
+    Parameters
+    ----------
+    estimator : fitted sknd estimator or torch.nn.Module
+        See :func:`sknd.inspection.index_table`.
+
+    Returns
+    -------
+    note : str or None
+        The reason, as :func:`sknd.inspection.index_table` keeps it in
+        ``table.attrs["note"]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from types import SimpleNamespace
+    >>> from sknd.indices import why_no_known_indices
+    >>> model = SimpleNamespace(
+    ...     pairs_=np.array([[1, 0]]), coef_a_=np.zeros(1), coef_c_=np.zeros(1),
+    ...     band_range_=np.array([[0.0, 0.6], [0.01, 0.5]]))
+    >>> why_no_known_indices(model)
+    >>> model.band_range_ = np.array([[-1.7, 2.1], [-1.2, 1.9]])
+    >>> print(why_no_known_indices(model))
+    No known index names: the bands were signed at fit (down to -1.7), as a scaler leaves
+    them, and known indices are defined on band values as measured (non-negative).
+    """
+    from ._validation import fitted_indices
+
+    estimator = fitted_indices(estimator)
+    band_range = getattr(estimator, "band_range_", None)
+    if band_range is not None:
+        low = min((float(low) for low, _ in band_range), default=0.0)
+        if low >= 0:
+            return None
+        where = f"the bands were signed at fit (down to {low:.4g}), as a scaler leaves them"
+    else:
+        variant = getattr(estimator, "variant_", getattr(estimator, "variant", "reflectance"))
+        if variant == "reflectance":
+            return None
+        where = (
+            f"variant={variant!r} takes signed inputs (standardized bands, another layer's outputs)"
+        )
+    return (
+        f"No known index names: {where}, and known indices are defined on band values as "
+        "measured (non-negative)."
+    )

@@ -32,7 +32,7 @@ from ._formula import VARIANTS, softplus, weight_ratio
 from ._formula_syntax import format_formula, format_number
 from ._validation import fitted_indices
 from .bands import get_sensor, resolve_bands
-from .indices import get_catalogue, known_index
+from .indices import get_catalogue, known_index, why_no_known_indices
 
 __all__ = ["band_identifiers", "export_asi", "export_formulas", "get_bands", "index_table"]
 
@@ -123,7 +123,10 @@ def index_table(estimator, catalogue=None):
           between indices of one model only;
         - ``known_index``: the classic index the band pair forms, e.g.
           ``"NDVI"``, ``"-NDVI"`` when the pair is reversed, ``""`` if none
-          (see :mod:`sknd.indices`).
+          (see :mod:`sknd.indices`); ``""`` for every pair of a model
+          whose inputs were not band values as measured (see
+          :func:`sknd.indices.why_no_known_indices`), which ``table.attrs["note"]`` then
+          says.
 
     Examples
     --------
@@ -155,6 +158,7 @@ def index_table(estimator, catalogue=None):
         else np.asarray(importances, dtype=np.float64).ravel()
     )
     catalogue = get_catalogue() if catalogue is None else tuple(catalogue)
+    note = why_no_known_indices(estimator)
 
     rows = []
     for position in positions:
@@ -167,11 +171,13 @@ def index_table(estimator, catalogue=None):
                 "c": c[position],
                 "k": float(weight_ratio(a[position], c[position])),
                 "importance": importances[position],
-                "known_index": known_index(bands[i], bands[j], catalogue),
+                "known_index": "" if note else known_index(bands[i], bands[j], catalogue),
             }
         )
     columns = ["band_i", "band_j", "a", "c", "k", "importance", "known_index"]
     table = pd.DataFrame(rows, columns=columns)
+    if note:
+        table.attrs["note"] = note
     return table.astype(
         {
             "band_i": object,
@@ -278,7 +284,15 @@ def _exported_positions(estimator, top):
         return positions
     if not isinstance(top, (int, np.integer)) or top < 1:
         raise ValueError(f"top must be a positive int or None, got {top!r}.")
-    importances = np.asarray(estimator.index_importances_, dtype=np.float64)[positions]
+    importances = getattr(estimator, "index_importances_", None)
+    if importances is None:
+        raise TypeError(
+            f"top={top} keeps the most important indices, by the index_importances_ that a "
+            "fitted estimator measured on its training data; this model has none (a torch "
+            "module's layer has no data to measure them on). Pass the fitted estimator, or "
+            "top=None for every index of the layer."
+        )
+    importances = np.asarray(importances, dtype=np.float64)[positions]
     # Stable sort keeps the output order among equally important indices.
     return positions[np.argsort(-importances, kind="stable")][:top]
 
@@ -381,6 +395,9 @@ def export_formulas(estimator, format="numpy", top=None, precision=None, sensor=
     ------
     ValueError
         If a band has no counterpart on ``sensor`` (or no ASI symbol).
+    TypeError
+        If ``top`` is given for a model without ``index_importances_`` (a
+        torch module: its layer has no data to measure importances on).
 
     Examples
     --------
@@ -525,7 +542,9 @@ def export_asi(
     if not isinstance(prefix, str) or not prefix.isidentifier():
         raise ValueError(f"prefix must start an identifier (e.g. 'SKND'), got {prefix!r}.")
     formulas = export_formulas(estimator, format="asi", top=top)
+    estimator = fitted_indices(estimator)
     positions = _exported_positions(estimator, top)
+    note = why_no_known_indices(estimator)
     bands = get_bands(estimator)
     pairs = np.asarray(estimator.pairs_, dtype=np.intp).reshape(-1, 2)
     catalogue = get_catalogue()
@@ -533,7 +552,7 @@ def export_asi(
     entries = {}
     for number, (position, formula) in enumerate(zip(positions, formulas), start=1):
         band_i, band_j = (bands[index] for index in pairs[position])
-        known = known_index(band_i, band_j, catalogue)
+        known = "" if note else known_index(band_i, band_j, catalogue)
         k = float(weight_ratio(estimator.coef_a_[position], estimator.coef_c_[position]))
         long_name = (
             f"Learned normalized difference of {band_i.common_name} and "

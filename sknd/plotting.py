@@ -17,7 +17,7 @@ import numpy as np
 
 from ._formula import log_softplus
 from ._validation import fitted_indices
-from .indices import known_index
+from .indices import known_index, why_no_known_indices
 from .inspection import get_bands
 
 __all__ = [
@@ -368,9 +368,10 @@ def plot_top_asymmetric_pairs(estimator, k=15, ax=None):
     # Stable sort: ties keep the ND layer's order.
     order = np.argsort(-np.abs(log2k), kind="stable")[:k]
     labels = []
+    named = why_no_known_indices(estimator) is None  # bands as measured (sknd.indices)
     for i, j in pairs[order]:
         label = f"{bands[i].name} : {bands[j].name}"
-        known = known_index(bands[i], bands[j])
+        known = known_index(bands[i], bands[j]) if named else ""
         labels.append(f"{label}  ({known})" if known else label)
     values = log2k[order]
 

@@ -389,6 +389,54 @@ def test_a_trained_layer_and_to_torch_are_read_as_estimators():
         index_table(torch.nn.Linear(2, 2))
 
 
+def test_known_index_names_only_for_bands_as_measured(capsys):
+    # Behind a StandardScaler, indices_ named the columns "-NDVI", "NDWI, -GNDVI" without a word.
+    import torch
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from sknd import NDClassifier
+    from sknd.indices import why_no_known_indices
+    from sknd.nn import NormalizedDifference
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame(rng.uniform(0.01, 0.5, (200, 3)), columns=["B3", "B4", "B8"])
+    y = (frame.B8 > frame.B4).astype(int)
+    measured = NDClassifier(sensor="sentinel2", max_epochs=3, random_state=0).fit(frame, y)
+    assert "-NDVI" in measured.indices_["known_index"].tolist()
+    assert "note" not in measured.indices_.attrs and why_no_known_indices(measured) is None
+    scaled = make_pipeline(
+        StandardScaler(), NDClassifier(sensor="sentinel2", max_epochs=3, random_state=0, verbose=1)
+    ).set_output(transform="pandas")
+    with pytest.warns(UserWarning, match="looks standardized.*StandardScaler.*'Bands as measured'"):
+        scaled.fit(frame, y)
+    clf = scaled[-1]
+    assert clf.variant_ == "signed" and (clf.indices_["known_index"] == "").all()
+    assert clf.indices_.attrs["note"].startswith("No known index names: the bands were signed")
+    assert clf.indices_.attrs["note"] in capsys.readouterr().out
+    assert (index_table(clf)["known_index"] == "").all()
+    entry = export_asi(clf, date="2026-01-01")["SpectralIndices"]["SKND1"]
+    assert "band pair of" not in entry["long_name"]
+    # A layer in a torch model: named under variant="reflectance" (non-negative inputs only).
+    signed = NormalizedDifference(bands=["B3", "B4", "B8"], sensor="sentinel2", variant="signed")
+    assert (index_table(signed)["known_index"] == "").all()
+    assert "variant='signed' takes signed inputs" in index_table(signed).attrs["note"]
+    reflectance = NormalizedDifference(bands=["B3", "B4", "B8"], sensor="sentinel2")
+    assert index_table(torch.nn.Sequential(reflectance))["known_index"].tolist()[-1] == "-NDVI"
+
+
+def test_top_of_a_torch_module_is_refused_for_want_of_importances():
+    # export_formulas(my_torch_model, top=3) raised AttributeError 'index_importances_'.
+    import torch
+
+    from sknd.nn import NormalizedDifference
+
+    model = torch.nn.Sequential(NormalizedDifference(4), torch.nn.Linear(6, 1))
+    with pytest.raises(TypeError, match="top=3 keeps the most important.*Pass the fitted"):
+        export_formulas(model, top=3)
+    assert len(export_formulas(model)) == 6
+
+
 def test_numpy_formulas_for_another_sensor_name_its_bands_as_it_does():
     # An unused Sentinel-2 "B2" (blue) made Landsat 7's "B2" (green) "B2_2" (fuzz3 repro_13).
     model = SimpleNamespace(

@@ -795,6 +795,9 @@ def test_fast_path_not_used_for_a_model_on_a_gpu(monkeypatch):
     assert _fast(clf, "predict") is None
 
 
+# A pipeline on purpose: its scaler's output makes the estimator warn that the bands look
+# standardized (tested in tests/test_validation.py).
+@pytest.mark.filterwarnings("ignore:Every band of X has mean 0 and negative values")
 def test_fast_path_not_used_for_other_estimators(clf):
     assert _fast(clf, "predict") is None
     pipe = make_pipeline(StandardScaler(), NDClassifier(variant="signed", **FAST))

@@ -333,16 +333,12 @@ def test_a_callback_that_raises_leaves_the_model_unchanged(binary_data):
         ([EpochTimer(), EpochTimer(), ("EpochTimer_1", EpochTimer())], "used twice"),
         ([("x", "not a callback")], "skorch.callbacks.Callback"),
         ([("early_stopping", None)], "skorch.callbacks.Callback"),
-        ("passthrough", "fast training path"),
         ("own_name", "sknd's own"),
         ("twice", "used twice"),
     ],
 )
 def test_callbacks_sknd_cannot_run_are_refused(callbacks, message, binary_data):
-    from skorch.callbacks import PassthroughScoring
-
     named = {
-        "passthrough": [("loss", PassthroughScoring("train_loss", on_train=True))],
         "own_name": [("valid_score", EpochTimer())],
         "twice": [("t", EpochTimer()), ("t", EpochTimer())],
     }
@@ -464,6 +460,78 @@ def test_the_fitted_net_infers_on_new_data_as_the_estimator(binary_data):
     np.testing.assert_allclose(inferred.detach().numpy(), logits.numpy(), rtol=1e-6)
 
 
+def test_the_fitted_net_refuses_to_train_and_scores_as_the_estimator(binary_data, tmp_path):
+    # net_.module_ is the estimator's network: net_.fit used to retrain it behind coef_a_ and
+    # indices_ (predict_proba moved by up to 0.96) before raising KeyError 'valid_score'.
+    X, y = binary_data()
+    labels = np.where(y == 1, "veg", "soil")
+    clf = NDClassifier(max_epochs=3, random_state=0).fit(X, labels)
+    clf.net_.save_params(f_params=str(tmp_path / "weights.pt"))
+    before, epochs = clf.predict_proba(X), len(clf.net_.history)
+    calls = {
+        "fit()": lambda: clf.net_.fit(X, y),
+        "partial_fit()": lambda: clf.net_.partial_fit(X, y),
+        "initialize()": lambda: clf.net_.initialize(),
+        "load_params()": lambda: clf.net_.load_params(f_params=str(tmp_path / "weights.pt")),
+    }
+    for call, run in calls.items():
+        with pytest.raises(RuntimeError, match=rf"net_\.{call[:-2]}\(\) refused.*to_torch"):
+            run()
+    np.testing.assert_array_equal(clf.predict_proba(X), before)
+    assert len(clf.net_.history) == epochs and clf.net_.module_ is clf.module_
+    # The estimator itself still continues training (a new net each call).
+    assert clf.partial_fit(X, labels).n_iter_ == epochs + 1
+    new = binary_data(seed=1)[0]
+    new_labels = np.where(new[:, 1] > new[:, 2], "veg", "soil")
+    weight = np.arange(len(new)) % 3 + 1.0
+    assert clf.net_.score(new, new_labels) == clf.score(new, new_labels)
+    assert clf.net_.score(new, new_labels, weight) == clf.score(new, new_labels, weight)
+    reg = NDRegressor(max_epochs=3, random_state=0).fit(X, X[:, 1] * 40.0 + 3.0)
+    assert reg.net_.score(new, new[:, 1] * 40.0 + 3.0) == pytest.approx(
+        reg.score(new, new[:, 1] * 40.0 + 3.0), abs=1e-5
+    )
+
+
+@pytest.mark.parametrize(
+    "scorer, options, fast",
+    [
+        # Scores of training batches: cached predictions of the training step (plain path).
+        ("EpochScoring", dict(scoring="accuracy", on_train=True), False),
+        ("BatchScoring", dict(scoring="accuracy", on_train=True), False),
+        ("PassthroughScoring", dict(name="train_loss", on_train=True), False),
+        # Scores computed at the epoch's end, or of validation batches: the fast path.
+        ("EpochScoring", dict(scoring="accuracy", on_train=True, use_caching=False), True),
+        ("EpochScoring", dict(scoring="accuracy", use_caching=False), True),
+        ("BatchScoring", dict(scoring="accuracy"), True),
+        ("PassthroughScoring", dict(name="valid_loss"), True),
+    ],
+)
+def test_skorch_scorers_run_on_training_and_validation_data(
+    scorer, options, fast, monkeypatch, binary_data
+):
+    # Scorers of training data raised "Can't call numpy() on Tensor that requires grad"; those
+    # without caching, and BatchScoring, compared labels with class codes.
+    from skorch import callbacks
+
+    callback = getattr(callbacks, scorer)(**options)
+    key = options.get("scoring", options.get("name"))
+    X, y = binary_data()
+    labels = np.where(y == 1, "veg", "soil")
+    fused = _fused_epochs(monkeypatch)
+    clf = NDClassifier(max_epochs=3, random_state=0, callbacks=[callback]).fit(X, labels)
+    assert len(fused) == (3 if fast else 0)
+    values = np.asarray(clf.net_.history[:, key], dtype=float)
+    assert np.isfinite(values).all()
+    if key == "accuracy":
+        assert (values > 0.6).all()  # labels compared as labels, the task is easy
+    if not options.get("on_train") and key == "accuracy":
+        # The validation part is one batch: the same accuracy as sknd's valid_score.
+        np.testing.assert_allclose(values, clf.history_["valid_score"])
+    if key in ("train_loss", "valid_loss"):
+        # The batches' mean loss, as sknd records it per epoch.
+        np.testing.assert_allclose(values, clf.history_[key], rtol=1e-5)
+
+
 def test_scorer_names_and_bare_callbacks_as_in_skorch(binary_data):
     from skorch.callbacks import EpochScoring, LRScheduler
 
@@ -516,7 +584,11 @@ def test_an_unknown_or_missing_device_is_a_clear_error(binary_data):
     X, y = binary_data()
     model = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
     before = model.predict_proba(X)
-    for device, message in [("gpu", "not a device PyTorch knows"), ("cuda:7", "no CUDA GPU 7")]:
+    for device, message in [
+        ("gpu", "not a device PyTorch knows"),
+        ("cuda:7", "no CUDA GPU 7"),
+        ("meta", "meta device holds tensor shapes without values"),
+    ]:
         with pytest.raises(ValueError, match=message):
             model.set_params(device=device).fit(X[::-1], y[::-1])
         np.testing.assert_array_equal(model.predict_proba(X), before)

@@ -655,3 +655,25 @@ def test_network_size_counts_the_parameters_build_network_builds(architecture, d
     assert params == sum(p.numel() for p in net.parameters())
     width = 10 if architecture != "mlp" else hidden
     assert first_width == width + (n_features if passthrough else 0)
+
+
+def test_standardized_bands_warn_that_the_layer_wants_them_as_measured():
+    # A scaler before an ND estimator in a pipeline: the estimator sees only X, centred band
+    # by band, which band values as measured never are.
+    from sklearn.preprocessing import RobustScaler, StandardScaler
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.05, 0.5, (120, 4))
+    y = (X[:, 3] > X[:, 2]).astype(int)
+    for scaler, centre in [(StandardScaler(), "mean"), (RobustScaler(), "median")]:
+        for dtype in (np.float64, np.float32):
+            scaled = scaler.fit_transform(X.astype(dtype))
+            for Estimator in (NDClassifier, NDTransformer):
+                model = Estimator(max_epochs=2, random_state=0)
+                with pytest.warns(UserWarning, match=f"has {centre} 0.*looks standardized"):
+                    model.fit(scaled, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # Signed but not centred (differences of bands), and the MLP, which wants scaled input.
+        NDClassifier(max_epochs=2, random_state=0).fit(X - 0.2, y)
+        NDClassifier(architecture="mlp", max_epochs=2).fit(StandardScaler().fit_transform(X), y)
