@@ -3,6 +3,7 @@
 import json
 import shutil
 import subprocess
+import sys
 import threading
 import warnings
 from xml.etree import ElementTree
@@ -1388,3 +1389,30 @@ def test_band_objects_name_the_image_bands():
 
     bands = resolve_bands(["B2", "B8"], sensor="sentinel2")
     assert check_bands(list(bands), 2) == ["B2", "B8"]
+
+
+def test_write_class_map_in_a_process_that_never_imported_rioxarray(tmp_path):
+    # The map is written through rioxarray's .rio accessor, which exists only once rioxarray is
+    # imported: write_class_map raised AttributeError ("no attribute 'rio'") unless the user
+    # had imported it. Only a fresh process shows it (the suite imports rioxarray).
+    pytest.importorskip("rioxarray")
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "import xarray as xr\n"
+        "from sknd import raster\n"
+        "proba = xr.DataArray(np.full((3, 4, 2), 0.5), dims=('y', 'x', 'class'),\n"
+        "    coords={'class': ['water', 'land'], 'y': [30.0, 20.0, 10.0], 'x': [0.0, 10, 20, 30]})\n"
+        "codes = raster.class_map_from_proba(proba)\n"
+        "assert 'rioxarray' not in sys.modules\n"
+        "raster.write_class_map(codes, sys.argv[1])\n"
+    )
+    out = tmp_path / "map.tif"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    rasterio = pytest.importorskip("rasterio")
+    with rasterio.open(out) as src:
+        assert src.tags()["flag_meanings"] == "water land"
+        assert src.read(1).shape == (3, 4)

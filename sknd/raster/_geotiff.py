@@ -257,6 +257,13 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
         )
     import rasterio
 
+    try:
+        import rioxarray  # noqa: F401 (registers the .rio accessor that writes the map)
+    except ImportError as exc:
+        raise ImportError(
+            "write_class_map needs rioxarray: pip install rioxarray (or, in the sknd "
+            "checkout, pip install -e '.[geo]')"
+        ) from exc
     path = os.fspath(path)
     attrs = {key: value for key, value in class_map.attrs.items() if key not in ("flag_values",)}
     data = class_map.copy(deep=False)
