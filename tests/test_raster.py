@@ -1430,7 +1430,7 @@ def test_write_class_map_in_a_process_that_never_imported_rioxarray(tmp_path):
         "import xarray as xr\n"
         "from sknd import raster\n"
         "proba = xr.DataArray(np.full((3, 4, 2), 0.5), dims=('y', 'x', 'class'),\n"
-        "    coords={'class': ['water', 'land'], 'y': [30.0, 20.0, 10.0], 'x': [0.0, 10, 20, 30]})\n"
+        "    coords={'class': ['water', 'land'], 'y': [30.0, 20, 10], 'x': [0.0, 10, 20, 30]})\n"
         "codes = raster.class_map_from_proba(proba)\n"
         "assert 'rioxarray' not in sys.modules\n"
         "raster.write_class_map(codes, sys.argv[1])\n"

@@ -149,3 +149,181 @@ def test_bad_scenes_are_refused_and_nothing_written(scene, tmp_path, capsys, cas
     assert main([str(model), *argv, "--no-progress"]) == 2
     assert message in capsys.readouterr().err
     assert not out.exists()
+
+
+# ----------------------------------------------------------- Items as catalogues serve them
+# The layouts keep the catalogues' real asset keys, roles, media types and extensions; the
+# files are small and local (relative hrefs). JPEG 2000 twins point at files that do not
+# exist: reading one fails the test.
+COG = "image/tiff; application=geotiff; profile=cloud-optimized"
+S2_L2A = {"nodata": 0, "data_type": "uint16", "scale": 0.0001, "offset": -0.1}
+# Earth Search v1 sentinel-2-l2a: key (= eo:bands name), Sentinel-2 band, resolution, common.
+EARTH_SEARCH = [
+    ("coastal", "B01", 60, "coastal"),
+    ("blue", "B02", 10, "blue"),
+    ("green", "B03", 10, "green"),
+    ("red", "B04", 10, "red"),
+    ("rededge1", "B05", 20, "rededge"),
+    ("rededge2", "B06", 20, "rededge"),
+    ("rededge3", "B07", 20, "rededge"),
+    ("nir", "B08", 10, "nir"),
+    ("nir08", "B8A", 20, "nir08"),
+    ("nir09", "B09", 60, "nir09"),
+    ("swir16", "B11", 20, "swir16"),
+    ("swir22", "B12", 20, "swir22"),
+]
+# USGS Landsat Collection 2 Level-2 (landsat-c2l2-sr / -st): key, eo:bands name, common name.
+USGS_LANDSAT = [
+    ("coastal", "SR_B1", "coastal"),
+    ("blue", "SR_B2", "blue"),
+    ("green", "SR_B3", "green"),
+    ("red", "SR_B4", "red"),
+    ("nir08", "SR_B5", "nir08"),
+    ("swir16", "SR_B6", "swir16"),
+    ("swir22", "SR_B7", "swir22"),
+]
+L2_SR = {"data_type": "uint16", "nodata": 0, "scale": 2.75e-05, "offset": -0.2}
+GRID = (36, 24)  # rows, columns of the finest (10 m) grid: multiples of 6 (60 m bands)
+
+
+def _band_file(path, data, resolution, *, nodata=None):
+    profile = {
+        "driver": "GTiff",
+        "width": data.shape[-1],
+        "height": data.shape[-2],
+        "count": 1 if data.ndim == 2 else data.shape[0],
+        "dtype": data.dtype.name,
+        "crs": "EPSG:32633",
+        "transform": Affine(resolution, 0, ORIGIN[0], 0, -resolution, ORIGIN[1]),
+        "nodata": nodata,
+    }
+    with rasterio.open(path, "w", **profile) as dst:
+        dst.write(data if data.ndim == 3 else data[None])
+    return path
+
+
+def _dns(rng, shape, scale, offset, *, low=0.0, high=0.5):
+    """Digital numbers of reflectances in [low, high], some 0 (no-data)."""
+    dn = np.round((rng.uniform(low, high, shape) - offset) / scale).astype(np.uint16)
+    dn[rng.random(shape) < 0.05] = 0
+    return dn
+
+
+def _s2_shape(resolution):
+    return (GRID[0] * 10 // resolution, GRID[1] * 10 // resolution)
+
+
+def _item_file(path, assets, properties=None):
+    item = {
+        "type": "Feature",
+        "stac_version": "1.0.0",
+        "stac_extensions": [
+            "https://stac-extensions.github.io/eo/v1.1.0/schema.json",
+            "https://stac-extensions.github.io/raster/v1.1.0/schema.json",
+        ],
+        "id": path.stem,
+        "geometry": None,
+        "properties": {"datetime": "2024-06-01T10:20:00Z", **(properties or {})},
+        "links": [],
+        "assets": assets,
+    }
+    path.write_text(json.dumps(item))
+    return path
+
+
+def _stacked_by_hand(path, layers, names, resolution=10.0):
+    """Values on the finest grid as a GeoTIFF described by ``names``: the reference scene."""
+    _band_file(path, np.stack(layers), resolution)
+    with rasterio.open(path, "r+") as dst:
+        dst.descriptions = tuple(names)
+    return path
+
+
+def _upsampled(dn, factor):
+    return np.repeat(np.repeat(dn, factor, axis=0), factor, axis=1)
+
+
+def _reflectance(dn, scale, offset):
+    """What the Item describes: ``dn * scale + offset`` as float32, NaN where no-data (0)."""
+    return np.where(dn == 0, np.nan, dn * scale + offset).astype(np.float32)
+
+
+def _fitted(folder, bands, sensor, low, high, name="model.sknd"):
+    rng = np.random.default_rng(1)
+    X = rng.uniform(low, high, size=(400, len(bands)))
+    y = np.digitize((X[:, 1] - X[:, 0]) / (X[:, 1] + X[:, 0]), [-0.2, 0.2])
+    path = folder / name
+    sknd.NDClassifier(bands=bands, sensor=sensor, max_epochs=3, random_state=0).fit(
+        X, y
+    ).save_model(path)
+    return path
+
+
+def _earth_search_item(folder):
+    """An Earth Search v1 Sentinel-2 L2A Item: COGs and JP2 twins, visual, SCL, AOT, metadata."""
+    rng = np.random.default_rng(0)
+    assets, dns = {}, {}
+    for key, band, resolution, common in EARTH_SEARCH:
+        dns[key] = _dns(rng, _s2_shape(resolution), S2_L2A["scale"], S2_L2A["offset"])
+        _band_file(folder / f"{band}.tif", dns[key], resolution)
+        eo_bands = [{"name": key, "common_name": common, "description": f"band {band}"}]
+        raster_bands = [{**S2_L2A, "spatial_resolution": resolution}]
+        for suffix, href, media in (("", f"{band}.tif", COG), ("-jp2", f"{band}.jp2", "image/jp2")):
+            assets[key + suffix] = {
+                "href": href,
+                "type": media,
+                "title": f"{common} - {resolution}m",
+                "eo:bands": eo_bands,
+                "gsd": resolution,
+                "raster:bands": raster_bands,
+                "roles": ["data", "reflectance"],
+            }
+    tci = np.zeros((3, *GRID), np.uint8)
+    _band_file(folder / "TCI.tif", tci, 10)
+    rgb = [{"name": name, "common_name": name} for name in ("red", "green", "blue")]
+    for suffix, href, media in (("", "TCI.tif", COG), ("-jp2", "TCI.jp2", "image/jp2")):
+        assets["visual" + suffix] = {"href": href, "type": media, "eo:bands": rgb,
+                                     "roles": ["visual"]}  # fmt: skip
+    _band_file(folder / "SCL.tif", np.full((18, 12), 4, np.uint8), 20)
+    assets["scl"] = {"href": "SCL.tif", "type": COG, "roles": ["data"],
+                     "raster:bands": [{"nodata": 0, "data_type": "uint8"}]}  # fmt: skip
+    assets["aot"] = {"href": "AOT.tif", "type": COG, "roles": ["data", "reflectance"],
+                     "raster:bands": [{"nodata": 0, "scale": 0.001, "offset": 0}]}  # fmt: skip
+    assets["thumbnail"] = {"href": "L2A_PVI.jpg", "type": "image/jpeg", "roles": ["thumbnail"]}
+    assets["granule_metadata"] = {"href": "metadata.xml", "type": "application/xml",
+                                  "roles": ["metadata"]}  # fmt: skip
+    assets["tileinfo_metadata"] = {"href": "tileInfo.json", "type": "application/json",
+                                   "roles": ["metadata"]}  # fmt: skip
+    properties = {"s2:processing_baseline": "05.10", "earthsearch:boa_offset_applied": True}
+    return _item_file(folder / "earth_search.json", assets, properties), dns
+
+
+def test_earth_search_item_maps_the_reflectances_it_describes(tmp_path):
+    """12 bands at 10, 20 and 60 m with JP2 twins, visual, SCL: the map of the reflectances."""
+    item, dns = _earth_search_item(tmp_path)
+    bands = ["B05", "B8A", "B01", "B02", "B04", "B07", "B09", "B11"]
+    model = _fitted(tmp_path, bands, "sentinel2", 0.0, 0.5)
+    out = tmp_path / "map.tif"
+    # Matched under the Sentinel-2 preset: B8A is nir08, B05 rededge1, B01 coastal ...
+    assert main([str(model), str(item), str(out), "--quiet"]) == 0
+    names = [key for key, *_ in EARTH_SEARCH]
+    resolution = {key: res for key, _, res, _ in EARTH_SEARCH}
+    layers = [
+        _reflectance(_upsampled(dns[key], resolution[key] // 10), S2_L2A["scale"], S2_L2A["offset"])
+        for key in names
+    ]
+    reference = _stacked_by_hand(tmp_path / "by_hand.tif", layers, names)
+    expected_out = tmp_path / "expected.tif"
+    assert main([str(model), str(reference), str(expected_out), "--quiet"]) == 0
+    codes, expected = _read(out)[0], _read(expected_out)[0]
+    np.testing.assert_array_equal(codes, expected)
+    used = [
+        names.index(key)
+        for key in ("rededge1", "nir08", "coastal", "blue", "red", "rededge3", "nir09", "swir16")
+    ]
+    invalid = np.isnan(np.stack(layers)[used]).any(axis=0)
+    assert invalid.any() and (codes[invalid] == 255).all() and (codes[~invalid] != 255).all()
+    # Read as digital numbers, the map differs: the offset changes every normalized difference.
+    dn_map = tmp_path / "dn.tif"
+    assert main([str(model), str(item), str(dn_map), "--quiet", "--no-rescale"]) == 0
+    assert (_read(dn_map)[0] != codes).any()

@@ -48,7 +48,7 @@ from ._checks import band_nodata, check_image_dtype, check_n_jobs
 from ._geotiff import check_compression, finish_class_map
 from ._matching import POSITIONAL, band_columns
 from ._output import StagedMap, check_output
-from ._stac import add_scene_arguments, open_scene
+from ._stack import add_scene_arguments, open_scene, scene_sources
 
 __all__ = []
 
@@ -247,22 +247,29 @@ def _run_in_env(args, rasterio, signals):
     what = "proba" if args.proba else "indices" if args.indices else "class"
     method = _METHODS[what]
     try:
-        inputs = {"scene": args.scene, "model": args.model}
-        inputs.update((f"--band {band}", band.partition("=")[2]) for band in args.band or ())
-        check_output(args.output, {what: path for what, path in inputs.items() if path})
+        sources = scene_sources(args.scene, args.band)
+        check_output(args.output, _inputs(args, sources))
         check_compression(args.compress, "--compress ")
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     model = _load_model(args.model, method, args.trust_pickle)
     try:
-        src = open_scene(args.scene, args.band, args.resampling, rasterio)
+        src, stacked = open_scene(
+            args.scene,
+            sources,
+            resampling=args.resampling,
+            rescale=not args.no_rescale,
+            nodata=args.nodata,
+            rasterio=rasterio,
+        )
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     with src:
         _check_scene_dtypes(src.dtypes)
         columns = _scene_columns(src, model, args)
         n_inputs = src.count if columns is None else len(columns)
-        nodata = _scene_nodata(src, args.nodata, columns)
+        # A stacked scene (a VRT) reads its sources' no-data, --nodata included, as NaN.
+        nodata = _scene_nodata(src, None if stacked else args.nodata, columns)
         compiled = src.width * src.height >= _COMPILED_MIN_PIXELS
         func, spec, table = _pixel_function(
             model, method, n_inputs, src.dtypes, args.fill_value, compiled
@@ -280,6 +287,19 @@ def _run_in_env(args, rasterio, signals):
                 )
             _commit(staged, args, table, profile, rasterio, signals)
     return _summary(args, profile, table)
+
+
+def _inputs(args, sources):
+    """What the command reads, by what it is: the output must be none of them."""
+    inputs = {"model": args.model}
+    if sources is None:
+        inputs["scene"] = args.scene
+    for source in sources or ():
+        what = f"--band {source.name}" if args.band else f"STAC Item's band {source.name}"
+        inputs.setdefault(what, source.path)
+    if args.band is None and sources is not None:
+        inputs["STAC Item"] = args.scene
+    return inputs
 
 
 def _scene_columns(src, model, args):
