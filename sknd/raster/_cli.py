@@ -5,6 +5,10 @@ The model is an sknd model file (``estimator.save_model``, read by
 fitted scikit-learn estimator pickled with joblib when the user passes
 ``--trust-pickle`` (unpickling runs whatever code the file holds).
 
+The scene is a raster file, a STAC Item or one file per band, values stored
+with a scale and an offset read as ``value * scale + offset`` unless
+``--no-rescale`` (:mod:`sknd.raster._stack`, :mod:`sknd.raster._stac`).
+
 The scene is read and the map written strip by strip (whole rows of the
 file's tiles), so memory stays bounded whatever the scene's size: a reader
 thread fetches the next strip and a writer thread writes the previous one
@@ -44,11 +48,12 @@ import numpy as np
 from .._model_file import SavedModel, load_model
 from .._pixels import apply_pixels, prepare
 from ._categorical import CodeTable, adjust_output
-from ._checks import band_nodata, check_image_dtype, check_n_jobs
+from ._checks import band_nodata, check_n_jobs
 from ._geotiff import check_compression, finish_class_map
 from ._matching import POSITIONAL, band_columns
 from ._output import StagedMap, check_output
-from ._stack import add_scene_arguments, open_scene, scene_sources
+from ._stac import scene_inputs, scene_sources
+from ._stack import add_scene_arguments, open_scene
 
 __all__ = []
 
@@ -81,8 +86,8 @@ def _parser():
     parser.add_argument(
         "scene",
         nargs="?",
-        help="input raster (one band per model input), or a STAC Item (.json) whose assets "
-        "with eo:bands are stacked; left out with --band",
+        help="input raster (one band per model input), or a STAC Item (.json) whose data "
+        "assets with eo:bands are stacked; left out with --band",
     )
     parser.add_argument("output", help="output GeoTIFF (.tif or .tiff)")
     what = parser.add_mutually_exclusive_group()
@@ -93,7 +98,11 @@ def _parser():
         "--indices", action="store_true", help="write the transform (e.g. learned indices)"
     )
     parser.add_argument(
-        "--nodata", type=float, default=None, help="input no-data value (default: the file's)"
+        "--nodata",
+        type=float,
+        default=None,
+        help="input no-data value, of the values as stored (default: the file's, or the "
+        "Item's raster:bands nodata)",
     )
     parser.add_argument(
         "--fill-value",
@@ -248,7 +257,7 @@ def _run_in_env(args, rasterio, signals):
     method = _METHODS[what]
     try:
         sources = scene_sources(args.scene, args.band)
-        check_output(args.output, _inputs(args, sources))
+        check_output(args.output, {"model": args.model, **scene_inputs(args.scene, sources)})
         check_compression(args.compress, "--compress ")
     except ValueError as exc:
         raise CommandError(str(exc)) from None
@@ -265,7 +274,6 @@ def _run_in_env(args, rasterio, signals):
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     with src:
-        _check_scene_dtypes(src.dtypes)
         columns = _scene_columns(src, model, args)
         n_inputs = src.count if columns is None else len(columns)
         # A stacked scene (a VRT) reads its sources' no-data, --nodata included, as NaN.
@@ -287,19 +295,6 @@ def _run_in_env(args, rasterio, signals):
                 )
             _commit(staged, args, table, profile, rasterio, signals)
     return _summary(args, profile, table)
-
-
-def _inputs(args, sources):
-    """What the command reads, by what it is: the output must be none of them."""
-    inputs = {"model": args.model}
-    if sources is None:
-        inputs["scene"] = args.scene
-    for source in sources or ():
-        what = f"--band {source.name}" if args.band else f"STAC Item's band {source.name}"
-        inputs.setdefault(what, source.path)
-    if args.band is None and sources is not None:
-        inputs["STAC Item"] = args.scene
-    return inputs
 
 
 def _scene_columns(src, model, args):
@@ -356,20 +351,6 @@ def _scene_nodata(src, nodata, columns):
             list(src.nodatavals) if columns is None else [src.nodatavals[c] for c in columns]
         )
     return None if np.isnan(nodata) else nodata  # NaN is no-data anyway
-
-
-def _check_scene_dtypes(dtypes):
-    """Refuse bands that are no real numbers (complex: the imaginary part would be dropped)."""
-    for name in dict.fromkeys(dtypes):
-        try:
-            dtype = np.dtype(name)
-        except TypeError:  # GDAL's complex integers ("complex_int16") have no numpy dtype
-            dtype = np.dtype(np.complex128) if "complex" in name else np.dtype(object)
-        try:
-            check_image_dtype(dtype)
-        except TypeError as exc:
-            message = str(exc).replace("image must hold", "the scene's bands must hold")
-            raise CommandError(message.replace(f"dtype {dtype}", f"dtype {name}")) from None
 
 
 def _split(text):

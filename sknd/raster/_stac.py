@@ -32,7 +32,7 @@ import json
 import os
 from numbers import Real
 
-from ._stack import Source, check_unique
+from ._stack import Source, band_sources, check_unique
 
 __all__ = []
 
@@ -47,6 +47,35 @@ _RASTER_TYPES = (
     "application/x-netcdf",
     "application/netcdf",
 )
+
+
+def scene_sources(scene, band_options):
+    """The scene's band sources (``--band`` files or an Item's assets), or None for a file.
+
+    Raises ``ValueError`` with what is wrong.
+    """
+    if band_options:
+        if scene is not None:
+            raise ValueError(
+                f"give the scene as one file ({scene!r}) or as --band NAME=PATH files, not both"
+            )
+        return band_sources(band_options)
+    if scene is None:
+        raise ValueError("no scene: give a raster file, a STAC Item (.json) or --band NAME=PATH")
+    if scene.lower().endswith(".json"):
+        return item_sources(scene)
+    return None
+
+
+def scene_inputs(scene, sources):
+    """The files the scene is read from, by what they are (no output may be one of them)."""
+    if sources is None:
+        return {"scene": scene}
+    inputs = {} if scene is None else {"STAC Item": scene}
+    where = "--band" if scene is None else "STAC Item's band"
+    for source in sources:
+        inputs.setdefault(f"{where} {source.name}", source.path)
+    return inputs
 
 
 def _read(path):

@@ -26,6 +26,8 @@ from xml.sax.saxutils import escape
 
 import numpy as np
 
+from ._checks import check_image_dtype
+
 __all__ = []
 
 #: GDAL resampling methods of a VRT source (``--resampling``).
@@ -78,26 +80,6 @@ def add_scene_arguments(parser):
     )
 
 
-def scene_sources(scene, band_options):
-    """The scene's band sources (``--band`` files or an Item's assets), or None for a file.
-
-    Raises ``ValueError`` with what is wrong.
-    """
-    from ._stac import item_sources
-
-    if band_options:
-        if scene is not None:
-            raise ValueError(
-                f"give the scene as one file ({scene!r}) or as --band NAME=PATH files, not both"
-            )
-        return band_sources(band_options)
-    if scene is None:
-        raise ValueError("no scene: give a raster file, a STAC Item (.json) or --band NAME=PATH")
-    if scene.lower().endswith(".json"):
-        return item_sources(scene)
-    return None
-
-
 def open_scene(scene, sources, *, resampling, rescale, nodata, rasterio):
     """``(dataset, stacked)``: the scene open with rasterio, and whether it is a stack (a VRT).
 
@@ -109,6 +91,11 @@ def open_scene(scene, sources, *, resampling, rescale, nodata, rasterio):
     """
     if sources is None:
         src = _open(scene, rasterio)
+        try:
+            check_dtypes(src.dtypes)
+        except ValueError:
+            src.close()
+            raise
         if not rescale or _identity(src.scales, src.offsets):
             return src, False
         with src:
@@ -197,25 +184,24 @@ def _check_grids(grids):
             raise ValueError(f"{path!r} is not north-up (its transform is rotated or flipped)")
 
 
+def check_dtypes(dtypes):
+    """Refuse bands that are no real numbers (complex: the imaginary part would be dropped)."""
+    for name in dict.fromkeys(dtypes):
+        try:
+            dtype = np.dtype(name)
+        except TypeError:  # GDAL's complex integers ("complex_int16") have no numpy dtype
+            dtype = np.dtype(np.complex128) if "complex" in name else np.dtype(object)
+        try:
+            check_image_dtype(dtype)
+        except TypeError as exc:
+            message = str(exc).replace("image must hold", "the scene's bands must hold")
+            raise ValueError(message.replace(f"dtype {dtype}", f"dtype {name}")) from None
+
+
 def stack_dtype(dtypes):
-    """The stack's dtype: float32 where it holds every source value exactly, else float64.
-
-    Raises ``ValueError`` for sources that hold no real numbers.
-    """
-    for dtype in dtypes:
-        if _kind(dtype) not in "biuf":
-            raise ValueError(
-                f"a band file holds {dtype} values: the bands must hold real numbers "
-                "(integers or floats)"
-            )
+    """The stack's dtype: float32 where it holds every source value exactly, else float64."""
+    check_dtypes(dtypes)
     return "Float32" if all(dtype in _FLOAT32_EXACT for dtype in dtypes) else "Float64"
-
-
-def _kind(name):
-    try:
-        return np.dtype(name).kind
-    except TypeError:  # GDAL's complex integers ("complex_int16") have no numpy dtype
-        return "c"
 
 
 def stack_vrt(sources, resampling, rasterio, *, rescale=True, nodata=None):
