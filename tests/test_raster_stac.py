@@ -1,4 +1,4 @@
-"""Tests of scenes given as a STAC Item or per-band files (sknd/raster/_stac.py), by the command."""
+"""Scenes as STAC Items or per-band files (sknd/raster/_stac.py, _stack.py), by the command."""
 
 import json
 
