@@ -10,6 +10,9 @@ that child, from ``os.wait4``) over ``--repeats`` runs:
 - ``python -m sknd.raster MODEL.sknd SCENE.tif OUT.tif``: a model file
   (``estimator.save_model``), the class map of a SIZE x SIZE x 4 float32 scene;
 - the same with a joblib pickle of the same estimator and ``--trust-pickle``;
+- ``python -m sknd.raster --help``: the command's start-up alone (its imports);
+- the command on a STAC Item of the same scene, one uint16 COG-like GeoTIFF per band with
+  ``raster:bands`` scale 0.0001 and offset -0.1 (issue 48: stacked as a VRT, rescaled);
 - ``python -c "import sknd"``, ``python -c "import torch"`` and
   ``python -c "import sknd; sknd.NDClassifier"`` (the estimators are imported on first use).
 
@@ -50,9 +53,37 @@ def _files(folder, size):
     joblib.dump(clf, os.path.join(folder, "clf.joblib"))
     profile = dict(driver="GTiff", width=size, height=size, count=4, dtype="float32")
     profile.update(crs="EPSG:32633", transform=from_origin(500_000, 4_000_000, 10, 10))
+    reflectance = rng.uniform(0.01, 0.6, size=(4, size, size)).astype(np.float32)
     with rasterio.open(os.path.join(folder, "scene.tif"), "w", **profile) as dst:
-        dst.write(rng.uniform(0.01, 0.6, size=(4, size, size)).astype(np.float32))
+        dst.write(reflectance)
         dst.descriptions = tuple(BANDS)
+    _item(folder, reflectance, profile)
+
+
+def _item(folder, reflectance, profile):
+    """The scene as a STAC Item: one uint16 file per band, DN = 10000 (reflectance + 0.1)."""
+    import json
+
+    import numpy as np
+    import rasterio
+
+    profile = {**profile, "count": 1, "dtype": "uint16", "nodata": 0}
+    assets = {}
+    for name, layer in zip(BANDS, reflectance):
+        with rasterio.open(os.path.join(folder, f"{name}.tif"), "w", **profile) as dst:
+            dst.write(np.round((layer + 0.1) / 0.0001).astype(np.uint16), 1)
+        assets[name] = {
+            "href": f"{name}.tif",
+            "type": "image/tiff; application=geotiff; profile=cloud-optimized",
+            "roles": ["data", "reflectance"],
+            "eo:bands": [{"name": name, "common_name": name}],
+            "raster:bands": [{"nodata": 0, "data_type": "uint16", "scale": 0.0001, "offset": -0.1}],
+        }
+    properties = {"datetime": "2024-06-01T00:00:00Z"}
+    item = {"type": "Feature", "stac_version": "1.0.0", "id": "scene", "geometry": None,
+            "properties": properties, "links": [], "assets": assets}  # fmt: skip
+    with open(os.path.join(folder, "item.json"), "w") as file:
+        json.dump(item, file)
 
 
 def _run(argv):
@@ -98,6 +129,14 @@ def main():
                 "--no-progress",
                 "--trust-pickle",
             ],  # fmt: skip
+            "command --help (start-up)": [*command, "--help"],
+            "command, STAC Item (4 uint16 files, scale/offset)": [
+                *command,
+                model_file,
+                os.path.join(folder, "item.json"),
+                out,
+                "--no-progress",
+            ],
             "import torch": [python, "-c", "import torch"],
             "import sknd": [python, "-c", "import sknd"],
             "import sknd; sknd.NDClassifier": [python, "-c", "import sknd; sknd.NDClassifier"],

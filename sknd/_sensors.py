@@ -166,7 +166,9 @@ class Sensor:
         return [canonical for canonical, _, _ in self.bands]
 
 
-# Landsat Collection 2 spells surface reflectance SR_B4 and surface temperature ST_B10.
+# Landsat Collection 2 spells surface reflectance SR_B4 and surface temperature ST_B10; STAC
+# catalogues (the Planetary Computer's and Earth Search's landsat-c2-l2) name the bands in
+# eo:bands after the instrument: OLI_B4, TIRS_B10 (Landsat 8/9), ETM_B3, TM_B3.
 _LANDSAT_PREFIXES = ("B", "SR_B", "ST_B")
 _S2_BANDS = (
     ("B1", "coastal", 442.7),
@@ -220,8 +222,8 @@ SENSORS = {
         key="landsat8",
         long_name="Landsat 8/9 OLI/TIRS",
         bands=_L8_BANDS,
-        prefixes=_LANDSAT_PREFIXES,
-        note="Collection 2 names such as SR_B4 are accepted",
+        prefixes=(*_LANDSAT_PREFIXES, "OLI_B", "TIRS_B"),
+        note="Collection 2 names such as SR_B4, and OLI_B4 or TIRS_B10, are accepted",
         aliases=_nir08_as_nir("B5"),
         spyndex_platforms=("landsat8", "landsat9"),
         source=_USGS_SOURCE,
@@ -239,8 +241,8 @@ SENSORS = {
             ("B7", "swir2", 2220.0),
             ("B8", "pan", 710.0),
         ),
-        prefixes=_LANDSAT_PREFIXES,
-        note="Collection 2 names such as SR_B3 and ST_B6 are accepted",
+        prefixes=(*_LANDSAT_PREFIXES, "ETM_B"),
+        note="Collection 2 names such as SR_B3 and ST_B6, and ETM_B3, are accepted",
         aliases=(("b6_vcid_1", "B6"), ("b6_vcid_2", "B6")),
         spyndex_platforms=("landsat7",),
         source=_USGS_SOURCE,
@@ -257,8 +259,8 @@ SENSORS = {
             ("B6", "tir", 11450.0),
             ("B7", "swir2", 2215.0),
         ),
-        prefixes=_LANDSAT_PREFIXES,
-        note="Collection 2 names such as SR_B3 and ST_B6 are accepted",
+        prefixes=(*_LANDSAT_PREFIXES, "TM_B"),
+        note="Collection 2 names such as SR_B3 and ST_B6, and TM_B3, are accepted",
         spyndex_platforms=("landsat4", "landsat5"),
         source=_USGS_SOURCE,
     ),

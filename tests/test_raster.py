@@ -3,6 +3,7 @@
 import json
 import shutil
 import subprocess
+import sys
 import threading
 import warnings
 from xml.etree import ElementTree
@@ -1332,6 +1333,34 @@ def test_dataset_with_one_variable_per_band_is_matched_by_name(lazy):
     assert int(codes.values[0, 0]) == codes.attrs["_FillValue"]
 
 
+@pytest.mark.parametrize("as_dataset", [False, True])
+def test_a_decoded_variable_keeps_its_packed_fill_apart_from_its_values(as_dataset):
+    # xarray decodes packed * scale_factor + add_offset and keeps the packed _FillValue in the
+    # encoding (its pixels already NaN): compared with the decoded values it masked a valid
+    # reflectance of 0.0, the decoded value of DN 1000 with offset -0.1 (fuzz4 repro_11).
+    X, y = _training_data()
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    image = _dataarray()
+    image[0, 0, 0] = 0.0  # a valid pixel equal to the packed fill
+    image[1, 1, 1] = np.nan  # the packed fill, decoded
+    encoding = {"dtype": "uint16", "scale_factor": 0.0001, "add_offset": -0.1, "_FillValue": 0}
+    if as_dataset:
+        scene = xr.Dataset({name: image.sel(band=name, drop=True) for name in BANDS})
+        for name in BANDS:
+            scene[name].encoding.update(encoding)
+    else:
+        scene = image.copy()
+        scene.encoding.update(encoding)
+    codes = raster.class_map(clf, scene).values
+    expected = raster.class_map(clf, image).values
+    np.testing.assert_array_equal(codes, expected)
+    assert codes[0, 0] != 255 and codes[1, 1] == 255
+    # Without scale_factor or add_offset the encoding's fill is a value of the data.
+    scene = image.copy()
+    scene.encoding["_FillValue"] = 0.0
+    assert raster.class_map(clf, scene).values[0, 0] == 255
+
+
 def test_dataset_on_several_grids_is_refused():
     dataset = xr.Dataset(
         {"red": (("y", "x"), np.ones((4, 4))), "nir": (("y2", "x2"), np.ones((2, 2)))}
@@ -1391,3 +1420,30 @@ def test_band_objects_name_the_image_bands():
 
     bands = resolve_bands(["B2", "B8"], sensor="sentinel2")
     assert check_bands(list(bands), 2) == ["B2", "B8"]
+
+
+def test_write_class_map_in_a_process_that_never_imported_rioxarray(tmp_path):
+    # The map is written through rioxarray's .rio accessor, which exists only once rioxarray is
+    # imported: write_class_map raised AttributeError ("no attribute 'rio'") unless the user
+    # had imported it. Only a fresh process shows it (the suite imports rioxarray).
+    pytest.importorskip("rioxarray")
+    code = (
+        "import sys\n"
+        "import numpy as np\n"
+        "import xarray as xr\n"
+        "from sknd import raster\n"
+        "proba = xr.DataArray(np.full((3, 4, 2), 0.5), dims=('y', 'x', 'class'),\n"
+        "    coords={'class': ['water', 'land'], 'y': [30.0, 20, 10], 'x': [0.0, 10, 20, 30]})\n"
+        "codes = raster.class_map_from_proba(proba)\n"
+        "assert 'rioxarray' not in sys.modules\n"
+        "raster.write_class_map(codes, sys.argv[1])\n"
+    )
+    out = tmp_path / "map.tif"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    rasterio = pytest.importorskip("rasterio")
+    with rasterio.open(out) as src:
+        assert src.tags()["flag_meanings"] == "water land"
+        assert src.read(1).shape == (3, 4)

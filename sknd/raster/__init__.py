@@ -17,6 +17,9 @@ grid:
 - an :class:`xarray.Dataset` with one variable per band (what ``odc-stac``
   and ``stackstac`` give) is taken as a DataArray with the variables along
   ``band_dim``, matched by their names, each variable's no-data value kept;
+  its values are taken as given (``stackstac.stack`` applies the Items'
+  ``raster:bands`` scale and offset, its ``rescale=True``; ``odc.stac.load``
+  does not: see the raster guide for applying them);
 - a :class:`pandas.DataFrame` of pixels (one column per band) gives a Series
   or a DataFrame on the same index;
 - a dask-backed DataArray (or a bare dask array) is processed lazily, block by

@@ -5,6 +5,10 @@ The model is an sknd model file (``estimator.save_model``, read by
 fitted scikit-learn estimator pickled with joblib when the user passes
 ``--trust-pickle`` (unpickling runs whatever code the file holds).
 
+The scene is a raster file, a STAC Item or one file per band, values stored
+with a scale and an offset read as ``value * scale + offset`` unless
+``--no-rescale`` (:mod:`sknd.raster._stack`, :mod:`sknd.raster._stac`).
+
 The scene is read and the map written strip by strip (whole rows of the
 file's tiles), so memory stays bounded whatever the scene's size: a reader
 thread fetches the next strip and a writer thread writes the previous one
@@ -44,11 +48,12 @@ import numpy as np
 from .._model_file import SavedModel, load_model
 from .._pixels import apply_pixels, prepare
 from ._categorical import CodeTable, adjust_output
-from ._checks import band_nodata, check_image_dtype, check_n_jobs
+from ._checks import band_nodata, check_n_jobs
 from ._geotiff import check_compression, finish_class_map
 from ._matching import POSITIONAL, band_columns
 from ._output import StagedMap, check_output
-from ._stac import add_scene_arguments, open_scene
+from ._stac import scene_inputs, scene_sources
+from ._stack import add_scene_arguments, open_scene
 
 __all__ = []
 
@@ -81,8 +86,8 @@ def _parser():
     parser.add_argument(
         "scene",
         nargs="?",
-        help="input raster (one band per model input), or a STAC Item (.json) whose assets "
-        "with eo:bands are stacked; left out with --band",
+        help="input raster (one band per model input), or a STAC Item (.json) whose data "
+        "assets with eo:bands are stacked; left out with --band",
     )
     parser.add_argument("output", help="output GeoTIFF (.tif or .tiff)")
     what = parser.add_mutually_exclusive_group()
@@ -93,7 +98,11 @@ def _parser():
         "--indices", action="store_true", help="write the transform (e.g. learned indices)"
     )
     parser.add_argument(
-        "--nodata", type=float, default=None, help="input no-data value (default: the file's)"
+        "--nodata",
+        type=float,
+        default=None,
+        help="input no-data value, of the values as stored (default: the file's, or the "
+        "Item's raster:bands nodata)",
     )
     parser.add_argument(
         "--fill-value",
@@ -247,22 +256,28 @@ def _run_in_env(args, rasterio, signals):
     what = "proba" if args.proba else "indices" if args.indices else "class"
     method = _METHODS[what]
     try:
-        inputs = {"scene": args.scene, "model": args.model}
-        inputs.update((f"--band {band}", band.partition("=")[2]) for band in args.band or ())
-        check_output(args.output, {what: path for what, path in inputs.items() if path})
+        sources = scene_sources(args.scene, args.band)
+        check_output(args.output, {"model": args.model, **scene_inputs(args.scene, sources)})
         check_compression(args.compress, "--compress ")
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     model = _load_model(args.model, method, args.trust_pickle)
     try:
-        src = open_scene(args.scene, args.band, args.resampling, rasterio)
+        src, stacked = open_scene(
+            args.scene,
+            sources,
+            resampling=args.resampling,
+            rescale=not args.no_rescale,
+            nodata=args.nodata,
+            rasterio=rasterio,
+        )
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     with src:
-        _check_scene_dtypes(src.dtypes)
         columns = _scene_columns(src, model, args)
         n_inputs = src.count if columns is None else len(columns)
-        nodata = _scene_nodata(src, args.nodata, columns)
+        # A stacked scene (a VRT) reads its sources' no-data, --nodata included, as NaN.
+        nodata = _scene_nodata(src, None if stacked else args.nodata, columns)
         compiled = src.width * src.height >= _COMPILED_MIN_PIXELS
         func, spec, table = _pixel_function(
             model, method, n_inputs, src.dtypes, args.fill_value, compiled
@@ -336,20 +351,6 @@ def _scene_nodata(src, nodata, columns):
             list(src.nodatavals) if columns is None else [src.nodatavals[c] for c in columns]
         )
     return None if np.isnan(nodata) else nodata  # NaN is no-data anyway
-
-
-def _check_scene_dtypes(dtypes):
-    """Refuse bands that are no real numbers (complex: the imaginary part would be dropped)."""
-    for name in dict.fromkeys(dtypes):
-        try:
-            dtype = np.dtype(name)
-        except TypeError:  # GDAL's complex integers ("complex_int16") have no numpy dtype
-            dtype = np.dtype(np.complex128) if "complex" in name else np.dtype(object)
-        try:
-            check_image_dtype(dtype)
-        except TypeError as exc:
-            message = str(exc).replace("image must hold", "the scene's bands must hold")
-            raise CommandError(message.replace(f"dtype {dtype}", f"dtype {name}")) from None
 
 
 def _split(text):

@@ -172,6 +172,17 @@ def write_cog(source, path, *, categorical, compress):
     rasterio.shutil.copy(source, path, driver="COG", **options)
 
 
+def _import_rioxarray():
+    """rioxarray, which registers the ``.rio`` accessor that writes a DataArray's GeoTIFF."""
+    try:
+        import rioxarray  # noqa: F401
+    except ImportError as exc:
+        raise ImportError(
+            "write_class_map needs rioxarray: pip install rioxarray (or, in the sknd "
+            "checkout, pip install -e '.[geo]')"
+        ) from exc
+
+
 def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflate"):
     """Write a class map as a GeoTIFF with a colour table and category names.
 
@@ -257,6 +268,7 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
         )
     import rasterio
 
+    _import_rioxarray()
     path = os.fspath(path)
     attrs = {key: value for key, value in class_map.attrs.items() if key not in ("flag_values",)}
     data = class_map.copy(deep=False)

@@ -1,110 +1,84 @@
-"""Scenes as users get them: a STAC Item, or one file per band, stacked on one grid.
+"""A STAC Item's bands as catalogues serve them: which asset holds each band, and its values.
 
-Sentinel-2 and Landsat products and STAC catalogues give each band as its
-own file (10 m and 20 m bands for Sentinel-2). :func:`open_scene` stacks
-them, for the scene command, as a GDAL virtual raster (VRT): one band per
-file band, named after it (the Item's ``eo:bands`` names, or the ``NAME`` of
-``--band NAME=PATH``), on the finest of their grids, the coarser bands
-resampled with a stated method as GDAL reads them. Nothing is copied: the
-command reads the VRT strip by strip as it reads any scene. The files must
-share a CRS and be north-up.
+Catalogues give more than one file per band and files that hold no band:
+Earth Search keys its Sentinel-2 assets by common name (``blue``, ``nir08``,
+``rededge1``) and gives each band twice (a COG and a JPEG 2000 twin,
+``blue-jp2``), with a 3-band ``visual`` rendering, thumbnails and metadata;
+the Planetary Computer keys them ``B02`` .. ``B12``, ``B8A`` with a
+``visual`` asset in the data role; USGS and the Planetary Computer key
+Landsat Collection 2 Level-2 bands by common name, named ``SR_B5`` or
+``OLI_B5`` in ``eo:bands``. :func:`item_sources` keeps one asset per band:
+
+- only data assets: an asset whose roles (when it has any) are only
+  thumbnail, overview, visual or metadata ones, a ``visual`` or ``TCI``
+  rendering, or a media type that is no raster (JPEG, PNG, JSON, XML, HTML
+  ...) holds no band;
+- a band is named by its ``eo:bands`` (STAC 1.0) or ``bands`` (STAC 1.1)
+  ``name``, else its common name (STAC 0.9: an index into the Item's
+  ``eo:bands``); the names are matched to the model's through the sensor
+  presets (``nir08`` is Sentinel-2's B8A, ``rededge1`` its B05, ``SR_B5``
+  Landsat's near infrared);
+- a band given by several assets is read from a single-band one rather than
+  a multi-band one, and from a GeoTIFF / COG rather than a JPEG 2000 twin;
+  two equally good assets for one band are an error.
+
+Each band keeps what the Item says of its values: ``raster:bands`` (STAC 1.0)
+``scale``, ``offset`` and ``nodata``, or STAC 1.1's ``raster:scale``,
+``raster:offset`` and ``nodata`` on the band or the asset. Errors are
+``ValueError`` in one sentence, naming the asset.
 """
 
 import json
 import os
-from xml.sax.saxutils import escape
+from numbers import Real
 
-import numpy as np
+from ._stack import Source, band_sources, check_unique
 
 __all__ = []
 
-#: GDAL resampling methods of a VRT source (``--resampling``).
-RESAMPLING = ("nearest", "bilinear", "cubic", "cubicspline", "lanczos", "average", "mode")
-
-_GDAL_TYPES = {
-    "uint8": "Byte",
-    "int8": "Int8",
-    "uint16": "UInt16",
-    "int16": "Int16",
-    "uint32": "UInt32",
-    "int32": "Int32",
-    "float32": "Float32",
-    "float64": "Float64",
-}
+_NOT_DATA_ROLES = frozenset({"thumbnail", "overview", "visual", "metadata", "preview"})
+# Renderings (3-band, stretched to 8 bits), whatever their roles say.
+_RENDERINGS = ("visual", "tci", "rendered_preview", "preview")
+_RASTER_TYPES = (
+    "image/tiff",
+    "image/vnd.stac.geotiff",
+    "image/jp2",
+    "application/x-hdf",
+    "application/x-netcdf",
+    "application/netcdf",
+)
 
 
-def add_scene_arguments(parser):
-    """The command's options for scenes given as an Item or per-band files."""
-    parser.add_argument(
-        "--band",
-        action="append",
-        default=None,
-        metavar="NAME=PATH",
-        help="a single-band file holding the band NAME (repeat for each band; the scene "
-        "argument is then left out): the bands are stacked on the finest grid",
-    )
-    parser.add_argument(
-        "--resampling",
-        choices=RESAMPLING,
-        default="nearest",
-        help="how coarser bands of a STAC Item or --band files are resampled onto the finest "
-        "grid (default: nearest)",
-    )
+def scene_sources(scene, band_options):
+    """The scene's band sources (``--band`` files or an Item's assets), or None for a file.
 
-
-def open_scene(scene, band_options, resampling, rasterio):
-    """The scene as an open rasterio dataset: a raster file, a STAC Item or ``--band`` files.
-
-    Raises ``ValueError`` with what is wrong (and nothing opened).
+    Raises ``ValueError`` with what is wrong.
     """
     if band_options:
         if scene is not None:
             raise ValueError(
                 f"give the scene as one file ({scene!r}) or as --band NAME=PATH files, not both"
             )
-        sources = _band_files(band_options)
-    elif scene is None:
+        return band_sources(band_options)
+    if scene is None:
         raise ValueError("no scene: give a raster file, a STAC Item (.json) or --band NAME=PATH")
-    elif scene.lower().endswith(".json"):
-        sources = item_bands(scene)
-    else:
-        return _open(scene, rasterio)
-    return _open(stack_vrt(sources, resampling, rasterio), rasterio, what="the stacked bands")
+    if scene.lower().endswith(".json"):
+        return item_sources(scene)
+    return None
 
 
-def _open(path, rasterio, what=None):
-    try:
-        return rasterio.open(path)
-    except (rasterio.errors.RasterioError, OSError) as exc:
-        raise ValueError(f"cannot read {what or 'the scene ' + repr(path)}: {exc}") from None
+def scene_inputs(scene, sources):
+    """The files the scene is read from, by what they are (no output may be one of them)."""
+    if sources is None:
+        return {"scene": scene}
+    inputs = {} if scene is None else {"STAC Item": scene}
+    where = "--band" if scene is None else "STAC Item's band"
+    for source in sources:
+        inputs.setdefault(f"{where} {source.name}", source.path)
+    return inputs
 
 
-def _band_files(options):
-    """``[(name, path, 1)]`` from ``--band NAME=PATH`` options."""
-    sources = []
-    for option in options:
-        name, sep, path = option.partition("=")
-        if not sep or not name.strip() or not path:
-            raise ValueError(f"--band {option!r} is not NAME=PATH (e.g. --band B04=B04.tif)")
-        sources.append((name.strip(), path, 1))
-    _check_unique(sources, "--band")
-    return sources
-
-
-def _check_unique(sources, where):
-    names = [name for name, _, _ in sources]
-    duplicates = sorted({name for name in names if names.count(name) > 1})
-    if duplicates:
-        raise ValueError(f"{where} names the bands {duplicates} more than once: each band once")
-
-
-def item_bands(path):
-    """``[(name, href, band number)]`` of the assets of a STAC Item with ``eo:bands``.
-
-    STAC 1.0 lists an asset's bands in ``eo:bands``, STAC 1.1 in ``bands``;
-    each band is named by its ``name``, else its common name. Relative hrefs
-    are read from the Item's folder.
-    """
+def _read(path):
     try:
         with open(path, encoding="utf-8") as file:
             item = json.load(file)
@@ -112,80 +86,150 @@ def item_bands(path):
         raise ValueError(f"cannot read the STAC Item {path!r}: {exc}") from None
     if not isinstance(item, dict) or item.get("type") != "Feature" or "assets" not in item:
         raise ValueError(f"{path!r} is not a STAC Item (a GeoJSON Feature with assets)")
-    folder = os.path.dirname(os.path.abspath(path))
-    sources = []
-    for key, asset in item["assets"].items():
-        entries = asset.get("eo:bands") or asset.get("bands")
-        if not entries or "href" not in asset:
-            continue
-        href = asset["href"]
-        if href.startswith("file://"):
-            href = href[len("file://") :]
-        if "://" not in href and not os.path.isabs(href):
-            href = os.path.join(folder, href)
-        for number, entry in enumerate(entries, start=1):
-            name = entry.get("name") or entry.get("common_name") or entry.get("eo:common_name")
-            sources.append((str(name or key), href, number))
-    if not sources:
+    if not isinstance(item["assets"], dict):
         raise ValueError(
-            f"the STAC Item {path!r} has no asset with eo:bands (or bands): the band names "
-            "are unknown. Give the bands as --band NAME=PATH instead."
+            f"the STAC Item {path!r} lists its assets as a {type(item['assets']).__name__}, "
+            "not an object of assets keyed by name"
         )
-    _check_unique(sources, "the STAC Item")
+    properties = item.get("properties")
+    if properties is not None and not isinstance(properties, dict):
+        raise ValueError(f"the STAC Item {path!r} has properties that are no object")
+    return item
+
+
+def item_sources(path):
+    """The sources (:class:`~sknd.raster._stack.Source`) of the bands of a STAC Item.
+
+    Relative hrefs are read from the Item's folder.
+    """
+    item = _read(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    shared = (item.get("properties") or {}).get("eo:bands")  # STAC 0.9
+    candidates = {}
+    for key, asset in item["assets"].items():
+        if not isinstance(asset, dict):
+            raise ValueError(f"the STAC Item's asset {key!r} is no object (an href and fields)")
+        if not _is_data(key, asset):
+            continue
+        entries = asset.get("eo:bands") or asset.get("bands")
+        if not entries:
+            continue
+        if not isinstance(entries, list):
+            raise ValueError(f"the STAC Item's asset {key!r} has eo:bands that are no list")
+        href = _href(key, asset, folder)
+        for number, entry in enumerate(entries, start=1):
+            entry = _entry(key, entry, shared)
+            name = _band_name(entry) or (key if len(entries) == 1 else f"{key}_{number}")
+            scale, offset, nodata = _values(key, asset, entry, number)
+            source = Source(name, href, number, scale, offset, nodata)
+            candidates.setdefault(name, []).append((_rank(asset, len(entries)), key, source))
+    if not candidates:
+        raise ValueError(
+            f"the STAC Item {path!r} has no asset with eo:bands (or bands) among its data "
+            "assets: the band names are unknown. Give the bands as --band NAME=PATH instead."
+        )
+    sources = [_best(name, found) for name, found in candidates.items()]
+    check_unique(sources, "the STAC Item")
     return sources
 
 
-def stack_vrt(sources, resampling, rasterio):
-    """The VRT (XML text) of ``sources`` on the finest of their grids."""
-    grids = {}
-    for _, path, _ in sources:
-        if path not in grids:
-            with _open(path, rasterio, what=repr(path)) as src:
-                grids[path] = (
-                    src.crs,
-                    src.transform,
-                    src.width,
-                    src.height,
-                    src.dtypes,
-                    src.nodatavals,
-                )
-    crs = {str(grid[0]) for grid in grids.values()}
-    if len(crs) > 1:
+def _is_data(key, asset):
+    roles = asset.get("roles")
+    roles = {str(role).lower() for role in roles} if isinstance(roles, list) else set()
+    if roles & _NOT_DATA_ROLES and ("data" not in roles or "visual" in roles):
+        return False
+    if key.lower().partition("-")[0] in _RENDERINGS:
+        return False
+    media = asset.get("type")
+    if isinstance(media, str) and media and not media.lower().startswith(_RASTER_TYPES):
+        return False
+    return True
+
+
+def _href(key, asset, folder):
+    href = asset.get("href")
+    if not isinstance(href, str) or not href:
+        raise ValueError(f"the STAC Item's asset {key!r} has no href (the file's path or URL)")
+    if href.startswith("file://"):
+        href = href[len("file://") :]
+    if "://" not in href and not os.path.isabs(href):
+        href = os.path.join(folder, href)
+    return href
+
+
+def _entry(key, entry, shared):
+    """A band's entry; STAC 0.9 gives an index into the Item's ``eo:bands``."""
+    if isinstance(entry, int) and not isinstance(entry, bool):
+        if not isinstance(shared, list) or not 0 <= entry < len(shared):
+            raise ValueError(
+                f"the STAC Item's asset {key!r} names band {entry} of the Item's eo:bands, "
+                f"which has {len(shared) if isinstance(shared, list) else 'no'} bands"
+            )
+        entry = shared[entry]
+    if not isinstance(entry, dict):
         raise ValueError(
-            f"the band files lie on different CRSs ({sorted(crs)}): reproject them onto one "
-            "grid first (e.g. gdalwarp -t_srs ... -tr ...)"
+            f"the STAC Item's asset {key!r} lists the band {entry!r}: a band is an object "
+            "with a name (or, in STAC 0.9, an index into the Item's eo:bands)"
         )
-    for path, (_, transform, *_) in grids.items():
-        if transform.b != 0 or transform.d != 0 or transform.e >= 0:
-            raise ValueError(f"{path!r} is not north-up (its transform is rotated or flipped)")
-    finest = min(grids, key=lambda path: abs(grids[path][1].a * grids[path][1].e))
-    crs, transform, width, height, _, _ = grids[finest]
-    dtypes = [grids[path][4][number - 1] for _, path, number in sources]
-    dtype = np.result_type(*dtypes).name
-    bands = []
-    for k, (name, path, number) in enumerate(sources, start=1):
-        src_crs, src_transform, src_width, src_height, _, nodata = grids[path]
-        x = (src_transform.c - transform.c) / transform.a
-        y = (src_transform.f - transform.f) / transform.e
-        x_size = src_width * src_transform.a / transform.a
-        y_size = src_height * src_transform.e / transform.e
-        fill = nodata[number - 1]
-        filename = os.path.abspath(path) if "://" not in path else path
-        bands.append(
-            f'  <VRTRasterBand dataType="{_GDAL_TYPES[dtype]}" band="{k}">\n'
-            f"    <Description>{escape(name)}</Description>\n"
-            + (f"    <NoDataValue>{fill!r}</NoDataValue>\n" if fill is not None else "")
-            + f'    <ComplexSource resampling="{resampling}">\n'
-            f'      <SourceFilename relativeToVRT="0">{escape(filename)}</SourceFilename>\n'
-            f"      <SourceBand>{number}</SourceBand>\n"
-            f'      <SrcRect xOff="0" yOff="0" xSize="{src_width}" ySize="{src_height}"/>\n'
-            f'      <DstRect xOff="{x!r}" yOff="{y!r}" xSize="{x_size!r}" ySize="{y_size!r}"/>\n'
-            + (f"      <NODATA>{fill!r}</NODATA>\n" if fill is not None else "")
-            + "    </ComplexSource>\n  </VRTRasterBand>\n"
+    return entry
+
+
+def _band_name(entry):
+    for field in ("name", "common_name", "eo:common_name"):
+        value = entry.get(field)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def _values(key, asset, entry, number):
+    """``(scale, offset, nodata)`` of band ``number`` of an asset, as the Item declares them."""
+    raster = asset.get("raster:bands")
+    fields = {}
+    if isinstance(raster, list) and len(raster) >= number and isinstance(raster[number - 1], dict):
+        fields = raster[number - 1]
+    scale = _first(fields.get("scale"), entry.get("raster:scale"), asset.get("raster:scale"))
+    offset = _first(fields.get("offset"), entry.get("raster:offset"), asset.get("raster:offset"))
+    nodata = _first(fields.get("nodata"), entry.get("nodata"), asset.get("nodata"))
+    scale = _number(key, "scale", 1.0 if scale is None else scale)
+    offset = _number(key, "offset", 0.0 if offset is None else offset)
+    if scale == 0:
+        raise ValueError(f"the STAC Item's asset {key!r} declares a scale of 0")
+    return scale, offset, None if nodata is None else _number(key, "nodata", nodata)
+
+
+def _first(*values):
+    return next((value for value in values if value is not None), None)
+
+
+def _number(key, what, value):
+    if isinstance(value, str) and value.lower() in ("nan", "inf", "-inf"):
+        return float(value)  # STAC 1.1 spells non-finite nodata as strings
+    if not isinstance(value, Real) or isinstance(value, bool):
+        raise ValueError(f"the STAC Item's asset {key!r} declares the {what} {value!r}: no number")
+    return float(value)
+
+
+def _rank(asset, n_bands):
+    """Lower is better: single-band over multi-band, GeoTIFF / COG over others over JPEG 2000."""
+    media = str(asset.get("type") or "").lower()
+    href = str(asset.get("href")).lower()
+    if "tiff" in media or (not media and href.endswith((".tif", ".tiff"))):
+        kind = 0
+    elif "jp2" in media or href.endswith(".jp2"):
+        kind = 2
+    else:
+        kind = 1
+    return (n_bands > 1, kind)
+
+
+def _best(name, found):
+    best = min(rank for rank, _, _ in found)
+    kept = [(key, source) for rank, key, source in found if rank == best]
+    if len(kept) > 1:
+        keys = [key for key, _ in kept]
+        raise ValueError(
+            f"the STAC Item gives the band {name!r} in several assets of the same kind {keys}: "
+            "each band once (or give the bands as --band NAME=PATH)"
         )
-    geotransform = ", ".join(repr(v) for v in transform.to_gdal())
-    return (
-        f'<VRTDataset rasterXSize="{width}" rasterYSize="{height}">\n'
-        f"  <SRS>{escape(crs.to_wkt()) if crs else ''}</SRS>\n"
-        f"  <GeoTransform>{geotransform}</GeoTransform>\n" + "".join(bands) + "</VRTDataset>\n"
-    )
+    return kept[0][1]

@@ -77,10 +77,23 @@ def dataset_bands(dataset, band_dim):
 
 def _variable_nodata(variable):
     for key in ("_FillValue", "nodata"):
-        value = variable.attrs.get(key, variable.encoding.get(key))
+        value = variable.attrs.get(key, _encoded_fill(variable.encoding, key))
         if value is not None and np.ndim(value) == 0:
             return value
     return None
+
+
+def _encoded_fill(encoding, key="_FillValue"):
+    """The no-data value kept in an xarray encoding, unless it is of the packed values.
+
+    xarray decodes a variable with ``scale_factor`` or ``add_offset`` into
+    ``packed * scale_factor + add_offset``, its packed fill already NaN: the
+    fill is no value of the decoded data (a decoded pixel may equal it, e.g.
+    a reflectance of 0.0 with fill 0).
+    """
+    if "scale_factor" in encoding or "add_offset" in encoding:
+        return None
+    return encoding.get(key)
 
 
 def image_band_names(image, band_dim):
@@ -131,7 +144,7 @@ def _image_nodata(image, band_dim, nodata):
     """
     if nodata is not None:
         return nodata
-    value = image.attrs.get("_FillValue", image.encoding.get("_FillValue"))
+    value = image.attrs.get("_FillValue", _encoded_fill(image.encoding))
     if value is None:
         return None
     if np.ndim(value) == 1:
