@@ -12,11 +12,12 @@ what those peers reach from random weights (benchmarks/RESULTS.md, issue 46).
 :func:`train_head` trains the hidden and output layers of a depth-3 network the way the
 peer is trained, on the first block's outputs held fixed (the recipe's tuned, possibly
 refined, indices, standardized), from random weights, and keeps the epoch that scores best
-on the validation rows. Every epoch also trains on a fresh noisy copy of the training rows
-under the paper's noise at ``train_noise`` (:func:`~sknd._refinement.noisy_copy`): a head
+on the validation rows. Every second epoch trains on a noisy copy of the training rows
+instead of the rows, under the paper's noise at ``train_noise``
+(:func:`~sknd._refinement.noisy_copy`; :data:`NOISY_COPIES` of them in turn): a head
 trained on the clean rows alone is as fragile as the peer (satimage-36, two folds: a drop
 of 22.8 points under 10 % multiplicative noise for the peer against 11.5 for the MLP on the
-bands), one with a new copy each epoch dropped 10.3 there. The head reads the principal
+bands), one with the rows and a new copy each epoch dropped 10.3 there. The head reads the principal
 components of the first block's outputs (:class:`~sknd._convex_start.Components`, as the
 convex fits do: 87 of satimage-36's 630 indices), which makes an epoch a fraction of one
 on all the indices; the trained layer is folded back onto the indices, so that the network
@@ -41,8 +42,8 @@ __all__ = []
 WIDTH = 100
 #: The peer's schedule: Adam's learning rate and batch size (scikit-learn's defaults:
 #: ``learning_rate_init=1e-3``, ``batch_size=min(200, n_samples)``), its L2 penalty
-#: (``alpha=1e-4`` per row of a batch, as torch's weight decay: ``alpha / batch``), and
-#: its epochs at most.
+#: (``alpha=1e-4`` per row of a batch, as torch's weight decay: ``alpha / batch``; the
+#: biases too, which scikit-learn leaves unpenalized), and its epochs at most.
 LR = 1e-3
 BATCH_SIZE = 200
 ALPHA = 1e-4
