@@ -244,6 +244,9 @@ class _Image:
     def select(self, name):
         return _Image({name: self.bands[name]})
 
+    def toDouble(self):  # noqa: N802 (Earth Engine's name)
+        return _Image({name: values.astype(float) for name, values in self.bands.items()})
+
     def expression(self, text, variables):
         values = {name: next(iter(image.bands.values())) for name, image in variables.items()}
         value = eval(text, {"__builtins__": {}}, {**self.functions, **values})  # noqa: S307

@@ -75,21 +75,24 @@ def sigmoid(x):
 
 def linear(weights, values, bias):
     """``sum_k weights[k] values[k] + bias``, zero weights left out."""
-    total = None
-    for weight, value in zip(weights, values):
-        if weight != 0:
-            term = op("multiply", num(weight), value)
-            total = term if total is None else op("add", total, term)
-    if total is None:
-        return num(bias)
-    return total if bias == 0 else op("add", total, num(bias))
+    terms = [op("multiply", num(weight), value) for weight, value in zip(weights, values) if weight]
+    if bias != 0 or not terms:
+        terms.append(num(bias))
+    return balanced("add", terms)
 
 
-def total(values):
-    result = values[0]
-    for value in values[1:]:
-        result = op("add", result, value)
-    return result
+def balanced(name, operands):
+    """``operands`` combined with the associative operation ``name`` as a balanced tree.
+
+    The tree's depth is ``ceil(log2(len(operands)))``: a sum of 1,024 terms nests
+    10 deep, where a chain would nest 1,024 deep (too deep for the dialects' parsers
+    and for Python's recursion when the tree is spelled).
+    """
+    operands = list(operands)
+    while len(operands) > 1:
+        paired = [op(name, a, b) for a, b in zip(operands[::2], operands[1::2])]
+        operands = paired + operands[len(paired) * 2 :]
+    return operands[0]
 
 
 class Program:
@@ -125,10 +128,20 @@ class Program:
         return refs
 
 
-def build(fields, output, band_names):
-    """The :class:`Program` of a checked model file's ``fields`` for ``output``."""
+def build(fields, output, band_names, scale, offset):
+    """The :class:`Program` of a checked model file's ``fields`` for ``output``.
+
+    Its first stage reads each band ``b`` as ``b * scale + offset`` (one number
+    per band): the cast that makes integer data (digital numbers) floating point
+    before any arithmetic, and the collection's rescaling to the model's units.
+    """
     program = Program(band_names)
-    values = [("in", name) for name in program.bands]
+    values = program.stage(
+        [
+            _rescale(("in", name), band_scale, band_offset)
+            for name, band_scale, band_offset in zip(program.bands, scale, offset)
+        ]
+    )
     estimator = fields["estimator"]
     if estimator == "NDTransformer":
         indices = fields["indices"]
@@ -153,6 +166,11 @@ def build(fields, output, band_names):
             labels = ["class"]
     program.stages.append(list(zip(labels, outputs)))
     return program
+
+
+def _rescale(band, scale, offset):
+    value = op("multiply", band, num(scale))
+    return value if offset == 0 else op("add", value, num(offset))
 
 
 def _layers(program, layers, values):
@@ -242,7 +260,8 @@ def _probabilities(logits):
         op(
             "divide",
             num(1.0),
-            total(
+            balanced(
+                "add",
                 [
                     num(1.0) if j == k else op("exp", op("subtract", other, logit))
                     for j, other in enumerate(logits)
@@ -266,8 +285,5 @@ def _class_code(logits):
         conditions = [
             op("gt" if j < k else "gte", logit, other) for j, other in enumerate(logits) if j != k
         ]
-        condition = conditions[0]
-        for other in conditions[1:]:
-            condition = op("and", condition, other)
-        terms.append(op("if", condition, num(k)))
-    return total(terms)
+        terms.append(op("if", balanced("and", conditions), num(k)))
+    return balanced("add", terms)
