@@ -391,7 +391,8 @@ def _wide_model(n_bands):
 
 
 @pytest.mark.parametrize(
-    "n_bands", [16, pytest.param(36, marks=pytest.mark.slow), pytest.param(46, marks=pytest.mark.slow)]
+    "n_bands",
+    [16, pytest.param(36, marks=pytest.mark.slow), pytest.param(46, marks=pytest.mark.slow)],
 )
 def test_wide_models_export_and_run(n_bands):
     """Stages of 120 to 1,035 values (fuzz4 repro_01, repro_02): exported in about a second,
@@ -469,3 +470,19 @@ def test_export_refuses_bad_scale_and_offset(kwargs, error, message):
     clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
     with pytest.raises(error, match=message):
         clf.export_model(**kwargs)
+
+
+def test_openeo_errors_name_the_missing_band_and_dimension():
+    """A cube without a band of the model, or with its bands along another dimension: the
+    executor's error names them (pass bands= or dimension= to export_model)."""
+    X, y = _data()
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    pixels = _pixels(20)
+    with pytest.raises(Exception, match=r"\['blue', 'green', 'red', 'nir'\] are not all avail"):
+        run_openeo(clf.export_model("openeo"), _cube(pixels[:, :3], (4, 5), BANDS[:3]))
+    with pytest.raises(Exception, match=r"dimension \(bands\) not found .*'band'"):
+        run_openeo(clf.export_model("openeo"), _cube(pixels, (4, 5)).rename(bands="band"))
+    codes = run_openeo(
+        clf.export_model("openeo", dimension="band"), _cube(pixels, (4, 5)).rename(bands="band")
+    )
+    np.testing.assert_array_equal(_as_table(codes, 20)[:, 0], clf.predict(pixels))

@@ -11,8 +11,8 @@ from sklearn.utils import shuffle
 from sklearn.utils.class_weight import compute_sample_weight
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
-from sknd._screening import pair_scores
 from sknd._fit_data import _keep_in_training
+from sknd._screening import pair_scores
 from sknd._weights import fit_weights, merge_duplicates
 
 FAST = dict(max_epochs=20, random_state=0)

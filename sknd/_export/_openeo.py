@@ -1,14 +1,15 @@
 """A :class:`~._program.Program` as an openEO process graph (the openEO API's own processes).
 
 The graph selects the model's bands by name (``load_collection(bands=...)``
-or ``filter_bands``), then computes each value of a stage with
-``reduce_dimension`` over the band dimension, whose callback reads bands and
-earlier values with ``array_element(label=...)`` and spells each operation as
-one core process (``add``, ``multiply``, ``exp``, ``if``, ...). A stage's
-values become bands again (``add_dimension``, ``merge_cubes``) for the stages
-after it; the last stage's values are the outputs, labelled along the band
-dimension (one output: the cube without that dimension). Any back-end that
-implements these core processes runs the graph.
+or ``filter_bands``), then computes the values of each stage in callbacks
+over the band dimension, which read bands and earlier values with
+``array_element(index=...)`` and spell each operation as one core process
+(``add``, ``multiply``, ``exp``, ``if``, ...). A stage's values are appended
+to each pixel's bands (``apply_dimension`` with ``array_append``, in runs of
+about the square root of the stage's width, see :func:`_chunks`) for the
+stages after it; the last stage's values are the outputs, labelled along the
+band dimension (one output: the cube without that dimension). Any back-end
+that implements these core processes runs the graph.
 """
 
 import math
@@ -124,7 +125,11 @@ def _model_nodes(nodes, program, dimension, bands):
         return
     nodes["named"] = {
         "process_id": "rename_labels",
-        "arguments": {"data": cube, "dimension": dimension, "target": list(bands) + layout[len(bands) :]},
+        "arguments": {
+            "data": cube,
+            "dimension": dimension,
+            "target": list(bands) + layout[len(bands) :],
+        },
     }
     nodes["output"] = {
         "process_id": "filter_bands",

@@ -12,8 +12,14 @@ only spells these operations and materializes each stage (a data cube's
 bands, an image's bands): the network's math, the ND formula included, is
 written here once for all of them.
 
-A value read by several others (the inputs of a dense layer, the logits) is
-a stage's value, never a repeated tree, so that every tree stays small. The
+The first stage reads each band as ``band * scale + offset``: a model fitted
+on reflectances runs on digital numbers, and integer data becomes floating
+point before any arithmetic (openEO has no cast; the dialects' integer types
+would overflow in ``b * b``). A value read by several others (the inputs of a
+dense layer, the logits) is a stage's value, never a repeated tree, and sums
+and conjunctions of many operands are balanced trees (:func:`balanced`), so
+that every tree stays small and shallow: the dialects' parsers, and the
+recursive spelling of a tree, handle its depth whatever the model's size. The
 operations are chosen so that every dialect has them and none overflows:
 ``max(x, 0) = (x + |x|) / 2`` (exact), ``softplus(x) = max(x, 0) + ln(1 +
 exp(-|x|))``, the logistic function ``0.5 + 0.5 tanh(x / 2)``, the softmax
@@ -265,7 +271,7 @@ def _probabilities(logits):
                 [
                     num(1.0) if j == k else op("exp", op("subtract", other, logit))
                     for j, other in enumerate(logits)
-                ]
+                ],
             ),
         )
         for k, logit in enumerate(logits)
