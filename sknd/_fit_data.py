@@ -105,6 +105,9 @@ class FitDataMixin:
 
         With ``groups``, the internal split holds out whole groups (fields, spatial
         blocks): correlated samples on both sides would make early stopping optimistic.
+        Otherwise it never holds out what training needs (:func:`_keep_in_training`):
+        the rows, merged duplicates included, are split as ``validation_fraction``
+        says, then a class's only rows come back to training.
         """
         if (X_val is None) != (y_val is None):
             raise ValueError("Pass both X_val and y_val, or neither.")
