@@ -427,7 +427,7 @@ def test_integer_cubes_compute_in_floating_point(variant):
     rng = np.random.default_rng(0)
     X = rng.uniform(200, 6000, (200, len(BANDS)))
     y = np.digitize((X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2]), [-0.2, 0.2])
-    clf = NDClassifier(bands=BANDS, variant=variant, depth=3, hidden_units=8, **FAST).fit(X, y)
+    clf = NDClassifier(bands=BANDS, variant=variant, **FAST).fit(X, y)
     process = clf.export_model("openeo", output="proba")
     code = clf.export_model("earthengine", output="proba")
     for dtype in (np.uint16, np.int16):
