@@ -131,9 +131,16 @@ fig.tight_layout()
 # The same model as an openEO process graph
 # -----------------------------------------
 # The graph loads the collection's bands by name (here Sentinel-2 names of an openEO
-# collection) and computes every layer with openEO core processes.
+# collection) and computes every layer with openEO core processes. The collection serves
+# digital numbers, 10000 (reflectance + 0.1) since processing baseline 04.00 (check the
+# back-end's collection metadata): ``scale`` and ``offset`` turn them back into the
+# reflectances the model was fitted on, in floating point.
 graph = clf.export_model(
-    "openeo", collection="SENTINEL2_L2A", bands=["B02", "B03", "B04", "B08", "B8A"]
+    "openeo",
+    collection="SENTINEL2_L2A",
+    bands=["B02", "B03", "B04", "B08", "B8A"],
+    scale=1e-4,
+    offset=-0.1,
 )
 load = graph["process_graph"]["select"]
 print(load["process_id"], load["arguments"]["id"], load["arguments"]["bands"])
@@ -146,5 +153,6 @@ print(
 # %%
 # And as Earth Engine code
 # ------------------------
-code = clf.export_model("earthengine", bands=["B2", "B3", "B4", "B8", "B8A"])
+# For ``COPERNICUS/S2_SR_HARMONIZED``, whose digital numbers are 10000 x reflectance.
+code = clf.export_model("earthengine", bands=["B2", "B3", "B4", "B8", "B8A"], scale=1e-4)
 print("\n".join(code.splitlines()[:24]))

@@ -99,6 +99,8 @@ class ExportMixin:
         sensor=None,
         collection=None,
         dimension="bands",
+        scale=1.0,
+        offset=0.0,
     ):
         """The whole model as an openEO process graph or as Earth Engine code.
 
@@ -121,6 +123,10 @@ class ExportMixin:
             openEO only: the collection to load.
         dimension : str, default="bands"
             openEO only: the name of the cube's band dimension.
+        scale, offset : float or list of float, default=1.0 and 0.0
+            Each band is read as ``band * scale + offset`` (one number for all
+            bands, or one per band in the order of ``band_names_``): a model
+            fitted on reflectances runs on digital numbers.
 
         Returns
         -------
@@ -144,4 +150,6 @@ class ExportMixin:
             sensor=sensor,
             collection=collection,
             dimension=dimension,
+            scale=scale,
+            offset=offset,
         )

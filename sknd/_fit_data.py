@@ -37,6 +37,29 @@ def _group_split(X, codes, groups, validation_fraction, seed, weight):
     return X[train], codes[train], X[valid], codes[valid], weight[train], weight[valid]
 
 
+def _keep_in_training(codes, train, valid, classes, weight):
+    """``(train, valid)`` with the validation rows training cannot do without moved back.
+
+    A class (``classes``: ``codes`` are class codes) with no training row is never
+    learned, and a weighted or merged regression (``weight`` not None) extrapolates
+    to the targets outside its training range: rows of such a class, and the rows
+    with each target column's smallest and largest value, train. This matters where
+    exact duplicates were merged (:func:`~sknd._weights.merge_duplicates`): 150 rows
+    of 3 pixels, one class each, are 3 rows to split, and a plain split holds out a
+    whole class. The split depends on the merged rows only, so that a weight ``k``
+    still fits as ``k`` repeats of the row.
+    """
+    if classes:
+        needed = ~np.isin(codes[valid], codes[train])
+    elif weight is not None:
+        targets = codes.reshape(len(codes), -1)
+        extremes = np.concatenate([targets.argmin(axis=0), targets.argmax(axis=0)])
+        needed = np.isin(valid, extremes)
+    else:
+        return train, valid
+    return np.concatenate([train, valid[needed]]), valid[~needed]
+
+
 def _same_param(before, now):
     """Whether a parameter value is unchanged (array-likes compared by value)."""
     if before is now:
@@ -82,6 +105,9 @@ class FitDataMixin:
 
         With ``groups``, the internal split holds out whole groups (fields, spatial
         blocks): correlated samples on both sides would make early stopping optimistic.
+        Otherwise it never holds out what training needs (:func:`_keep_in_training`):
+        the rows, merged duplicates included, are split as ``validation_fraction``
+        says, then a class's only rows come back to training.
         """
         if (X_val is None) != (y_val is None):
             raise ValueError("Pass both X_val and y_val, or neither.")
@@ -115,11 +141,16 @@ class FitDataMixin:
             counts = np.bincount(codes)
             if counts.min() >= 2 and min(n_valid, n_samples - n_valid) >= len(counts):
                 stratify = codes
-        weights = [] if weight is None else [weight]
-        X_train, X_valid, c_train, c_valid, *weights = train_test_split(
-            X, codes, *weights, test_size=n_valid, random_state=seed, stratify=stratify
+        train, valid = train_test_split(
+            np.arange(n_samples), test_size=n_valid, random_state=seed, stratify=stratify
         )
-        return X_train, c_train, X_valid, c_valid, *(weights or [None, None])
+        train, valid = _keep_in_training(codes, train, valid, task.stratified, weight)
+        if len(valid) == 0:
+            # Every distinct row is needed in training (a handful of pixels, each a class
+            # of its own): early stopping watches the training rows themselves.
+            valid = train
+        weights = [None, None] if weight is None else [weight[train], weight[valid]]
+        return X[train], codes[train], X[valid], codes[valid], *weights
 
     # ---------------------------------------------------------- network parameters
     #: Parameters the fitted network is made of. A warm start or ``partial_fit`` continues

@@ -49,7 +49,11 @@ def test_pages_have_python_blocks():
 PAGES_WITH_CODE = [page for page in PAGES if python_blocks(page)]
 
 
+# What importing openeo-processes-dask (docs/anywhere.md runs a graph with it) warns about
+# its own dependencies, as tests/test_export.py filters it: not sknd's.
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore:Support for class-based `config`")
+@pytest.mark.filterwarnings("ignore:The 'stac_validator' package has been deprecated")
 @pytest.mark.parametrize("page", PAGES_WITH_CODE, ids=[page.name for page in PAGES_WITH_CODE])
 def test_python_blocks_run(page, tmp_path, monkeypatch):
     blocks = python_blocks(page)

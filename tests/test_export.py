@@ -9,6 +9,8 @@ Both are compared with the SavedModel of the same estimator.
 import importlib
 import inspect
 import json
+import pathlib
+import re
 import sys
 import types
 
@@ -102,32 +104,90 @@ def _pixels(n, seed=1):
 
 
 # ------------------------------------------------------------------ openEO
-def _registry():
-    """openeo-processes-dask's core processes, as its README registers them."""
-    pg_parser = pytest.importorskip("openeo_pg_parser_networkx")
-    pytest.importorskip("openeo_processes_dask")
-    from openeo_pg_parser_networkx.process_registry import Process
-    from openeo_processes_dask.process_implementations.core import process
+DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs" / "anywhere.md"
 
-    registry = pg_parser.ProcessRegistry(wrap_funcs=[process])
-    implementations = importlib.import_module("openeo_processes_dask.process_implementations")
-    specs = importlib.import_module("openeo_processes_dask.specs")
-    for _, function in inspect.getmembers(implementations, inspect.isfunction):
-        if hasattr(specs, function.__name__):
-            spec = getattr(specs, function.__name__)
-            registry[function.__name__] = Process(spec=spec, implementation=function)
-    return registry
+
+def _run_locally():
+    """``run_locally`` of docs/anywhere.md: the page's own code runs every graph here."""
+    pytest.importorskip("openeo_pg_parser_networkx")
+    pytest.importorskip("openeo_processes_dask")
+    blocks = re.findall(r"^```python\n(.*?)^```", DOCS.read_text(encoding="utf-8"), re.M | re.S)
+    (source,) = [block for block in blocks if "def run_locally(" in block]
+    namespace = {}
+    exec(compile(source, str(DOCS), "exec"), namespace)  # noqa: S102
+    return namespace["run_locally"]
 
 
 def run_openeo(process, cube):
     """Execute an exported process on ``cube`` (its ``data`` parameter) with the local executor."""
-    from openeo_pg_parser_networkx import OpenEOProcessGraph
+    return _run_locally()(json.loads(json.dumps(process)), cube)
 
-    graph = OpenEOProcessGraph(
-        pg_data={"process_graph": json.loads(json.dumps(process))["process_graph"]}
-    )
-    result = graph.to_callable(process_registry=_registry())(named_parameters={"data": cube})
-    return result.compute()
+
+def _called_as_the_parser_calls(function):
+    """``function`` given the caller's ``axis`` (and the like) only where it takes them.
+
+    What openeo-processes-dask's ``process`` decorator does, less its ``repr`` of every
+    argument (for a log line), which takes most of the time on cubes of many bands.
+    """
+    special = {"axis", "keepdims", "source_transposed_axis", "context", "dim_labels"}
+    dropped = special - set(inspect.signature(function).parameters)
+
+    def call(**arguments):
+        return function(**{name: arg for name, arg in arguments.items() if name not in dropped})
+
+    return call
+
+
+def walk_openeo(process, cube):
+    """``process`` on ``cube`` with openeo-processes-dask's implementations, walked here.
+
+    The same process implementations as :func:`run_openeo`, called as
+    openeo-pg-parser-networkx calls them (a callback's parameters by name, the
+    caller's ``axis`` and ``keepdims`` passed to each of its nodes), without the
+    parser's executor, which looks each node's parent up among all the graph's
+    edges (quadratic: a 1,024-pair model's 25,000 nodes would take hours).
+    """
+    pytest.importorskip("openeo_processes_dask")
+    implementations = importlib.import_module("openeo_processes_dask.process_implementations")
+    functions = {  # "_and" is openEO's "and", as the parser's registry maps it
+        name.removeprefix("_"): _called_as_the_parser_calls(function)
+        for name, function in inspect.getmembers(implementations, inspect.isfunction)
+    }
+
+    def evaluate(graph, parameters, kwargs):
+        results = {}
+
+        def value(argument):
+            if isinstance(argument, list):
+                return [value(item) for item in argument]
+            if not isinstance(argument, dict):
+                return argument
+            if "from_node" in argument:
+                return node(argument["from_node"])
+            if "from_parameter" in argument:
+                return parameters[argument["from_parameter"]]
+            if "process_graph" in argument:
+                return callback(argument["process_graph"])
+            return {key: value(item) for key, item in argument.items()}
+
+        def node(name):
+            if name not in results:
+                arguments = value(graph[name]["arguments"])
+                results[name] = functions[graph[name]["process_id"]](**arguments, **kwargs)
+            return results[name]
+
+        return node(next(name for name, spec in graph.items() if spec.get("result")))
+
+    def callback(graph):
+        def call(*args, positional_parameters=None, named_parameters=None, **kwargs):
+            parameters = dict(named_parameters or {})
+            for name, position in (positional_parameters or {}).items():
+                parameters[name] = args[position]
+            return evaluate(graph, parameters, kwargs)
+
+        return call
+
+    return evaluate(json.loads(json.dumps(process))["process_graph"], {"data": cube}, {})
 
 
 def _cube(pixels, shape, names=BANDS):
@@ -244,6 +304,9 @@ class _Image:
     def select(self, name):
         return _Image({name: self.bands[name]})
 
+    def toDouble(self):  # noqa: N802 (Earth Engine's name)
+        return _Image({name: values.astype(float) for name, values in self.bands.items()})
+
     def expression(self, text, variables):
         values = {name: next(iter(image.bands.values())) for name, image in variables.items()}
         value = eval(text, {"__builtins__": {}}, {**self.functions, **values})  # noqa: S307
@@ -294,3 +357,132 @@ def test_earthengine_code_reads_the_images_band_names():
     code = clf.export_model("earthengine", bands=["B8", "B4", "B3", "B2", "B11"])
     assert "BANDS = ['B2', 'B3', 'B4', 'B8']" in code
     assert "image.select('B8')" in code
+
+
+# ------------------------------------------------------------------ sizes, cubes as served
+def _n_nodes(graph):
+    """The nodes of a process graph, its callbacks' included."""
+    count = 0
+    for node in graph.values():
+        count += 1
+        for argument in node["arguments"].values():
+            if isinstance(argument, dict) and "process_graph" in argument:
+                count += _n_nodes(argument["process_graph"])
+    return count
+
+
+def _parsed_completely(process):
+    """Whether openeo-pg-parser-networkx reads every node (a graph nested too deep, as
+    chains of about 125 nodes are, leaves the deeper ones unread and fails at run time)."""
+    from openeo_pg_parser_networkx import OpenEOProcessGraph
+
+    parsed = OpenEOProcessGraph(pg_data={"process_graph": process["process_graph"]})
+    return parsed.G.number_of_nodes() == _n_nodes(process["process_graph"])
+
+
+def _wide_model(n_bands):
+    """A 3-class model of every pair of ``n_bands`` bands (16: 120 pairs, 46: 1,035)."""
+    names = [f"b{k}" for k in range(n_bands)]
+    rng = np.random.default_rng(0)
+    X = rng.uniform(0.02, 0.6, (150, n_bands))
+    y = np.digitize(X[:, 0] - X[:, 1], [-0.1, 0.1])
+    params = {"recipe": "paper", "max_epochs": 1, "early_stopping": False, "random_state": 0}
+    return NDClassifier(bands=names, **params).fit(X, y), names
+
+
+@pytest.mark.parametrize(
+    "n_bands",
+    [16, pytest.param(36, marks=pytest.mark.slow), pytest.param(46, marks=pytest.mark.slow)],
+)
+def test_wide_models_export_and_run(n_bands):
+    """Stages of 120 to 1,035 values (fuzz4 repro_01, repro_02): exported in about a second,
+    parsed whole, and equal to the estimator on openeo-processes-dask and in Earth Engine code."""
+    pytest.importorskip("openeo_pg_parser_networkx")
+    clf, names = _wide_model(n_bands)
+    pixels = np.random.default_rng(1).uniform(0.01, 0.7, (20, n_bands))
+    cube = _cube(pixels, (4, 5), names)
+    codes = raster.class_map(clf, pixels.reshape(4, 5, n_bands), bands=names)
+    for output in ("class", "proba"):
+        process = clf.export_model("openeo", output=output)
+        if output == "proba":  # the larger graph (25,000 nodes for 46 bands): parsing takes s
+            assert _parsed_completely(process)
+        result = _as_table(walk_openeo(process, cube), len(pixels))
+        namespace, values = run_earthengine(
+            clf.export_model("earthengine", output=output), dict(zip(names, pixels.T))
+        )
+        values = np.column_stack(list(values.values()))
+        if output == "class":
+            np.testing.assert_array_equal(result[:, 0], codes.ravel())
+            np.testing.assert_array_equal(values[:, 0], codes.ravel())
+        else:
+            expected = clf.predict_proba(pixels)
+            np.testing.assert_allclose(result, expected, rtol=0, atol=1e-6)
+            np.testing.assert_allclose(values, expected, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
+def test_integer_cubes_compute_in_floating_point(variant):
+    """Digital numbers (uint16, int16, as back-ends serve Sentinel-2 L2A): b * b and
+    b + |b| would overflow in the cube's type (fuzz4 repro_03); the graph casts first."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(200, 6000, (200, len(BANDS)))
+    y = np.digitize((X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2]), [-0.2, 0.2])
+    clf = NDClassifier(bands=BANDS, variant=variant, **FAST).fit(X, y)
+    process = clf.export_model("openeo", output="proba")
+    code = clf.export_model("earthengine", output="proba")
+    for dtype in (np.uint16, np.int16):
+        pixels = rng.uniform(100, 10000, (20, len(BANDS))).astype(dtype)
+        expected = clf.predict_proba(pixels)
+        result = _as_table(run_openeo(process, _cube(pixels, (4, 5))), len(pixels))
+        np.testing.assert_allclose(result, expected, rtol=0, atol=1e-5)
+        _, values = run_earthengine(code, dict(zip(BANDS, pixels.T)))
+        np.testing.assert_allclose(np.column_stack(list(values.values())), expected, atol=1e-5)
+
+
+def test_scale_and_offset_run_a_reflectance_model_on_digital_numbers():
+    """Sentinel-2 L2A: DN = 10000 (reflectance + 0.1); per band (Landsat's 2.75e-5, -0.2 on
+    two bands here) or one number for all."""
+    X, y = _data()
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    dn = np.random.default_rng(2).integers(8000, 20000, (30, len(BANDS))).astype(np.uint16)
+    for scale, offset in [(1e-4, -0.1), ([1e-4, 1e-4, 2.75e-5, 2.75e-5], [-0.1, -0.1, -0.2, -0.2])]:
+        reflectance = dn * np.asarray(scale) + np.asarray(offset)
+        expected = clf.predict_proba(reflectance)
+        process = clf.export_model("openeo", output="proba", scale=scale, offset=offset)
+        result = _as_table(run_openeo(process, _cube(dn, (5, 6))), len(dn))
+        np.testing.assert_allclose(result, expected, rtol=0, atol=1e-6)
+        code = clf.export_model("earthengine", output="proba", scale=scale, offset=offset)
+        _, values = run_earthengine(code, dict(zip(BANDS, dn.T)))
+        np.testing.assert_allclose(np.column_stack(list(values.values())), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"scale": 0}, ValueError, "must not be 0"),
+        ({"scale": [1e-4, 1e-4]}, ValueError, "one number per band of the model"),
+        ({"offset": "-0.1"}, TypeError, "offset must be a number"),
+        ({"offset": float("nan")}, ValueError, "offset must be finite"),
+    ],
+)
+def test_export_refuses_bad_scale_and_offset(kwargs, error, message):
+    X, y = _data()
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    with pytest.raises(error, match=message):
+        clf.export_model(**kwargs)
+
+
+def test_openeo_errors_name_the_missing_band_and_dimension():
+    """A cube without a band of the model, or with its bands along another dimension: the
+    executor's error names them (pass bands= or dimension= to export_model)."""
+    X, y = _data()
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    pixels = _pixels(20)
+    with pytest.raises(Exception, match=r"\['blue', 'green', 'red', 'nir'\] are not all avail"):
+        run_openeo(clf.export_model("openeo"), _cube(pixels[:, :3], (4, 5), BANDS[:3]))
+    with pytest.raises(Exception, match=r"dimension \(bands\) not found .*'band'"):
+        run_openeo(clf.export_model("openeo"), _cube(pixels, (4, 5)).rename(bands="band"))
+    codes = run_openeo(
+        clf.export_model("openeo", dimension="band"), _cube(pixels, (4, 5)).rename(bands="band")
+    )
+    np.testing.assert_array_equal(_as_table(codes, 20)[:, 0], clf.predict(pixels))

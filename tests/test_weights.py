@@ -1,5 +1,7 @@
 """Sample and class weights (sknd._weights and their use in fit)."""
 
+import types
+
 import numpy as np
 import pytest
 import sklearn
@@ -9,6 +11,7 @@ from sklearn.utils import shuffle
 from sklearn.utils.class_weight import compute_sample_weight
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
+from sknd._fit_data import _keep_in_training
 from sknd._screening import pair_scores
 from sknd._weights import fit_weights, merge_duplicates
 
@@ -142,6 +145,49 @@ def test_duplicates_with_conflicting_labels_stay_one_row_per_label():
     assert sorted(zip(merged_y.tolist(), weight.tolist())) == [(0, 2.0), (1, 1.0), (1, 1.0)]
     assert len(merged_X) == 3
     assert merge_duplicates(X[2:], np.array([0, 1]), None)[2] is None  # no duplicates
+
+
+def test_merged_rows_keep_every_class_in_training():
+    """3 pixels x 50 copies, one class each, merge into 3 rows: the validation split
+    holds none of them out (each is a whole class), and the fit predicts its pixels
+    (fuzz4 repro_10; a plain split held out a class)."""
+    pixels = np.random.default_rng(1).uniform(0.05, 0.6, (3, 4))
+    params = dict(recipe="paper", depth=2, max_epochs=100, random_state=0)
+    clf = NDClassifier(**params).fit(np.repeat(pixels, 50, axis=0), np.repeat([0, 1, 2], 50))
+    np.testing.assert_array_equal(clf.predict(pixels), [0, 1, 2])
+    weighted = NDClassifier(**params).fit(pixels, [0, 1, 2], sample_weight=[50, 50, 50])
+    np.testing.assert_array_equal(weighted.predict_proba(pixels), clf.predict_proba(pixels))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_split_moves_back_only_what_training_needs(seed):
+    codes = np.array([0, 0, 0, 0, 1, 1, 2, 3])
+    valid = np.random.default_rng(seed).permutation(8)[:3]
+    train = np.setdiff1d(np.arange(8), valid)
+    new_train, new_valid = _keep_in_training(codes, train, valid, True, None)
+    assert set(codes[new_train]) == {0, 1, 2, 3}
+    assert sorted(np.concatenate([new_train, new_valid])) == list(range(8))
+    # Only rows of classes training lacked moved: the others stay held out.
+    assert set(new_valid) == {row for row in valid if (codes[train] == codes[row]).any()}
+    # A weighted regression trains on each column's smallest and largest target.
+    targets = np.column_stack([np.arange(8.0), np.arange(8.0)[::-1] ** 2])
+    new_train, new_valid = _keep_in_training(targets, train, valid, False, np.ones(8))
+    assert {0, 7} <= set(new_train)
+    assert set(new_valid) == set(valid) - {0, 7}
+    # Unweighted, unmerged regressions keep the plain split.
+    assert _keep_in_training(targets, train, valid, False, None) == (train, valid)
+
+
+def test_split_of_rows_all_needed_in_training_validates_on_them():
+    X = np.random.default_rng(2).uniform(0.05, 0.6, (3, 4))
+    codes, weight = np.array([0, 1, 2]), np.array([50.0, 50.0, 50.0])
+    task = types.SimpleNamespace(stratified=True)
+    X_train, c_train, X_valid, c_valid, w_train, w_valid = NDClassifier()._validation_split(
+        X, codes, task, None, None, 0, weight=weight
+    )
+    assert sorted(c_train) == [0, 1, 2]
+    np.testing.assert_array_equal(X_valid, X_train)
+    np.testing.assert_array_equal(w_valid, w_train)
 
 
 def test_fit_weights_multiplies_and_keeps_the_input():

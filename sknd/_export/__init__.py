@@ -8,6 +8,10 @@ once; :mod:`._openeo` and :mod:`._earthengine` spell it). The estimators'
 and :class:`sknd.SavedModel`'s ``export_model`` methods call it.
 """
 
+import numbers
+
+import numpy as np
+
 from ..bands import match_bands
 from ._earthengine import earthengine_code
 from ._openeo import process_graph
@@ -18,7 +22,9 @@ __all__ = []
 FORMATS = ("openeo", "earthengine")
 
 
-def export_model(model, fields, *, format, output, bands, sensor, collection, dimension):
+def export_model(
+    model, fields, *, format, output, bands, sensor, collection, dimension, scale=1.0, offset=0.0
+):
     """The model (a :class:`sknd.SavedModel` and its checked ``fields``) in ``format``.
 
     See :meth:`sknd.SavedModel.export_model` for the parameters.
@@ -39,7 +45,12 @@ def export_model(model, fields, *, format, output, bands, sensor, collection, di
     if not isinstance(dimension, str) or not dimension:
         raise TypeError(f"dimension must be the name of the band dimension, got {dimension!r}.")
     names = _selected_bands(model, bands, sensor)
-    program = build(fields, output, [str(name) for name in model.band_names_])
+    model_bands = [str(name) for name in model.band_names_]
+    scale = _per_band("scale", scale, model_bands)
+    offset = _per_band("offset", offset, model_bands)
+    if not all(scale):
+        raise ValueError(f"scale must not be 0 (the bands would all read 0), got {scale}.")
+    program = build(fields, output, model_bands, scale, offset)
     what = {"class": "class codes (positions in classes_)", "proba": "class probabilities"}
     summary = f"{what.get(output, output)} of an sknd {model.estimator} on the bands {names}"
     if format == "openeo":
@@ -52,6 +63,22 @@ def export_model(model, fields, *, format, output, bands, sensor, collection, di
             "leave collection out with format='earthengine'."
         )
     return earthengine_code(program, bands=names, summary=summary)
+
+
+def _per_band(name, value, model_bands):
+    """``value`` (one number, or one per band of the model) as a list of floats, one per band."""
+    values = [value] if np.ndim(value) == 0 else list(np.ravel(value))
+    if not all(isinstance(v, numbers.Real) and not isinstance(v, bool) for v in values):
+        raise TypeError(f"{name} must be a number or a list of numbers, got {value!r}.")
+    if len(values) not in (1, len(model_bands)) or np.ndim(value) > 1:
+        raise ValueError(
+            f"{name} must be a number or one number per band of the model {model_bands} "
+            f"(in that order), got {len(values)} numbers."
+        )
+    values = [float(v) for v in values]
+    if not np.isfinite(values).all():
+        raise ValueError(f"{name} must be finite, got {value!r}.")
+    return values * len(model_bands) if len(values) == 1 else values
 
 
 def _selected_bands(model, bands, sensor):

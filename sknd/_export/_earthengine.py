@@ -1,7 +1,8 @@
 """A :class:`~._program.Program` as Earth Engine code: ``ee.Image.expression`` per value.
 
 The code is a Python module defining ``sknd_model(image)``: it selects the
-model's bands of ``image`` by name, computes each value of each stage with
+model's bands of ``image`` by name as 64-bit floats (``toDouble``: integer
+images, digital numbers, would overflow in the arithmetic), computes each value of each stage with
 one ``image.expression(...)`` over the bands and earlier values (variables
 ``v0``, ``v1``, ...), and returns the outputs as one ``ee.Image`` with a band
 per output. Truth values are 0/1 numbers (``if`` multiplies by one, ``and``
@@ -43,7 +44,7 @@ def earthengine_code(program, *, bands, summary):
     lines = []
     for name, band in zip(program.bands, bands):
         variables[name] = f"v{len(variables)}"
-        lines.append(f"    v[{variables[name]!r}] = image.select({band!r})")
+        lines.append(f"    v[{variables[name]!r}] = image.select({band!r}).toDouble()")
     for stage in program.stages:
         for name, expression in stage:
             used = set()

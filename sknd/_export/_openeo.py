@@ -1,15 +1,18 @@
 """A :class:`~._program.Program` as an openEO process graph (the openEO API's own processes).
 
 The graph selects the model's bands by name (``load_collection(bands=...)``
-or ``filter_bands``), then computes each value of a stage with
-``reduce_dimension`` over the band dimension, whose callback reads bands and
-earlier values with ``array_element(label=...)`` and spells each operation as
-one core process (``add``, ``multiply``, ``exp``, ``if``, ...). A stage's
-values become bands again (``add_dimension``, ``merge_cubes``) for the stages
-after it; the last stage's values are the outputs, labelled along the band
-dimension (one output: the cube without that dimension). Any back-end that
-implements these core processes runs the graph.
+or ``filter_bands``), then computes the values of each stage in callbacks
+over the band dimension, which read bands and earlier values with
+``array_element(index=...)`` and spell each operation as one core process
+(``add``, ``multiply``, ``exp``, ``if``, ...). A stage's values are appended
+to each pixel's bands (``apply_dimension`` with ``array_append``, in runs of
+about the square root of the stage's width, see :func:`_chunks`) for the
+stages after it; the last stage's values are the outputs, labelled along the
+band dimension (one output: the cube without that dimension). Any back-end
+that implements these core processes runs the graph.
 """
+
+import math
 
 from ._program import OPERATIONS
 
@@ -69,30 +72,46 @@ class _Callback:
         return self.graph(array)
 
 
+def _chunks(values):
+    """``values`` in runs of at most ``ceil(sqrt(len(values)))``, at least 16.
+
+    openeo-pg-parser-networkx nests a graph as deep as its longest chain of
+    nodes (about 125 is its limit): a run of ``array_append`` steps is such a
+    chain inside its callback, and the runs of one stage a chain of
+    ``apply_dimension`` steps. Runs of about ``sqrt(n)`` values keep both near
+    ``sqrt(n)`` deep: 32 runs of 32 values for 1,024 ND indices.
+    """
+    size = max(16, math.isqrt(len(values) - 1) + 1)
+    return [values[start : start + size] for start in range(0, len(values), size)]
+
+
 def _model_nodes(nodes, program, dimension, bands):
     """The model's nodes after ``nodes["select"]``; marks the result node.
 
     Each stage but the last appends its values to every pixel's bands
-    (``apply_dimension``), in a chain, so that later stages read them by
-    position; the last stage reduces the band dimension to the one output, or
-    appends the outputs and keeps only them, named (``rename_labels``,
-    ``filter_bands``).
+    (``apply_dimension``, a few runs of values at a time, in a chain), so that
+    later stages read them by position; the last stage reduces the band
+    dimension to the one output, or appends the outputs and keeps only them,
+    named (``rename_labels``, ``filter_bands``).
     """
     layout = list(program.bands)
     cube = {"from_node": "select"}
-    for index, values in enumerate(program.stages[:-1]):
-        nodes[f"stage{index}"] = {
-            "process_id": "apply_dimension",
-            "arguments": {
-                "data": cube,
-                "dimension": dimension,
-                "process": _Callback(layout).appender(values),
-            },
-        }
-        cube = {"from_node": f"stage{index}"}
-        layout += [name for name, _ in values]
-    outputs = program.stages[-1]
-    labels = [label for label, _ in outputs]
+    *stages, outputs = program.stages
+    if len(outputs) > 1:
+        stages.append(outputs)
+    for index, values in enumerate(stages):
+        for run, chunk in enumerate(_chunks(values)):
+            node_id = f"stage{index}_{run}"
+            nodes[node_id] = {
+                "process_id": "apply_dimension",
+                "arguments": {
+                    "data": cube,
+                    "dimension": dimension,
+                    "process": _Callback(layout).appender(chunk),
+                },
+            }
+            cube = {"from_node": node_id}
+            layout += [name for name, _ in chunk]
     if len(outputs) == 1:
         nodes["output"] = {
             "process_id": "reduce_dimension",
@@ -104,22 +123,17 @@ def _model_nodes(nodes, program, dimension, bands):
             "result": True,
         }
         return
-    nodes["outputs"] = {
-        "process_id": "apply_dimension",
+    nodes["named"] = {
+        "process_id": "rename_labels",
         "arguments": {
             "data": cube,
             "dimension": dimension,
-            "process": _Callback(layout).appender(outputs),
+            "target": list(bands) + layout[len(bands) :],
         },
-    }
-    names = list(bands) + layout[len(bands) :] + labels
-    nodes["named"] = {
-        "process_id": "rename_labels",
-        "arguments": {"data": {"from_node": "outputs"}, "dimension": dimension, "target": names},
     }
     nodes["output"] = {
         "process_id": "filter_bands",
-        "arguments": {"data": {"from_node": "named"}, "bands": labels},
+        "arguments": {"data": {"from_node": "named"}, "bands": [label for label, _ in outputs]},
         "result": True,
     }
 

@@ -12,8 +12,14 @@ only spells these operations and materializes each stage (a data cube's
 bands, an image's bands): the network's math, the ND formula included, is
 written here once for all of them.
 
-A value read by several others (the inputs of a dense layer, the logits) is
-a stage's value, never a repeated tree, so that every tree stays small. The
+The first stage reads each band as ``band * scale + offset``: a model fitted
+on reflectances runs on digital numbers, and integer data becomes floating
+point before any arithmetic (openEO has no cast; the dialects' integer types
+would overflow in ``b * b``). A value read by several others (the inputs of a
+dense layer, the logits) is a stage's value, never a repeated tree, and sums
+and conjunctions of many operands are balanced trees (:func:`balanced`), so
+that every tree stays small and shallow: the dialects' parsers, and the
+recursive spelling of a tree, handle its depth whatever the model's size. The
 operations are chosen so that every dialect has them and none overflows:
 ``max(x, 0) = (x + |x|) / 2`` (exact), ``softplus(x) = max(x, 0) + ln(1 +
 exp(-|x|))``, the logistic function ``0.5 + 0.5 tanh(x / 2)``, the softmax
@@ -75,21 +81,24 @@ def sigmoid(x):
 
 def linear(weights, values, bias):
     """``sum_k weights[k] values[k] + bias``, zero weights left out."""
-    total = None
-    for weight, value in zip(weights, values):
-        if weight != 0:
-            term = op("multiply", num(weight), value)
-            total = term if total is None else op("add", total, term)
-    if total is None:
-        return num(bias)
-    return total if bias == 0 else op("add", total, num(bias))
+    terms = [op("multiply", num(weight), value) for weight, value in zip(weights, values) if weight]
+    if bias != 0 or not terms:
+        terms.append(num(bias))
+    return balanced("add", terms)
 
 
-def total(values):
-    result = values[0]
-    for value in values[1:]:
-        result = op("add", result, value)
-    return result
+def balanced(name, operands):
+    """``operands`` combined with the associative operation ``name`` as a balanced tree.
+
+    The tree's depth is ``ceil(log2(len(operands)))``: a sum of 1,024 terms nests
+    10 deep, where a chain would nest 1,024 deep (too deep for the dialects' parsers
+    and for Python's recursion when the tree is spelled).
+    """
+    operands = list(operands)
+    while len(operands) > 1:
+        paired = [op(name, a, b) for a, b in zip(operands[::2], operands[1::2])]
+        operands = paired + operands[len(paired) * 2 :]
+    return operands[0]
 
 
 class Program:
@@ -125,10 +134,20 @@ class Program:
         return refs
 
 
-def build(fields, output, band_names):
-    """The :class:`Program` of a checked model file's ``fields`` for ``output``."""
+def build(fields, output, band_names, scale, offset):
+    """The :class:`Program` of a checked model file's ``fields`` for ``output``.
+
+    Its first stage reads each band ``b`` as ``b * scale + offset`` (one number
+    per band): the cast that makes integer data (digital numbers) floating point
+    before any arithmetic, and the collection's rescaling to the model's units.
+    """
     program = Program(band_names)
-    values = [("in", name) for name in program.bands]
+    values = program.stage(
+        [
+            _rescale(("in", name), band_scale, band_offset)
+            for name, band_scale, band_offset in zip(program.bands, scale, offset)
+        ]
+    )
     estimator = fields["estimator"]
     if estimator == "NDTransformer":
         indices = fields["indices"]
@@ -153,6 +172,11 @@ def build(fields, output, band_names):
             labels = ["class"]
     program.stages.append(list(zip(labels, outputs)))
     return program
+
+
+def _rescale(band, scale, offset):
+    value = op("multiply", band, num(scale))
+    return value if offset == 0 else op("add", value, num(offset))
 
 
 def _layers(program, layers, values):
@@ -242,11 +266,12 @@ def _probabilities(logits):
         op(
             "divide",
             num(1.0),
-            total(
+            balanced(
+                "add",
                 [
                     num(1.0) if j == k else op("exp", op("subtract", other, logit))
                     for j, other in enumerate(logits)
-                ]
+                ],
             ),
         )
         for k, logit in enumerate(logits)
@@ -266,8 +291,5 @@ def _class_code(logits):
         conditions = [
             op("gt" if j < k else "gte", logit, other) for j, other in enumerate(logits) if j != k
         ]
-        condition = conditions[0]
-        for other in conditions[1:]:
-            condition = op("and", condition, other)
-        terms.append(op("if", condition, num(k)))
-    return total(terms)
+        terms.append(op("if", balanced("and", conditions), num(k)))
+    return balanced("add", terms)

@@ -390,6 +390,8 @@ class SavedModel:
         sensor=None,
         collection=None,
         dimension="bands",
+        scale=1.0,
+        offset=0.0,
     ):
         """The whole model as an openEO process graph or as Earth Engine code.
 
@@ -425,6 +427,14 @@ class SavedModel:
             ``data`` parameter.
         dimension : str, default="bands"
             openEO only: the name of the cube's band dimension.
+        scale, offset : float or list of float, default=1.0 and 0.0
+            Each band is read as ``band * scale + offset`` before the model:
+            one number for all bands, or one per band in the order of
+            ``band_names_``. A model fitted on reflectances runs on a
+            collection's digital numbers (Sentinel-2 L2A since baseline
+            04.00: ``scale=1e-4, offset=-0.1``; Landsat Collection 2 Level-2:
+            ``scale=2.75e-5, offset=-0.2``). Either way the data is computed
+            as floating point: integer data never overflows.
 
         Returns
         -------
@@ -462,4 +472,6 @@ class SavedModel:
             sensor=sensor,
             collection=collection,
             dimension=dimension,
+            scale=scale,
+            offset=offset,
         )
