@@ -90,9 +90,10 @@ _DEPTH_LAYERS = """\
         model's by more than their standard error; otherwise a depth-3
         network that starts at the tuned depth-2 model, kept only when a
         later epoch beats it on validation; otherwise the depth-2 model is
-        trained (one more training run), as with ``depth=2``. Depth 2 where there is nothing to choose on (no
-        validation part, fewer than 10 validation rows, ``partial_fit``, user
-        ``callbacks``, which follow one training run), for
+        trained (one more training run), as with ``depth=2``. Depth 2 where
+        there is nothing to choose on (no validation part, fewer than 10
+        validation rows, ``partial_fit``, user ``callbacks``, which follow
+        one training run), for
         ``recipe="paper"`` (the paper's depth-2 model) and the MLP, which
         ``verbose`` reports. ``depth_`` holds the depth fitted.
 """
