@@ -377,12 +377,9 @@ class Net(NeuralNet):
         return TensorDataset(X, None if y is None else torch.as_tensor(np.asarray(y)))
 
     def _outputs(self, X):
-        """The raw outputs of ``X`` as a numpy array.
-
-        Detached: during training, a scoring callback's cached predictions of
-        training batches (``EpochScoring(on_train=True)``, ``BatchScoring``)
-        come from the training step and carry its graph.
-        """
+        """The raw outputs of ``X`` as a numpy array, detached: during training, a scoring
+        callback's cached predictions of training batches (``EpochScoring(on_train=True)``,
+        ``BatchScoring``) come from the training step and carry its graph."""
         return self.forward(X, training=False, device="cpu").detach().numpy()
 
     def predict_proba(self, X):
@@ -402,11 +399,8 @@ class Net(NeuralNet):
         return output if task is None else task.decode(output)
 
     def score(self, X, y, sample_weight=None):
-        """The estimator's ``score``: accuracy of :meth:`predict` for a classifier's
-        network, R^2 (averaged over targets) otherwise.
-
-        ``y`` as the estimator takes it (class labels, targets on their scale).
-        """
+        """The estimator's ``score`` of ``y`` as it takes them (labels, targets on their
+        scale): accuracy of :meth:`predict` for a classifier's network, R^2 otherwise."""
         metric = accuracy_score if hasattr(getattr(self, "task_", None), "proba") else r2_score
         return float(metric(y, self.predict(X), sample_weight=sample_weight))
 
