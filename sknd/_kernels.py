@@ -34,6 +34,7 @@ from ._formula import SOFTPLUS_THRESHOLD, VARIANTS
 __all__ = [
     "INPUT_DTYPES",
     "VARIANT_CODES",
+    "argmax_rows",
     "normalized_differences",
     "normalized_differences_dense",
 ]
@@ -141,6 +142,46 @@ def normalized_differences_dense(
             )  # fmt: skip
         for output in range(n_outputs):
             out[output, start : start + size] = sums[output, :size]
+
+
+@_jit
+def argmax_rows(columns, index):
+    """Write ``values.argmax(1)`` into ``index``: the first largest column of every row.
+
+    As numpy's: a row holding NaN gets the position of its first NaN. Column
+    after column over tiles of rows, in a loop without branches that LLVM
+    vectorizes; numpy's ``argmax`` along rows of a few values costs tens of
+    nanoseconds per row (:func:`sknd._decoding.class_labels` calls this when
+    the kernels are loaded).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_rows, n_columns), float, any layout, n_columns > 0
+    index : ndarray of shape (n_rows,), intp
+    """
+    n_columns, n_rows = columns.shape
+    best = np.empty(_TILE, dtype=columns.dtype)
+    # 32-bit positions beside 32-bit values: one vector width, which LLVM vectorizes.
+    positions = np.empty(_TILE, dtype=np.int32)
+    for start in range(0, n_rows, _TILE):
+        size = min(_TILE, n_rows - start)
+        best[:size] = columns[0, start : start + size]
+        positions[:size] = 0
+        for column in range(1, n_columns):
+            values = columns[column, start : start + size]
+            _argmax_step(values, np.int32(column), size, best, positions)
+        for t in range(size):
+            index[start + t] = positions[t]
+
+
+@_inline
+def _argmax_step(values, column, size, best, positions):
+    for t in range(size):
+        value, top = values[t], best[t]
+        # Larger, or the first NaN (nothing is larger than a NaN that leads).
+        take = (value > top) | ((value != value) & (top == top))
+        best[t] = value if take else top
+        positions[t] = column if take else positions[t]
 
 
 @_jit
