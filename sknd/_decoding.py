@@ -11,8 +11,9 @@ import numpy as np
 
 __all__ = []
 
-# Up to this many classes, decoding compares columns instead of calling argmax
-# along rows (measured per sample at 2-4 classes: 2-3x faster; from 5 slower).
+# Without the compiled argmax (sknd._kernels.argmax_rows): up to this many classes, decoding
+# compares columns instead of calling argmax along rows (measured per sample at 2-4 classes:
+# 2-3x faster; from 5 slower).
 _COLUMNWISE_MAX_CLASSES = 4
 
 

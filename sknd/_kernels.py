@@ -19,6 +19,9 @@ depth-2 model is then the division itself, vectorized over the pixels of a
 tile (see benchmarks/RESULTS.md). The formula is written once, in
 :func:`_index`, which every loop over a tile's pixels inlines.
 
+:func:`argmax_rows` decodes the labels of multiclass outputs (see
+:func:`sknd._decoding.class_labels`).
+
 The kernels release the GIL, so chunks run in parallel threads. Compiled code
 is cached on disk by numba (``cache=True``): only the first call on a machine
 pays the compilation (1-2 s per pair of dtypes).

@@ -55,3 +55,38 @@ def test_dense_kernel_outputs_do_not_depend_on_their_neighbours():
     pixel = np.empty((3, 1))
     kernels.normalized_differences_dense(X[257:258], *arguments, weight, bias, pixel)
     np.testing.assert_array_equal(pixel[:, 0], whole[:, 257])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_argmax_rows_gives_numpys_positions(dtype):
+    # Ties keep the first column, a row with NaN gets its first NaN, infinities compare.
+    rng = np.random.default_rng(9)
+    for n_columns in (2, 3, 5, 20):
+        values = rng.normal(size=(700, n_columns)).astype(dtype)
+        values[::7, 1] = values[::7, 0]
+        values[3, -1] = values[5] = values[9, 0] = np.nan
+        values[11, 1], values[12] = np.inf, -np.inf
+        values[13, 0], values[13, -1] = np.nan, np.inf
+        index = np.full(len(values), -1, dtype=np.intp)
+        kernels.argmax_rows(np.ascontiguousarray(values.T), index)
+        np.testing.assert_array_equal(index, values.argmax(1), err_msg=f"{n_columns}")
+
+
+def test_class_labels_are_numpys_with_the_kernels_loaded(monkeypatch):
+    # sknd._decoding uses the compiled argmax once the kernels are imported: the same labels.
+    import sys
+
+    from sknd._decoding import class_labels
+
+    rng = np.random.default_rng(10)
+    classes = np.array(["water", "crop", "forest", "urban", "bare", "snow", "cloud", "shadow"])
+    for n_classes in (2, 3, 8):
+        output = rng.normal(size=(500, n_classes)).astype(np.float32)
+        output[7, 1] = np.nan
+        expected = classes[output.argmax(1)]
+        for layout in (output, np.asfortranarray(output)):
+            np.testing.assert_array_equal(class_labels(layout, classes[:n_classes]), expected)
+            with monkeypatch.context() as patch:
+                patch.delitem(sys.modules, "sknd._kernels")
+                numpy_only = class_labels(layout, classes[:n_classes])
+            np.testing.assert_array_equal(numpy_only, expected)
