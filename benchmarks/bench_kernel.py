@@ -1,25 +1,31 @@
-"""Single-core raster throughput of this checkout against a named commit (issues 24 and 36).
+"""Single-core raster throughput of this checkout against named commits (issues 24, 36 and 53).
 
 ``sknd.raster.predict(model, scene, n_jobs=1)`` of depth-2, 10-band ``NDClassifier``
-models (45 pairs; binary: one output logit, the compiled kernel's fused ND + output
-layer; 3 classes: three outputs) on a 4.4 Mpx float32 scene (2100 x 2100 x 10, bands
-last), in Mpx/s. The baseline is ``--baseline COMMIT``, checked out by the script in a
-temporary git worktree (removed at the end): a comparison cannot pick a convenient
-baseline after the fact. Each checkout first fits the models with its own code (same
-data, same seed) in a subprocess, once. Then, in ``--rounds`` rounds, each checkout and
-model runs in a fresh subprocess with one thread (OpenMP, BLAS and numba) that loads
-the model and the scene, warms numba (compiling or loading its cache) and times
-``--repeats`` predicts by the CPU time of the process (``time.process_time``, which
-other processes on a shared machine disturb far less than wall time), keeping the
-fastest. The checkouts alternate, the baseline first in odd rounds and second in even
-ones. Printed per model: each checkout's median and spread (min-max) over the rounds,
-the ratio of the medians (wall time too), and the share of pixels whose labels differ
-between the float32 scene and its float64 cast in each checkout (the cost of computing
-a float32 scene in float32).
+models (45 pairs) with 2, 3, 8 and 20 classes (one output logit for two classes, else one
+per class) on a 4.4 Mpx float32 scene (2100 x 2100 x 10, bands last), in Mpx/s and in ns
+per pixel. The baseline is ``--baseline COMMIT``, checked out by the script in a temporary
+git worktree (removed at the end): a comparison cannot pick a convenient baseline after the
+fact; ``--today COMMIT`` (e.g. ``main``) adds a second one the same way. Each checkout first
+fits the models with its own code (same data, same seed) in a subprocess, once. Then, in
+``--rounds`` rounds, each checkout and model runs in a fresh subprocess with one thread
+(OpenMP, BLAS and numba) that loads the model and the scene, warms numba (compiling or
+loading its cache) and times ``--repeats`` predicts by the CPU time of the process
+(``time.process_time``, which other processes on a shared machine disturb far less than
+wall time), keeping the fastest. The same process times the paths that do not use the
+compiled kernels: the numpy evaluator on a 512 x 512 scene (``FastNetwork.numpy_only``, what
+the scene command uses below 2**22 pixels; checkouts without it print n/a) and
+``model.predict`` of one pixel (us per call, best of 200). The checkouts alternate, their
+order reversed every round; each round also times the division bound in this checkout: the
+ND layer alone (``normalized_differences``, 45 pairs, float32) on 8192 pixels held in cache.
+Printed per model: each checkout's median and spread (min-max) over the rounds, in Mpx/s
+and ns per pixel, the ns per pixel per output above the median division bound, the ratios of
+the medians (wall time too), and the share of pixels whose labels differ between the float32
+scene and its float64 cast in each checkout (the cost of computing a float32 scene in
+float32). The load average is printed at the start and at the end.
 
-Run from a checkout (needs git and the commit in its history)::
+Run from a checkout (needs git and the commits in its history)::
 
-    PYTHONPATH=. python benchmarks/bench_kernel.py --baseline bd5a18d
+    PYTHONPATH=. python benchmarks/bench_kernel.py --baseline bd5a18d --today main
 
 ``--precision`` instead times this checkout's fused kernel alone
 (``normalized_differences_dense``: 45 pairs, one output, random weights) on 8192 float32
@@ -40,7 +46,8 @@ import numpy as np
 
 N_BANDS = 10
 SIDE = 2100  # 4.41 Mpx
-CLASSES = (2, 3)
+SMALL_SIDE = 512  # the numpy path's scene: 0.26 Mpx, below the scene command's 2**22
+CLASSES = (2, 3, 8, 20)
 
 _FIT = f"""
 import pickle, sys
@@ -60,10 +67,18 @@ for n_classes, path in zip({CLASSES}, sys.argv[1:]):
         pickle.dump(model, f)
 """
 
-_TIME = """
+_TIME = f"""
 import pickle, sys, time
 import numpy as np
 import sknd.raster
+
+def best_cpu(function, repeats):
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        function()
+        times.append(time.process_time() - start)
+    return min(times)
 
 with open(sys.argv[1], "rb") as f:
     model = pickle.load(f)
@@ -79,7 +94,38 @@ differ = -1.0
 if sys.argv[4] == "1":
     differ = np.mean(sknd.raster.predict(model, scene.astype(np.float64), n_jobs=1) != labels)
 megapixels = scene.shape[0] * scene.shape[1] / 1e6
-print(megapixels / min(cpu), megapixels / min(wall), differ)
+small = scene[:{SMALL_SIDE}, :{SMALL_SIDE}].reshape(-1, {N_BANDS})
+numpy_rate = float("nan")
+evaluator = model._fast_evaluator("predict")
+if hasattr(evaluator, "numpy_only"):
+    evaluator = evaluator.numpy_only()
+    evaluator(small[:5])
+    numpy_rate = len(small) / 1e6 / best_cpu(lambda: evaluator(small), 5)
+pixel = small[:1].astype(np.float64)
+model.predict(pixel)
+one = best_cpu(lambda: [model.predict(pixel) for _ in range(20)], 10) / 20
+print(megapixels / min(cpu), megapixels / min(wall), differ, numpy_rate, one * 1e6)
+"""
+
+_BOUND = f"""
+import time
+import numpy as np
+from sknd import _kernels
+
+rng = np.random.default_rng(0)
+X = rng.uniform(0.01, 0.6, (8192, {N_BANDS})).astype(np.float32)
+pairs = np.array([(i, j) for i in range({N_BANDS}) for j in range(i + 1, {N_BANDS})])
+wa, wc = rng.uniform(0.5, 1.5, (2, len(pairs))).astype(np.float32)
+out = np.empty((len(pairs), len(X)), dtype=np.float32)
+arguments = (X, pairs[:, 0].copy(), pairs[:, 1].copy(), wa, wc, np.float32(1e-6), 0, out)
+_kernels.normalized_differences(*arguments)
+best = float("inf")
+for _ in range(7):
+    start = time.process_time()
+    for _ in range(50):
+        _kernels.normalized_differences(*arguments)
+    best = min(best, (time.process_time() - start) / (50 * len(X)) * 1e9)
+print(best)
 """
 
 _THREADS = {
@@ -99,7 +145,10 @@ def _run(checkout, code, *arguments):
 
 
 def _measure(checkouts, tmp, args):
-    """``{(checkout, n_classes): [(cpu_rate, wall_rate, differ), ...]}`` over the rounds."""
+    """``{(checkout, n_classes): [run, ...]}`` over the rounds, and the division bounds.
+
+    A run is ``(cpu_rate, wall_rate, differ, numpy_rate, one_pixel_us)``.
+    """
     scene_path = tmp / "scene.npy"
     rng = np.random.default_rng(1)
     np.save(scene_path, rng.uniform(0.01, 0.6, (SIDE, SIDE, N_BANDS)).astype(np.float32))
@@ -109,34 +158,52 @@ def _measure(checkouts, tmp, args):
         _run(checkout, _FIT, *paths)
         models.update({(name, n): path for n, path in zip(CLASSES, paths)})
     runs = {key: [] for key in models}
+    bounds = []
     for round_ in range(args.rounds):
         order = list(checkouts) if round_ % 2 == 0 else list(checkouts)[::-1]
-        for name in order:
-            for n_classes in CLASSES:
+        bounds.append(float(_run(checkouts["current"], _BOUND).split()[-1]))
+        for n_classes in CLASSES:
+            for name in order:
                 path = models[name, n_classes]
                 compare = int(round_ == 0)
                 output = _run(checkouts[name], _TIME, path, scene_path, args.repeats, compare)
-                runs[name, n_classes].append(tuple(map(float, output.split()[-3:])))
-    return runs
+                runs[name, n_classes].append(tuple(map(float, output.split()[-5:])))
+    return runs, bounds
 
 
-def _report(runs, names, baseline):
+def _spread(values, digits=1):
+    """``median (min-max)`` of ``values``."""
+    median = statistics.median(values)
+    return f"{median:.{digits}f} ({min(values):.{digits}f}-{max(values):.{digits}f})"
+
+
+def _report(runs, labels, bound):
+    """Print each model's figures by checkout; ``labels`` maps checkouts to their commits."""
+    print(f"division bound (ND layer alone, 45 pairs, in cache): {bound:.2f} ns per pixel")
     for n_classes in CLASSES:
-        print(f"\n{n_classes} classes: Mpx/s by CPU time, median (min-max) of the rounds")
+        n_outputs = 1 if n_classes == 2 else n_classes
+        print(f"\n{n_classes} classes ({n_outputs} outputs): CPU time, median (min-max) of rounds")
         medians, wall = {}, {}
-        for name in names:
-            values = [run[0] for run in runs[name, n_classes]]
-            medians[name] = statistics.median(values)
-            wall[name] = statistics.median(run[1] for run in runs[name, n_classes])
-            differ = runs[name, n_classes][0][2]
-            label = f"{baseline} (baseline)" if name == "baseline" else "this checkout"
+        for name, label in labels.items():
+            model_runs = runs[name, n_classes]
+            rates = [run[0] for run in model_runs]
+            medians[name] = statistics.median(rates)
+            wall[name] = statistics.median(run[1] for run in model_runs)
+            ns = 1e3 / medians[name]
             print(
-                f"  {label:24s} {medians[name]:6.1f} ({min(values):.1f}-{max(values):.1f})  "
-                f"runs {', '.join(f'{v:.1f}' for v in values)}; labels of the float64 cast "
-                f"differ on {100 * differ:.4f} % of pixels"
+                f"  {label:22s} {_spread(rates)} Mpx/s, {ns:.1f} ns/px, "
+                f"{(ns - bound) / n_outputs:.1f} ns/px per output above the bound; numpy path "
+                f"{_spread([run[3] for run in model_runs])} Mpx/s; one pixel "
+                f"{_spread([run[4] for run in model_runs], 0)} us; float64 cast's labels differ "
+                f"on {100 * model_runs[0][2]:.4f} % of pixels"
             )
-        ratio = medians["current"] / medians["baseline"]
-        print(f"  ratio {ratio:.2f}x (wall time {wall['current'] / wall['baseline']:.2f}x)")
+        for name, label in labels.items():
+            if name != "current":
+                ratio = medians["current"] / medians[name]
+                print(
+                    f"  this checkout / {label}: {ratio:.2f}x "
+                    f"(wall time {wall['current'] / wall[name]:.2f}x)"
+                )
 
 
 def precision():
@@ -170,10 +237,16 @@ def precision():
     print(f"largest |float32 - float64| output: {difference:.2e}")
 
 
+def _commit(root, name):
+    command = ["git", "-C", str(root), "rev-parse", "--short", name]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--precision", action="store_true", help="the kernel alone, by dtype")
     parser.add_argument("--baseline", help="commit to compare with (required without --precision)")
+    parser.add_argument("--today", help="a second commit to compare with, e.g. main")
     parser.add_argument("--rounds", type=int, default=5, help="subprocesses per checkout")
     parser.add_argument("--repeats", type=int, default=3, help="predicts timed per subprocess")
     args = parser.parse_args()
@@ -182,21 +255,26 @@ def main():
     if args.baseline is None:
         parser.error("--baseline COMMIT is required")
     root = Path(__file__).resolve().parents[1]
-    commit = subprocess.run(
-        ["git", "-C", str(root), "rev-parse", "--short", args.baseline],
-        capture_output=True, text=True, check=True,
-    ).stdout.strip()  # fmt: skip
+    commits = {"baseline": _commit(root, args.baseline)}
+    if args.today:
+        commits["today"] = _commit(root, args.today)
+    print(f"load average at the start: {os.getloadavg()}", flush=True)
+    git = ["git", "-C", str(root), "worktree"]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        worktree = tmp / f"baseline-{commit}"
-        git = ["git", "-C", str(root), "worktree"]
-        subprocess.run(git + ["add", "--detach", str(worktree), commit], check=True)
+        checkouts = {name: tmp / f"{name}-{commit}" for name, commit in commits.items()}
         try:
-            runs = _measure({"baseline": worktree, "current": root}, tmp, args)
+            for name, worktree in checkouts.items():
+                subprocess.run(git + ["add", "--detach", str(worktree), commits[name]], check=True)
+            runs, bounds = _measure({**checkouts, "current": root}, tmp, args)
         finally:
-            subprocess.run(git + ["remove", "--force", str(worktree)], check=True)
+            for worktree in checkouts.values():
+                subprocess.run(git + ["remove", "--force", str(worktree)], check=False)
+    print(f"load average at the end: {os.getloadavg()}")
     print(f"sknd.raster.predict(..., n_jobs=1), {SIDE} x {SIDE} x {N_BANDS} float32, one thread")
-    _report(runs, ["baseline", "current"], commit)
+    labels = {name: f"{commit} ({name})" for name, commit in commits.items()}
+    labels["current"] = "this checkout"
+    _report(runs, labels, statistics.median(bounds))
 
 
 if __name__ == "__main__":

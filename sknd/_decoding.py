@@ -5,12 +5,15 @@ file (:mod:`sknd._model_file`) decodes without torch or scikit-learn, with the
 very code the estimators' tasks (:mod:`sknd._tasks`) use.
 """
 
+import sys
+
 import numpy as np
 
 __all__ = []
 
-# Up to this many classes, decoding compares columns instead of calling argmax
-# along rows (measured per sample at 2-4 classes: 2-3x faster; from 5 slower).
+# Without the compiled argmax (sknd._kernels.argmax_rows): up to this many classes, decoding
+# compares columns instead of calling argmax along rows (measured per sample at 2-4 classes:
+# 2-3x faster; from 5 slower).
 _COLUMNWISE_MAX_CLASSES = 4
 
 
@@ -41,6 +44,13 @@ def class_labels(output, classes):
     """Predicted labels (items of ``classes``) from raw outputs (one logit or several)."""
     if output.shape[1] == 1:
         return classes[(output[:, 0] > 0).astype(np.intp)]
+    # The compiled argmax where the evaluator has loaded numba's kernels (never imported
+    # here: a model file evaluated with numpy alone spares numba's start-up); same positions.
+    kernels = sys.modules.get("sknd._kernels")
+    if kernels is not None and output.dtype.kind == "f":
+        index = np.empty(len(output), dtype=np.intp)
+        kernels.argmax_rows(np.ascontiguousarray(output.T), index)
+        return classes[index]
     if output.shape[1] > _COLUMNWISE_MAX_CLASSES:
         return classes[output.argmax(1)]
     # Column by column: argmax over rows of a few values runs 2-3x slower.

@@ -401,32 +401,33 @@ class _AttentionStep:
 
 
 class _LinearStep(_Step):
-    """A dense layer; narrow ones (the output layer) one output at a time.
+    """A dense layer, written to the rows of an ``(m, n)`` array; narrow ones one output at a time.
 
     OpenBLAS multiplies ``(n, k) @ (k, m)`` for m of 2 to 4 about as slowly as
     for m = 8, and adding the bias along rows of m values is slow too; one
-    matrix-vector product and one bias addition per output, written to the rows
-    of an ``(m, n)`` array, cost about half as much. The step then returns the
-    transposed view, an ``(n, m)`` array with contiguous columns.
+    matrix-vector product and one bias addition per output cost about half as
+    much. Wider layers are one product ``W @ X.T``. The step returns the
+    transposed view, an ``(n, m)`` array with contiguous columns, which the
+    next product and the decoding (a compiled argmax with numba, see
+    :func:`sknd._decoding.class_labels`) read without a copy.
     """
 
     def __init__(self, weight, bias):
         self.width = len(weight)
         self.by_output = self.width <= _BY_OUTPUT_MAX_WIDTH
-        self.weights = (weight if self.by_output else weight.T, bias)
+        self.weights = (weight, bias)
 
     def __call__(self, X, inputs, workspace):
         weight, bias = self._cast(X.dtype)
-        key = (id(self), "y")
+        out = workspace.get((id(self), "y"), (self.width, len(X)), X.dtype)
         if self.by_output:
-            out = workspace.get(key, (self.width, len(X)), X.dtype)
             for row, weights, offset in zip(out, weight, bias):
                 np.matmul(X, weights, out=row)
                 row += offset
-            return out.T
-        out = np.matmul(X, weight, out=workspace.get(key, (len(X), self.width), X.dtype))
-        out += bias
-        return out
+        else:
+            np.matmul(weight, X.T, out=out)
+            out += bias[:, None]
+        return out.T
 
 
 class _PassthroughStep(_Step):

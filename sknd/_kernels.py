@@ -11,11 +11,16 @@ extra) and falls back to numpy otherwise.
 The pixel table is read in its own dtype (:data:`INPUT_DTYPES`) and converted
 tile by tile, in cache, to the dtype of the weights, in which everything is
 computed: exactly what casting the whole table first would give, without
-writing it to memory. With one output the dense layer is summed in the same
-pass as the division, pair by pair in order, so that the sums are those of
-numpy's evaluator written one pair at a time. What bounds a depth-2 model is
-then the division itself, vectorized over the pixels of a tile (see
-benchmarks/RESULTS.md).
+writing it to memory. With up to four outputs the dense layer is summed in
+the same pass as the division, pair by pair in order, so that the sums are
+those of numpy's evaluator written one pair at a time: the outputs of a
+3-class model cost little more than a binary model's one. What bounds a
+depth-2 model is then the division itself, vectorized over the pixels of a
+tile (see benchmarks/RESULTS.md). The formula is written once, in
+:func:`_index`, which every loop over a tile's pixels inlines.
+
+:func:`argmax_rows` decodes the labels of multiclass outputs (see
+:func:`sknd._decoding.class_labels`).
 
 The kernels release the GIL, so chunks run in parallel threads. Compiled code
 is cached on disk by numba (``cache=True``): only the first call on a machine
@@ -32,6 +37,7 @@ from ._formula import SOFTPLUS_THRESHOLD, VARIANTS
 __all__ = [
     "INPUT_DTYPES",
     "VARIANT_CODES",
+    "argmax_rows",
     "normalized_differences",
     "normalized_differences_dense",
 ]
@@ -45,6 +51,8 @@ INPUT_DTYPES = tuple(np.dtype(t) for t in (np.float32, np.float64, np.uint8, np.
 
 # Pixels per tile: the tile's bands, transposed, stay in the L1 cache.
 _TILE = 256
+# Outputs summed together in one loop over a tile's pixels.
+_GROUP = 4
 
 
 # error_model="numpy": a division by zero gives inf/NaN instead of raising, which
@@ -97,7 +105,9 @@ def normalized_differences_dense(
     """Write ``weight @ ND(X).T + bias`` into ``out``: an ND layer and the dense layer after it.
 
     The ND outputs of a tile never leave the cache. Every output sums the
-    bias and then ``weight[output, pair] * ND`` pair by pair, in order.
+    bias and then ``weight[output, pair] * ND`` pair by pair, in order (the
+    sums of numpy's evaluator written one pair at a time, without fused
+    multiply-adds), whatever the number of outputs.
     Parameters as :func:`normalized_differences`, and
 
     weight : ndarray of shape (n_outputs, n_pairs), dtype of ``wa``
@@ -108,8 +118,13 @@ def normalized_differences_dense(
     numerator_bands = np.empty((n_bands, _TILE), dtype=wa.dtype)
     denominator_bands = np.empty((n_bands, _TILE), dtype=wa.dtype)
     n_outputs = weight.shape[0]
-    # Several outputs: the ND outputs of the tile first (one output: summed on the fly).
-    values = np.empty((first.shape[0] if n_outputs > 1 else 0, _TILE), dtype=wa.dtype)
+    # Several outputs: summed four at a time in the loop of the divisions, into rows of the
+    # tile (the last four padded with zero weights, their extra sums dropped). Above four
+    # outputs every four repeat the divisions: the evaluator fuses only narrow layers.
+    n_sums = -(-n_outputs // _GROUP) * _GROUP if n_outputs > 1 else 0
+    weights = np.zeros((n_sums, first.shape[0]), dtype=wa.dtype)
+    weights[:n_outputs] = weight
+    sums = np.empty((n_sums, _TILE), dtype=wa.dtype)
     for start in range(0, n_pixels, _TILE):
         size = min(_TILE, n_pixels - start)
         _load_tile(X, start, size, variant, epsilon, numerator_bands, denominator_bands)
@@ -120,12 +135,56 @@ def normalized_differences_dense(
                 numerator_bands, denominator_bands, first, second, wa, wc, epsilon, variant,
                 weight[0], size, row,
             )  # fmt: skip
-        else:
-            _pairs_tile(
+            continue
+        for output in range(n_sums):
+            sums[output, :size] = bias[output] if output < n_outputs else 0
+        for group in range(0, n_sums, _GROUP):
+            _pairs_sums_tile(
                 numerator_bands, denominator_bands, first, second, wa, wc, epsilon, variant,
-                0, size, values,
+                weights[group : group + _GROUP], size, sums[group : group + _GROUP],
             )  # fmt: skip
-            _dense_tile(values, weight, bias, start, size, out)
+        for output in range(n_outputs):
+            out[output, start : start + size] = sums[output, :size]
+
+
+@_jit
+def argmax_rows(columns, index):
+    """Write ``values.argmax(1)`` into ``index``: the first largest column of every row.
+
+    As numpy's: a row holding NaN gets the position of its first NaN. Column
+    after column over tiles of rows, in a loop without branches that LLVM
+    vectorizes; numpy's ``argmax`` along rows of a few values costs tens of
+    nanoseconds per row (:func:`sknd._decoding.class_labels` calls this when
+    the kernels are loaded).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_rows, n_columns), float, any layout, n_columns > 0
+    index : ndarray of shape (n_rows,), intp
+    """
+    n_columns, n_rows = columns.shape
+    best = np.empty(_TILE, dtype=columns.dtype)
+    # 32-bit positions beside 32-bit values: one vector width, which LLVM vectorizes.
+    positions = np.empty(_TILE, dtype=np.int32)
+    for start in range(0, n_rows, _TILE):
+        size = min(_TILE, n_rows - start)
+        best[:size] = columns[0, start : start + size]
+        positions[:size] = 0
+        for column in range(1, n_columns):
+            values = columns[column, start : start + size]
+            _argmax_step(values, np.int32(column), size, best, positions)
+        for t in range(size):
+            index[start + t] = positions[t]
+
+
+@_inline
+def _argmax_step(values, column, size, best, positions):
+    for t in range(size):
+        value, top = values[t], best[t]
+        # Larger, or the first NaN (nothing is larger than a NaN that leads).
+        take = (value > top) | ((value != value) & (top == top))
+        best[t] = value if take else top
+        positions[t] = column if take else positions[t]
 
 
 @_jit
@@ -158,16 +217,18 @@ def _load_tile(X, start, size, variant, epsilon, numerator_bands, denominator_ba
 def _pairs_tile(x, b, first, second, wa, wc, epsilon, variant, start, size, out):
     """The ND outputs of every pair for the tile's pixels, into ``out`` from ``start``.
 
-    ``x`` and ``b`` are the numerator and denominator bands of the tile (see :func:`_load_tile`).
+    ``x`` and ``b`` are the numerator and denominator bands of the tile (see
+    :func:`_load_tile`); other variants than "signed" pass the same bands
+    twice, which LLVM reads once.
     """
     if variant == 1:
         for pair in range(first.shape[0]):
             i, j, row = first[pair], second[pair], out[pair, start : start + size]
-            _signed(x[i], x[j], b[i], b[j], wa[pair], wc[pair], epsilon, size, row)
+            _write(x[i], x[j], b[i], b[j], wa[pair], wc[pair], epsilon, size, row)
     else:
         for pair in range(first.shape[0]):
-            i, j, row = first[pair], second[pair], out[pair, start : start + size]
-            _plain(x[i], x[j], wa[pair], wc[pair], epsilon, size, row)
+            x_i, x_j, row = x[first[pair]], x[second[pair]], out[pair, start : start + size]
+            _write(x_i, x_j, x_i, x_j, wa[pair], wc[pair], epsilon, size, row)
 
 
 @_jit
@@ -176,54 +237,55 @@ def _pairs_sum_tile(x, b, first, second, wa, wc, epsilon, variant, weight, size,
     if variant == 1:
         for pair in range(first.shape[0]):
             i, j = first[pair], second[pair]
-            _signed_sum(
-                x[i], x[j], b[i], b[j], wa[pair], wc[pair], epsilon, weight[pair], size, row
-            )
+            _sum(x[i], x[j], b[i], b[j], wa[pair], wc[pair], epsilon, weight[pair], size, row)
     else:
         for pair in range(first.shape[0]):
-            i, j = first[pair], second[pair]
-            _plain_sum(x[i], x[j], wa[pair], wc[pair], epsilon, weight[pair], size, row)
+            x_i, x_j = x[first[pair]], x[second[pair]]
+            _sum(x_i, x_j, x_i, x_j, wa[pair], wc[pair], epsilon, weight[pair], size, row)
 
 
 @_jit
-def _dense_tile(values, weight, bias, start, size, out):
-    """``weight @ values + bias`` for the tile's pixels, into ``out`` from ``start``."""
-    for output in range(weight.shape[0]):
-        row = out[output, start : start + size]
-        row[:] = bias[output]
-        for pair in range(values.shape[0]):
-            w, value = weight[output, pair], values[pair]
-            for t in range(size):
-                row[t] = row[t] + w * value[t]
+def _pairs_sums_tile(x, b, first, second, wa, wc, epsilon, variant, weights, size, sums):
+    """Add ``weights[k, pair]`` times every pair's ND output to ``sums[k]`` (k < 4), in order."""
+    if variant == 1:
+        for pair in range(first.shape[0]):
+            i, j = first[pair], second[pair]
+            _sums(x[i], x[j], b[i], b[j], wa[pair], wc[pair], epsilon, weights[:, pair], size, sums)
+    else:
+        for pair in range(first.shape[0]):
+            x_i, x_j = x[first[pair]], x[second[pair]]
+            _sums(x_i, x_j, x_i, x_j, wa[pair], wc[pair], epsilon, weights[:, pair], size, sums)
+
+
+# The formula, once: (a x_i - c x_j) / (a b_i + c b_j + epsilon). With b = x (every variant
+# but "signed") the products repeat, and LLVM computes each once: (u - v) / (u + v + epsilon).
+@_inline
+def _index(x_i, x_j, b_i, b_j, a, c, epsilon):
+    return (a * x_i - c * x_j) / (a * b_i + c * b_j + epsilon)
 
 
 @_inline
-def _plain(x_i, x_j, a, c, epsilon, size, row):
-    """``(a x_i - c x_j) / (a x_i + c x_j + epsilon)`` ("reflectance", "softplus")."""
+def _write(x_i, x_j, b_i, b_j, a, c, epsilon, size, row):
+    """The pair's ND outputs into ``row``."""
     for t in range(size):
-        u = a * x_i[t]
-        v = c * x_j[t]
-        row[t] = (u - v) / (u + v + epsilon)
+        row[t] = _index(x_i[t], x_j[t], b_i[t], b_j[t], a, c, epsilon)
 
 
 @_inline
-def _signed(x_i, x_j, b_i, b_j, a, c, epsilon, size, row):
-    """``(a x_i - c x_j) / (a b_i + c b_j + epsilon)`` ("signed")."""
+def _sum(x_i, x_j, b_i, b_j, a, c, epsilon, w, size, row):
+    """The pair's ND outputs times ``w``, added to ``row``."""
     for t in range(size):
-        row[t] = (a * x_i[t] - c * x_j[t]) / (a * b_i[t] + c * b_j[t] + epsilon)
+        row[t] = row[t] + w * _index(x_i[t], x_j[t], b_i[t], b_j[t], a, c, epsilon)
 
 
 @_inline
-def _plain_sum(x_i, x_j, a, c, epsilon, w, size, row):
-    """:func:`_plain` times ``w``, added to ``row``."""
+def _sums(x_i, x_j, b_i, b_j, a, c, epsilon, w, size, sums):
+    """The pair's ND outputs times ``w[k]``, added to ``sums[k]`` (k < 4)."""
+    w0, w1, w2, w3 = w[0], w[1], w[2], w[3]
+    r0, r1, r2, r3 = sums[0], sums[1], sums[2], sums[3]
     for t in range(size):
-        u = a * x_i[t]
-        v = c * x_j[t]
-        row[t] = row[t] + w * ((u - v) / (u + v + epsilon))
-
-
-@_inline
-def _signed_sum(x_i, x_j, b_i, b_j, a, c, epsilon, w, size, row):
-    """:func:`_signed` times ``w``, added to ``row``."""
-    for t in range(size):
-        row[t] = row[t] + w * ((a * x_i[t] - c * x_j[t]) / (a * b_i[t] + c * b_j[t] + epsilon))
+        nd = _index(x_i[t], x_j[t], b_i[t], b_j[t], a, c, epsilon)
+        r0[t] = r0[t] + w0 * nd
+        r1[t] = r1[t] + w1 * nd
+        r2[t] = r2[t] + w2 * nd
+        r3[t] = r3[t] + w3 * nd
