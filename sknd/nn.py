@@ -33,9 +33,10 @@ against autograd:
   and the losses). Pinned by tests/test_nn.py (gradcheck, reference formula)
   and tests/test_networks.py (fused gradients equal autograd's).
 - numpy inference (GEMM or gather) and numba kernels (:mod:`sknd._evaluator`,
-  :mod:`sknd._kernels`): raster prediction of fitted models, 3.5x faster per
-  pixel than torch. Pinned by tests/test_networks.py (torch forward equals
-  both, for every architecture, variant and task).
+  :mod:`sknd._kernels`, whose compiled loops all inline one ``_index``):
+  raster prediction of fitted models, 3.5x faster per pixel than torch.
+  Pinned by tests/test_networks.py (torch forward equals both, for every
+  architecture, variant and task) and tests/test_kernels.py.
 - ONNX models (:func:`sknd.onnx.to_onnx`): no copy of the formula, the
   exporter traces the :mod:`sknd._nd_torch` forward (whose smooth ``|b|``
   avoids ``hypot``, which ONNX lacks, while exporting). Pinned by
