@@ -34,6 +34,7 @@ from ._convex_start import Components, one_standard_error
 from ._refinement import Evaluation, noisy_copy
 from ._tasks import ClassificationTask
 from ._training import weighted_loss
+from ._weights import weight_tensor
 from .networks import describe, forward_rows
 
 __all__ = []
@@ -149,12 +150,12 @@ def train_head(module, X, target, task, rows, sample_weight, valid, level, seed)
     first = module[:2]
     features = forward_rows(first, X, rows)
     components = Components(features, sample_weight)
-    width = next(layer.module for layer in describe(module) if layer.kind == "linear")
-    head = _head(components.basis.shape[1], width.out_features, task.n_outputs, seed)
+    hidden = next(layer.module for layer in describe(module) if layer.kind == "linear")
+    head = _head(components.basis.shape[1], hidden.out_features, task.n_outputs, seed)
     epochs = _Batches(first, X, features, components, level, seed, rows)
     targets = _loss_target(task, torch.as_tensor(target))
-    weights = torch.ones(len(X)) if sample_weight is None else torch.as_tensor(sample_weight)
-    weights = weights.float()
+    # Of mean 1, as training's (sknd._weights): the steps' size does not scale with them.
+    weights = weight_tensor(np.ones(len(X)) if sample_weight is None else sample_weight, "cpu")
     X_valid, target_valid, weight_valid = valid
     evaluate = Evaluation(
         task, components(forward_rows(first, X_valid, rows)), target_valid, weight_valid, rows
