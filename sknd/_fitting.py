@@ -393,7 +393,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         (regression, fewer than :data:`~sknd._wide_head.MIN_ROWS` training rows), and
         :meth:`_auto_depth_net` decides. Training the whole network on from the head
         (Adam at ``lr``) never beat it on satimage-36 and more than doubled the fit's time
-        (benchmarks/RESULTS.md, issue 46).
+        (benchmarks/RESULTS.md).
         """
         X_train, c_train, w_train = train_part
         why_not = _wide_head.why_not(task, len(X_train))

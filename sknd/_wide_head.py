@@ -7,7 +7,7 @@ Standardize layer standardizes them. With passthrough the first block adds the
 standardized bands, and the network contains the MLP on the bands as well. The recipe's
 linear start, and a deeper head carried from it (:func:`~sknd._recipe.carry`), stay near
 the linear model: early stopping ends their training within a few dozen epochs, below
-what those peers reach from random weights (benchmarks/RESULTS.md, issue 46).
+what those peers reach from random weights (benchmarks/RESULTS.md).
 
 :func:`train_head` trains the hidden and output layers of a depth-3 network the way the
 peer is trained, on the first block's outputs held fixed (the recipe's tuned, possibly
