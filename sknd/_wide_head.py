@@ -106,7 +106,7 @@ def _fold(module, head, components):
         output.bias.copy_(head[2].bias)
 
 
-class _Batches:
+class _EpochFeatures:
     """The training rows' coordinates, targets and weights of each epoch: the rows
     themselves on even epochs, one of :data:`NOISY_COPIES` noisy copies of them on odd ones
     (the rows alone at ``level`` 0)."""
@@ -152,7 +152,7 @@ def train_head(module, X, target, task, rows, sample_weight, valid, level, seed)
     components = Components(features, sample_weight)
     hidden = next(layer.module for layer in describe(module) if layer.kind == "linear")
     head = _head(components.basis.shape[1], hidden.out_features, task.n_outputs, seed)
-    epochs = _Batches(first, X, features, components, level, seed, rows)
+    epochs = _EpochFeatures(first, X, features, components, level, seed, rows)
     targets = _loss_target(task, torch.as_tensor(target))
     # Of mean 1, as training's (sknd._weights): the steps' size does not scale with them.
     weights = weight_tensor(np.ones(len(X)) if sample_weight is None else sample_weight, "cpu")
