@@ -20,7 +20,7 @@ import torch  # noqa: E402
 
 torch.set_num_threads(1)
 
-collect_ignore = [] if importlib.util.find_spec("numba") else ["sknd/_kernels.py"]
+collect_ignore = [] if importlib.util.find_spec("numba") else ["sknd/_nd/_kernels.py"]
 # Doctests that import other optional packages run only where those are installed.
 collect_ignore += [
     path
@@ -31,7 +31,7 @@ collect_ignore += [
 
 @pytest.fixture(params=["compiled", "numpy"])
 def implementation(request, monkeypatch):
-    """Run a test with numba's kernels (sknd._kernels) and with the numpy fallback."""
+    """Run a test with numba's kernels (sknd._nd._kernels) and with the numpy fallback."""
     from sknd import _evaluator
 
     if request.param == "compiled":

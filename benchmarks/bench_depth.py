@@ -7,7 +7,7 @@ The paper's protocol (stratified 10-fold CV, 70/20/10 train/validation/test spli
 ``sknd.experiments``) on the data sets of ``bench_default_recipe.py``. Under
 ``recipe="sknd"`` a network of depth 3 or 4 starts exactly at the tuned depth-2 model (its
 hidden layers carry the linear start, the other hidden units feed a zero output; see
-``sknd._recipe.carry``), with a width that keeps depth 3 within the parameters of
+``sknd._training._recipe.carry``), with a width that keeps depth 3 within the parameters of
 scikit-learn's default MLP; under ``recipe="paper"`` it starts from random weights with one
 hidden unit per band pair. Columns: test accuracy (%) mean and std over folds, the mean
 paired difference to the default depth-2 model and the folds at or above it, the mean

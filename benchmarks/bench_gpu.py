@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from sknd import NDClassifier, _evaluator, raster
-from sknd._graph_epochs import GraphEpochs
+from sknd._training._graph_epochs import GraphEpochs
 
 
 def data(n_samples, seed=0):

@@ -110,7 +110,7 @@ print(megapixels / min(cpu), megapixels / min(wall), differ, numpy_rate, one * 1
 _BOUND = f"""
 import time
 import numpy as np
-from sknd import _kernels
+from sknd._nd import _kernels
 
 rng = np.random.default_rng(0)
 X = rng.uniform(0.01, 0.6, (8192, {N_BANDS})).astype(np.float32)
@@ -210,7 +210,7 @@ def precision():
     """The fused kernel alone in float32 and in float64, on the same float32 pixels."""
     import time
 
-    from sknd import _kernels
+    from sknd._nd import _kernels
 
     rng = np.random.default_rng(0)
     X = rng.uniform(0.01, 0.6, (8192, N_BANDS)).astype(np.float32)

@@ -1,4 +1,4 @@
-"""Cost of merging duplicate training rows (sknd._weights.merge_duplicates) on 1e6 rows.
+"""Cost of merging duplicate training rows (sknd._data._weights.merge_duplicates) on 1e6 rows.
 
 Every fit merges exact duplicate rows (same bands, target and group) into weighted rows in
 a canonical order. This times the distinct-row search it uses (a 64-bit row hash, one
@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from sknd import _weights
+from sknd._data import _weights
 
 
 def main():

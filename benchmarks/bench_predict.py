@@ -3,7 +3,7 @@
 Run: ``PYTHONPATH=. python benchmarks/bench_predict.py [--repeats N] [--pixels N]``
 
 On the CPU, ``predict``, ``predict_proba`` and ``transform`` of the sknd estimators run
-through the evaluator that :mod:`sknd.raster` uses (``sknd._evaluator``): the target is
+through the evaluator that :mod:`sknd.raster` uses (``sknd._inference._evaluator``): the target is
 at most 1.5x the time of ``raster.predict`` (etc.) on the same pixels, with equal values.
 Each pair is interleaved ``--repeats`` times in one process; the best run of each counts
 (the machine is shared: the best run is the least disturbed). Models: depth-2 and depth-3

@@ -86,7 +86,7 @@ def naive_torch_predict(clf, scene, n_threads):
 
 def without_numba(function, *args, **kwargs):
     """Call ``function`` with sknd's numpy evaluator instead of its compiled kernels."""
-    from sknd import _evaluator
+    from sknd._inference import _evaluator
 
     compiled = _evaluator._compiled_kernels
     _evaluator._compiled_kernels = lambda: None

@@ -30,7 +30,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier
-from sknd._screening import screen_pairs
+from sknd._nd._screening import screen_pairs
 from sknd.datasets import load_forest_type, load_satimage
 from sknd.experiments import paper_splits
 from sknd.nn import NormalizedDifference, all_pairs

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from sklearn.model_selection import GridSearchCV
 
-import sknd._fitting as fitting
+import sknd._estimators._fitting as fitting
 from sknd import NDClassifier, NDRegressor
 
 

@@ -49,7 +49,7 @@ from sklearn.neural_network import MLPClassifier
 from threadpoolctl import threadpool_limits
 
 from sknd import NDClassifier
-from sknd._fused import FusedTrainer
+from sknd._training._fused import FusedTrainer
 
 N_SAMPLES, N_FEATURES, EPOCHS = 2000, 10, 150
 LARGE_SIZES, LARGE_BATCHES, LARGE_EPOCHS = (200_000, 2_000_000), (1024, 4096), 10

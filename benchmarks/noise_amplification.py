@@ -15,7 +15,7 @@ and smallest, and the pairs with the largest.
 
 import numpy as np
 
-from sknd._formula import classic_index
+from sknd._nd._formula import classic_index
 from sknd.datasets import load_forest_type, load_satimage
 from sknd.experiments import add_additive_noise
 from sknd.nn import all_pairs

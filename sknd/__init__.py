@@ -2,7 +2,7 @@
 
 import importlib
 
-from ._model_file import SavedModel, load_model
+from ._inference._model_file import SavedModel, load_model
 from ._version import __version__
 
 __all__ = [
@@ -17,9 +17,9 @@ __all__ = [
 # The estimators import torch and scikit-learn: loaded on first use, so that `import sknd`
 # and loading a model file (sknd.load_model) stay quick and need neither.
 _ESTIMATORS = {
-    "NDClassifier": "._classifier",
-    "NDRegressor": "._regressor",
-    "NDTransformer": "._transformer",
+    "NDClassifier": "._estimators._classifier",
+    "NDRegressor": "._estimators._regressor",
+    "NDTransformer": "._estimators._transformer",
 }
 
 

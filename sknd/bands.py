@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._pairs import band_pair_indices
+from ._nd._pairs import band_pair_indices
 from ._sensors import (
     AMBIGUOUS_SENSORS,
     COMMON_NAMES,

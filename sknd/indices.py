@@ -495,7 +495,7 @@ def why_no_known_indices(estimator):
     No known index names: the bands were signed at fit (down to -1.7), as a scaler leaves
     them, and known indices are defined on band values as measured (non-negative).
     """
-    from ._validation import fitted_indices
+    from ._data._validation import fitted_indices
 
     estimator = fitted_indices(estimator)
     band_range = getattr(estimator, "band_range_", None)

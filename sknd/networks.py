@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._nd_torch import band_table, unband
+from ._nd._torch import band_table, unband
 from .nn import NormalizedDifference, resolve_pairs
 
 __all__ = [

@@ -22,30 +22,30 @@ Where the formula is written
 Once per dialect, each copy pinned by a test against the numpy reference or
 against autograd:
 
-- numpy, float64 reference: :func:`sknd._formula.normalized_difference`
+- numpy, float64 reference: :func:`sknd._nd._formula.normalized_difference`
   (with the variants, ``softplus`` and the smooth ``|b|``); used by pair
   screening, the experiments' fixed-index peers and inspection.
-- torch forward and closed-form backward: :mod:`sknd._nd_torch`, in a
+- torch forward and closed-form backward: :mod:`sknd._nd._torch`, in a
   gather and a matmul formulation (and one reading band slices, for images
   and series), called by the layer's autograd function
-  (:mod:`sknd._nd_autograd`) and by the fused training step
-  (:mod:`sknd._fused`, which adds the backward of softplus, the dense layers
+  (:mod:`sknd._nd._autograd`) and by the fused training step
+  (:mod:`sknd._training._fused`, which adds the backward of softplus, the dense layers
   and the losses). Pinned by tests/test_nn.py (gradcheck, reference formula)
   and tests/test_networks.py (fused gradients equal autograd's).
-- numpy inference (GEMM or gather) and numba kernels (:mod:`sknd._evaluator`,
-  :mod:`sknd._kernels`, whose compiled loops all inline one ``_index``):
+- numpy inference (GEMM or gather) and numba kernels (:mod:`sknd._inference._evaluator`,
+  :mod:`sknd._nd._kernels`, whose compiled loops all inline one ``_index``):
   raster prediction of fitted models, 3.5x faster per pixel than torch.
   Pinned by tests/test_networks.py (torch forward equals both, for every
   architecture, variant and task) and tests/test_kernels.py.
 - ONNX models (:func:`sknd.onnx.to_onnx`): no copy of the formula, the
-  exporter traces the :mod:`sknd._nd_torch` forward (whose smooth ``|b|``
+  exporter traces the :mod:`sknd._nd._torch` forward (whose smooth ``|b|``
   avoids ``hypot``, which ONNX lacks, while exporting). Pinned by
   tests/test_onnx.py (onnxruntime equals the estimators' methods).
 - formula strings (numpy, Earth Engine, LaTeX, text) written by
   :func:`sknd.inspection.export_formulas`, pinned by tests/test_inspection.py
   (the exported numpy formula reproduces ``transform``).
 - whole-model exports (``export_model``: openEO process graphs, Earth Engine
-  code): the formula as scalar arithmetic once, in :mod:`sknd._export._program`,
+  code): the formula as scalar arithmetic once, in :mod:`sknd._inference._export._program`,
   spelled by each dialect; pinned by tests/test_export.py (the exports equal
   :class:`sknd.SavedModel`).
 """
@@ -55,10 +55,10 @@ import numbers
 import torch
 from torch import nn
 
-from ._formula import EPSILON_RANGE, TORCH_MATMUL_MAX_INPUTS, VARIANTS, check_variant
-from ._nd_autograd import nd_forward
-from ._nd_torch import PairPlan, is_compiling
-from ._pairs import all_pairs, band_pair_indices, named_pairs, resolve_pairs
+from ._nd._autograd import nd_forward
+from ._nd._formula import EPSILON_RANGE, TORCH_MATMUL_MAX_INPUTS, VARIANTS, check_variant
+from ._nd._pairs import all_pairs, band_pair_indices, named_pairs, resolve_pairs
+from ._nd._torch import PairPlan, is_compiling
 from .bands import resolve_bands
 
 __all__ = [
@@ -77,7 +77,7 @@ METHODS = ("auto", "gather", "matmul")
 
 #: ``method="auto"`` computes the layer as matrix products up to this many layer inputs
 #: (bands, or twice the bands for ``variant="signed"``) and by gathering band columns
-#: above (the measurement is given where the constant is defined, in :mod:`sknd._formula`).
+#: above (the measurement is given where the constant is defined, in :mod:`sknd._nd._formula`).
 MATMUL_MAX_INPUTS = TORCH_MATMUL_MAX_INPUTS
 
 
@@ -431,7 +431,7 @@ class NormalizedDifference(nn.Module):
 
         Returns
         -------
-        sknd._nd_torch.PairPlan
+        sknd._nd._torch.PairPlan
         """
         key = (dtype, device, self.pairs.data_ptr(), _version_of(self.pairs))
         plan = self._plans.get(key)

@@ -29,7 +29,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from ._validation import check_band_values, plain_values
+from ._data._validation import check_band_values, plain_values
 from ._version import __version__
 from .nn import NormalizedDifference
 
@@ -91,7 +91,7 @@ def _transformer_network(estimator):
 
 def _export_module(estimator):
     """``(module, output names)`` computing the estimator's methods."""
-    from ._transformer import NDTransformer  # noqa: PLC0415 (avoid a cycle at import)
+    from ._estimators._transformer import NDTransformer  # noqa: PLC0415 (avoid a cycle at import)
 
     if isinstance(estimator, NDTransformer):
         return _transformer_network(estimator), ["indices"]

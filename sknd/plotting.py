@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._formula import log_softplus
-from ._validation import fitted_indices
+from ._data._validation import fitted_indices
+from ._nd._formula import log_softplus
 from .indices import known_index, why_no_known_indices
 from .inspection import get_bands
 
@@ -82,7 +82,7 @@ def _axes(ax):
 
 def _log2_ratios(estimator):
     """Pairs of the ND layer and log2 of their learned weighting k (of
-    :func:`~sknd._validation.fitted_indices`' reading of the model)."""
+    :func:`~sknd._data._validation.fitted_indices`' reading of the model)."""
     pairs = np.asarray(estimator.pairs_, dtype=np.intp).reshape(-1, 2)
     if len(pairs) == 0:
         raise ValueError(

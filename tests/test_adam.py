@@ -1,4 +1,4 @@
-"""FlatAdam (sknd._adam): torch's Adam update on one buffer per parameter group."""
+"""FlatAdam (sknd._training._adam): torch's Adam update on one buffer per parameter group."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from sknd._adam import FlatAdam
+from sknd._training._adam import FlatAdam
 
 
 def test_flat_adam_matches_torch_adam():
@@ -82,10 +82,10 @@ def test_a_fit_does_not_import_torch_dynamo():
 
 def test_the_wrapper_flat_adam_skips_is_torchs_dynamo_switch():
     # FlatAdam calls Optimizer.add_param_group and load_state_dict without their wrapper
-    # (sknd._adam._unwrapped): torch._disable_dynamo's, which only imports torch._dynamo and
-    # turns compilation off. Should torch wrap them in anything else, skipping the wrapper
+    # (sknd._training._adam._unwrapped): torch._disable_dynamo's, which only imports torch._dynamo
+    # and turns compilation off. Should torch wrap them in anything else, skipping the wrapper
     # could skip real work: this fails, and _unwrapped must be looked at again.
-    from sknd._adam import _unwrapped
+    from sknd._training._adam import _unwrapped
 
     for name in ("add_param_group", "load_state_dict"):
         method = getattr(torch.optim.Optimizer, name)

@@ -4,7 +4,7 @@ modules on shared ground.
 - Every function in ``sknd/`` has at most 60 lines of code (docstrings, blank and
   comment-only lines not counted); ruff's C901 (``pyproject.toml``) caps its branches.
 - No module uses another module's private name: no ``from .x import _name`` of a function
-  or class (private *modules* such as ``sknd._fitting`` are the package's own and may be
+  or class (private *modules* such as ``sknd._estimators._fitting`` are the package's own and may be
   imported), and no ``obj._name`` read where ``obj`` is not ``self``/``cls`` and ``_name``
   is not defined by the reading module itself (a class's own private attributes, read by
   the module that defines the class, are fine). Dunder names are public protocol. The

@@ -1,4 +1,4 @@
-"""Scenes evaluated on the device (sknd._device_pixels): what a model on a GPU gives for
+"""Scenes evaluated on the device (sknd._inference._device_pixels): what a model on a GPU gives for
 a scene equals the CPU fast path (labels, probabilities, targets, no-data, errors). The
 same code runs on CPU tensors here and on a GPU where there is one ("cuda" cases)."""
 
@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from sknd import NDClassifier, NDRegressor, _device_pixels, raster
-from sknd._device_pixels import DevicePixels
-from sknd._fused import FusedTrainer
+from sknd._inference._device_pixels import DevicePixels
+from sknd._training._fused import FusedTrainer
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]

@@ -316,7 +316,7 @@ def test_fit_leaves_global_torch_state_alone():
 
 
 def test_fit_trains_with_one_torch_thread(monkeypatch):
-    from sknd._adam import FlatAdam
+    from sknd._training._adam import FlatAdam
 
     seen = []
     original = FlatAdam.packed_step  # every optimizer step, fused or autograd path
@@ -457,7 +457,7 @@ def test_fits_in_threads_match_serial_fits():
 
 
 def test_fit_groups_hold_out_whole_groups_for_early_stopping():
-    from sknd._tasks import ClassificationTask
+    from sknd._data._tasks import ClassificationTask
 
     rng = np.random.default_rng(0)
     X = np.column_stack([np.arange(200.0) + 1, rng.uniform(1, 2, 200)])

@@ -1,10 +1,10 @@
-"""The numpy home of the ND formula (sknd._formula), checked against the test oracle."""
+"""The numpy home of the ND formula (sknd._nd._formula), checked against the test oracle."""
 
 import numpy as np
 import pytest
 from nd_oracle import nd_reference
 
-from sknd._formula import VARIANTS, classic_index, normalized_difference, softplus
+from sknd._nd._formula import VARIANTS, classic_index, normalized_difference, softplus
 
 
 def _inputs(variant, seed=0, n_samples=30, n_features=5):

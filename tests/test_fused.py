@@ -1,13 +1,13 @@
-"""The fused training step (sknd._fused): the gradients autograd computes, the shuffles of
+"""The fused training step (sknd._training._fused): the gradients autograd computes, the shuffles of
 TensorBatches, and what it declines. Every architecture x variant x task is also checked in
 tests/test_networks.py."""
 
 import pytest
 import torch
 
-from sknd._adam import FlatAdam
-from sknd._fused import FusedTrainer
-from sknd._training import TensorBatches, TensorDataset
+from sknd._training._adam import FlatAdam
+from sknd._training._fused import FusedTrainer
+from sknd._training._net import TensorBatches, TensorDataset
 from sknd.networks import build_network
 from sknd.nn import NormalizedDifference
 

@@ -1,4 +1,4 @@
-"""Segmented training epochs (sknd._graph_epochs): the epochs of the step-by-step fused
+"""Segmented training epochs (sknd._training._graph_epochs): the epochs of the step-by-step fused
 trainer, replayed as CUDA graphs on a GPU. On the CPU the segments run eagerly and must
 train exactly as the step-by-step epoch; the CUDA cases check the captured graphs."""
 
@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from sknd import NDClassifier, _graph_epochs
-from sknd._adam import FlatAdam
-from sknd._fused import FusedTrainer
-from sknd._graph_epochs import GraphEpochs
-from sknd._training import TensorBatches, TensorDataset
+from sknd._training._adam import FlatAdam
+from sknd._training._fused import FusedTrainer
+from sknd._training._graph_epochs import GraphEpochs
+from sknd._training._net import TensorBatches, TensorDataset
 from sknd.networks import build_network
 
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")

@@ -1,9 +1,9 @@
-"""The compiled kernels of sknd._kernels against numpy, bit for bit where the sums are numpy's."""
+"""sknd._nd._kernels against numpy, bit for bit where the sums are numpy's."""
 
 import numpy as np
 import pytest
 
-kernels = pytest.importorskip("sknd._kernels", reason="the compiled kernels need numba")
+kernels = pytest.importorskip("sknd._nd._kernels", reason="the compiled kernels need numba")
 
 
 def _arguments(n_bands, variant, dtype, rng):
@@ -73,10 +73,10 @@ def test_argmax_rows_gives_numpys_positions(dtype):
 
 
 def test_class_labels_are_numpys_with_the_kernels_loaded(monkeypatch):
-    # sknd._decoding uses the compiled argmax once the kernels are imported: the same labels.
+    # sknd._data._decoding uses the compiled argmax once the kernels are imported: the same labels.
     import sys
 
-    from sknd._decoding import class_labels
+    from sknd._data._decoding import class_labels
 
     rng = np.random.default_rng(10)
     classes = np.array(["water", "crop", "forest", "urban", "bare", "snow", "cloud", "shadow"])
@@ -87,6 +87,6 @@ def test_class_labels_are_numpys_with_the_kernels_loaded(monkeypatch):
         for layout in (output, np.asfortranarray(output)):
             np.testing.assert_array_equal(class_labels(layout, classes[:n_classes]), expected)
             with monkeypatch.context() as patch:
-                patch.delitem(sys.modules, "sknd._kernels")
+                patch.delitem(sys.modules, "sknd._nd._kernels")
                 numpy_only = class_labels(layout, classes[:n_classes])
             np.testing.assert_array_equal(numpy_only, expected)

@@ -5,12 +5,12 @@ import pytest
 import torch
 from agreement import assert_close_across_paths
 
-from sknd import _evaluator
-from sknd._adam import FlatAdam
-from sknd._evaluator import FastNetwork
-from sknd._formula import VARIANTS
-from sknd._fused import FusedTrainer, Unsupported
-from sknd._training import TensorDataset, weighted_loss
+from sknd._inference import _evaluator
+from sknd._inference._evaluator import FastNetwork
+from sknd._nd._formula import VARIANTS
+from sknd._training._adam import FlatAdam
+from sknd._training._fused import FusedTrainer, Unsupported
+from sknd._training._net import TensorDataset, weighted_loss
 from sknd.networks import (
     ARCHITECTURES,
     AppendNormalizedDifference,
@@ -138,7 +138,7 @@ def test_every_backend_agrees_with_autograd(
     try:
         trainer = FusedTrainer(module, criterion, optimizer, batch_size=16)
     except Unsupported as exc:
-        pytest.fail(f"the fused training step (sknd._fused) lacks: {exc}")
+        pytest.fail(f"the fused training step (sknd._training._fused) lacks: {exc}")
     optimizer.zero_grad()
     loss = criterion(module(X[:16]), y[:16])
     loss.backward()

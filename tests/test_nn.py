@@ -203,7 +203,7 @@ def test_methods_match_reference_formula(variant, method):
 
 
 def test_auto_method_picks_matmul_for_few_bands_and_gather_for_many():
-    from sknd._nd_torch import PairPlan
+    from sknd._nd._torch import PairPlan
     from sknd.nn import MATMUL_MAX_INPUTS
 
     def plan(n_features, variant="reflectance"):
@@ -224,7 +224,7 @@ def test_auto_method_picks_matmul_for_few_bands_and_gather_for_many():
 
 
 def test_pair_runs_cover_every_pair_once():
-    from sknd._nd_torch import PairPlan
+    from sknd._nd._torch import PairPlan
 
     def runs(pairs, n_features=5):
         pairs = torch.as_tensor(pairs)

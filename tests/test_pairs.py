@@ -1,10 +1,10 @@
-"""Pair resolution (sknd._pairs): by index, by name, "all", "auto" and counts."""
+"""Pair resolution (sknd._nd._pairs): by index, by name, "all", "auto" and counts."""
 
 import numpy as np
 import pytest
 
-from sknd._pairs import MAX_AUTO_PAIRS, all_pairs, estimator_pairs, n_pairs_to_keep
-from sknd._screening import screen_pairs
+from sknd._nd._pairs import MAX_AUTO_PAIRS, all_pairs, estimator_pairs, n_pairs_to_keep
+from sknd._nd._screening import screen_pairs
 from sknd.bands import resolve_bands
 from sknd.networks import default_hidden_units
 

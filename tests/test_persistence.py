@@ -20,7 +20,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted
 
 import sknd
-import sknd._base
+import sknd._estimators._base
 from sknd import NDClassifier, NDRegressor, NDTransformer
 
 FAST = dict(max_epochs=4, batch_size=16, random_state=0)
@@ -114,7 +114,7 @@ def test_version_is_stored_and_a_mismatch_warns(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # same version: silent
         pickle.loads(pickle.dumps(model))
-    monkeypatch.setattr(sknd._base, "__version__", "0.0.1")
+    monkeypatch.setattr(sknd._estimators._base, "__version__", "0.0.1")
     old_blob = pickle.dumps(model)
     monkeypatch.undo()
     with pytest.warns(
@@ -192,7 +192,7 @@ def test_same_random_state_gives_identical_predictions_in_separate_processes():
 # ---------------------------------------------------------------------------------------
 # Interrupted fits: all or nothing
 def _interrupt_at_step(monkeypatch, n_steps):
-    from sknd._adam import FlatAdam
+    from sknd._training._adam import FlatAdam
 
     original = FlatAdam.packed_step  # every optimizer step, fused or autograd path
     calls = []

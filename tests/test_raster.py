@@ -19,7 +19,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sknd import NDClassifier, NDRegressor, NDTransformer, _evaluator, raster
-from sknd._pixels import pixel_function
+from sknd._inference._pixels import pixel_function
 from sknd.bands import BandMatchWarning
 
 # xarray and dask (the raster extra) are optional: without them this module is skipped.
@@ -441,7 +441,7 @@ def test_bare_dask_array(clf):
 
 # ------------------------------------------------------------- sknd estimators
 # The raster module evaluates fitted sknd networks with numpy and numba code
-# (sknd._evaluator.FastNetwork); these tests pin it to the estimators' public methods.
+# (sknd._inference._evaluator.FastNetwork); these tests pin it to the estimators' public methods.
 
 FAST = {"max_epochs": 3, "random_state": 0}
 
@@ -600,7 +600,7 @@ def test_compiled_kernels_equal_the_nd_layer(variant, dtype):
 
     from sknd.nn import NormalizedDifference
 
-    kernels = pytest.importorskip("sknd._kernels", reason="the compiled kernels need numba")
+    kernels = pytest.importorskip("sknd._nd._kernels", reason="the compiled kernels need numba")
     rng = np.random.default_rng(3)
     n_bands, n_pixels = 6, 600  # 600 pixels: two full tiles of 256 and a partial one
     low = 0.0 if variant == "reflectance" else -3.0
@@ -637,7 +637,7 @@ def _random_kernel_step(n_bands, variant):
 @pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
 def test_compiled_kernels_read_every_input_dtype_as_its_cast(variant):
     # The kernels convert the table tile by tile: the values of casting it first, bit for bit.
-    kernels = pytest.importorskip("sknd._kernels", reason="the compiled kernels need numba")
+    kernels = pytest.importorskip("sknd._nd._kernels", reason="the compiled kernels need numba")
     rng = np.random.default_rng(4)
     n_bands, n_pixels = 5, 600  # two full tiles of 256 and a partial one
     step = _random_kernel_step(n_bands, variant)
@@ -704,7 +704,7 @@ def test_compiled_dense_kernel_sums_the_pairs_in_order(variant):
     # Estimators, scenes and model files agree bit for bit while the output layer is summed
     # as numpy does it pair by pair: the bias, then each pair's term in order, no fused
     # multiply-add. A kernel that reorders the sums (or contracts them) breaks this.
-    kernels = pytest.importorskip("sknd._kernels", reason="the compiled kernels need numba")
+    kernels = pytest.importorskip("sknd._nd._kernels", reason="the compiled kernels need numba")
     rng = np.random.default_rng(6)
     n_bands, n_pixels = 6, 600
     X = rng.uniform(0.0 if variant == "reflectance" else -3.0, 3.0, size=(n_pixels, n_bands))

@@ -430,7 +430,7 @@ def test_model_file_command_imports_neither_torch_nor_scikit_learn(tmp_path, nd_
 def test_small_scenes_skip_numba_and_large_ones_use_it(tmp_path, nd_models, monkeypatch):
     # Below _COMPILED_MIN_PIXELS the command spares itself numba's start-up; the maps agree
     # to float32 rounding (the labels exactly here).
-    from sknd import _evaluator
+    from sknd._inference import _evaluator
     from sknd.raster import _cli
 
     pytest.importorskip("numba", reason="the compiled kernels need numba")

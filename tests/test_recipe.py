@@ -1,5 +1,5 @@
-"""sknd's default training recipe (sknd._recipe, sknd._convex_start, sknd._refinement) and
-the default pair budget."""
+"""sknd's default training recipe (sknd._training: _recipe, _convex_start, _refinement) and the
+default pair budget."""
 
 import os
 import subprocess
@@ -16,10 +16,15 @@ from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import PrintLog
 
 from sknd import NDClassifier, NDRegressor, NDTransformer, _convex_start, _recipe, _refinement
-from sknd._convex_start import MIN_CLASS_ROWS, MIN_CONVEX_ROWS, ROWS_PER_COEFFICIENT, convex_rows
-from sknd._formula import classic_index
-from sknd._pairs import AUTO_PARAMETER_SHARE, auto_pair_budget
-from sknd._tasks import ClassificationTask, RegressionTask
+from sknd._data._tasks import ClassificationTask, RegressionTask
+from sknd._nd._formula import classic_index
+from sknd._nd._pairs import AUTO_PARAMETER_SHARE, auto_pair_budget
+from sknd._training._convex_start import (
+    MIN_CLASS_ROWS,
+    MIN_CONVEX_ROWS,
+    ROWS_PER_COEFFICIENT,
+    convex_rows,
+)
 from sknd.networks import Standardize, build_network, default_hidden_units, describe
 from sknd.nn import all_pairs
 
@@ -282,7 +287,7 @@ def test_a_default_fit_that_refines_does_not_import_torch_dynamo():
     # torch.optim.LBFGS imports torch._dynamo on its first step: 1.3 s with cached bytecode,
     # 16-19 s without (PYTHONDONTWRITEBYTECODE). The refinement's L-BFGS is scipy's.
     code = (
-        "import sys, numpy as np, sknd, sknd._refinement as r\n"
+        "import sys, numpy as np, sknd, sknd._training._refinement as r\n"
         "calls = []; m = r._minimize\n"
         "r._minimize = lambda *a: calls.append(1) or m(*a)\n"
         "X = np.random.default_rng(0).uniform(0.1, 1, (200, 4)); y = X[:, 0] > X[:, 1]\n"

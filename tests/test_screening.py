@@ -7,8 +7,8 @@ import pytest
 from sklearn.feature_selection import f_classif, r_regression
 
 from sknd import NDClassifier, NDRegressor
-from sknd._pairs import MAX_AUTO_PAIRS
-from sknd._screening import pair_scores, screen_pairs
+from sknd._nd._pairs import MAX_AUTO_PAIRS
+from sknd._nd._screening import pair_scores, screen_pairs
 from sknd.nn import all_pairs
 
 

@@ -1,10 +1,10 @@
-"""Decoding of network outputs into labels and probabilities (sknd._tasks)."""
+"""Decoding of network outputs into labels and probabilities (sknd._data._tasks)."""
 
 import numpy as np
 import pytest
 from scipy.special import expit, softmax
 
-from sknd._tasks import ClassificationTask
+from sknd._data._tasks import ClassificationTask
 
 
 def _task(n_classes):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sknd import NDClassifier
-from sknd._fused import FusedTrainer
+from sknd._training._fused import FusedTrainer
 
 _REFERENCE_COUNTING = """
 import threading

@@ -1,4 +1,4 @@
-"""Training through skorch (sknd._training): the fused step inside fits, history, callbacks,
+"""Training through skorch (sknd._training._net): the fused step inside fits, history, callbacks,
 seeding."""
 
 import numpy as np
@@ -7,8 +7,8 @@ import torch
 from skorch.callbacks import EpochTimer
 
 from sknd import NDClassifier, NDRegressor
-from sknd._fused import FusedTrainer
-from sknd._training import TensorBatches, TensorDataset
+from sknd._training._fused import FusedTrainer
+from sknd._training._net import TensorBatches, TensorDataset
 from sknd.networks import build_network
 
 
@@ -74,8 +74,8 @@ def test_fit_uses_the_fused_trainer_and_keeps_epoch_history(binary_data):
 def test_callbacks_asking_for_training_batches_get_them(monkeypatch, task_data):
     from skorch.callbacks import Callback
 
-    from sknd._adam import FlatAdam as Adam
-    from sknd._training import Net
+    from sknd._training._adam import FlatAdam as Adam
+    from sknd._training._net import Net
 
     class CountBatches(Callback):
         def initialize(self):
@@ -400,7 +400,7 @@ def test_fitted_net_keeps_no_data_and_pickles_with_the_module(binary_data):
 
 
 def test_the_cpu_copy_of_a_gpu_model_keeps_the_net_and_its_module_together(binary_data):
-    from sknd._base import _on_cpu
+    from sknd._estimators._base import _on_cpu
 
     X, y = binary_data()
     model = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
@@ -433,7 +433,7 @@ def test_early_stopping_with_extreme_class_weights_keeps_training(n_centers, ran
 
 
 def test_early_stopping_breaks_score_ties_by_the_validation_loss():
-    from sknd._training import SCORE_TOLERANCE, EarlyStopping
+    from sknd._training._net import SCORE_TOLERANCE, EarlyStopping
 
     stopper = EarlyStopping("valid_score", lower_is_better=False, patience=3)
     stopper.best_score_, stopper.best_loss_ = 0.9, 0.5

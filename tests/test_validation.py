@@ -17,7 +17,7 @@ import scipy.sparse as sp
 import torch
 from sklearn.exceptions import NotFittedError
 
-import sknd._validation
+import sknd._data._validation
 from sknd import NDClassifier, NDRegressor, NDTransformer
 from sknd.networks import build_network
 
@@ -352,7 +352,7 @@ def test_sparse_input_is_densified(kind, method):
 
 
 def test_sparse_input_over_the_limit_is_rejected(monkeypatch):
-    monkeypatch.setattr(sknd._validation, "MAX_SPARSE_DENSIFY_SIZE", 50)
+    monkeypatch.setattr(sknd._data._validation, "MAX_SPARSE_DENSIFY_SIZE", 50)
     X, y = make_data("classifier")
     assert_value_error(
         lambda: make("classifier").fit(sp.csr_matrix(X), y), ["sparse", "toarray", "50"]
@@ -495,7 +495,7 @@ def test_inputs_at_the_magnitude_limit(kind, method):
 
 def _poison_step_after(monkeypatch, n_steps, exception=None):
     """Make the optimizer's ``n_steps + 1``-th step write NaN into the weights (or raise)."""
-    from sknd._adam import FlatAdam
+    from sknd._training._adam import FlatAdam
 
     original = FlatAdam.packed_step  # every optimizer step, fused or autograd path
     calls = []
@@ -649,7 +649,7 @@ def test_network_size_counts_the_parameters_build_network_builds(architecture, d
     net = build_network(
         architecture, n_features, n_outputs, depth, hidden, passthrough=scaling, standardize=True
     )
-    params, _, first_width = sknd._validation.network_size(
+    params, _, first_width = sknd._data._validation.network_size(
         architecture, n_features, 10, n_outputs, depth, hidden, passthrough
     )
     assert params == sum(p.numel() for p in net.parameters())

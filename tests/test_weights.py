@@ -1,4 +1,4 @@
-"""Sample and class weights (sknd._weights and their use in fit)."""
+"""Sample and class weights (sknd._data._weights and their use in fit)."""
 
 import types
 
@@ -11,9 +11,9 @@ from sklearn.utils import shuffle
 from sklearn.utils.class_weight import compute_sample_weight
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
-from sknd._fit_data import _keep_in_training
-from sknd._screening import pair_scores
-from sknd._weights import fit_weights, merge_duplicates
+from sknd._data._weights import fit_weights, merge_duplicates
+from sknd._estimators._fit_data import _keep_in_training
+from sknd._nd._screening import pair_scores
 
 FAST = dict(max_epochs=20, random_state=0)
 FULL_BATCH = dict(max_epochs=30, batch_size=1024, early_stopping=False, random_state=0)
@@ -45,7 +45,7 @@ def test_integer_weights_train_as_repeated_samples(Estimator):
     weighted = getattr(Estimator(**FULL_BATCH).fit(X_w, y_w, sample_weight=weight), method)(X)
     repeated = getattr(Estimator(**FULL_BATCH).fit(X_r, y_r), method)(X)
     ignored = getattr(Estimator(**FULL_BATCH).fit(X_w, y_w), method)(X)
-    # Equal exactly: duplicates merge into weighted rows (sknd._weights.merge_duplicates) ...
+    # Equal exactly: duplicates merge into weighted rows (sknd._data._weights.merge_duplicates) ...
     np.testing.assert_array_equal(weighted, repeated)
     # ... while ignoring the weights gives another model.
     assert np.abs(ignored - repeated).max() > 1e-3

@@ -1,4 +1,4 @@
-"""The recipe's wide head (sknd._wide_head): the invariant peer inside the ND network, and
+"""The recipe's wide head (sknd._training._wide_head): the invariant peer inside the ND network, and
 how depth="auto" keeps it."""
 
 import numpy as np
@@ -7,8 +7,8 @@ import torch
 from numpy.testing import assert_allclose
 
 from sknd import NDClassifier, NDRegressor, _wide_head
-from sknd._refinement import Evaluation
-from sknd._tasks import ClassificationTask
+from sknd._data._tasks import ClassificationTask
+from sknd._training._refinement import Evaluation
 from sknd.networks import build_network, describe, forward_rows
 
 

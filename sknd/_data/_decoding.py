@@ -1,8 +1,8 @@
 """Decoding of raw network outputs: class probabilities, labels and regression targets.
 
 Numpy only (scipy for the logistic function), so that a model loaded from a
-file (:mod:`sknd._model_file`) decodes without torch or scikit-learn, with the
-very code the estimators' tasks (:mod:`sknd._tasks`) use.
+file (:mod:`sknd._inference._model_file`) decodes without torch or scikit-learn, with the
+very code the estimators' tasks (:mod:`sknd._data._tasks`) use.
 """
 
 import sys
@@ -11,7 +11,7 @@ import numpy as np
 
 __all__ = []
 
-# Without the compiled argmax (sknd._kernels.argmax_rows): up to this many classes, decoding
+# Without the compiled argmax (sknd._nd._kernels.argmax_rows): up to this many classes, decoding
 # compares columns instead of calling argmax along rows (measured per sample at 2-4 classes:
 # 2-3x faster; from 5 slower).
 _COLUMNWISE_MAX_CLASSES = 4
@@ -46,7 +46,7 @@ def class_labels(output, classes):
         return classes[(output[:, 0] > 0).astype(np.intp)]
     # The compiled argmax where the evaluator has loaded numba's kernels (never imported
     # here: a model file evaluated with numpy alone spares numba's start-up); same positions.
-    kernels = sys.modules.get("sknd._kernels")
+    kernels = sys.modules.get("sknd._nd._kernels")
     if kernels is not None and output.dtype.kind == "f":
         index = np.empty(len(output), dtype=np.intp)
         kernels.argmax_rows(np.ascontiguousarray(output.T), index)

@@ -167,7 +167,7 @@ class ClassificationTask:
         return ((correct * weight).sum() / weight.sum()).item()
 
     def proba(self, output):
-        """Class probabilities (float64) from raw outputs (see :mod:`sknd._decoding`)."""
+        """Class probabilities (float64) from raw outputs (see :mod:`sknd._data._decoding`)."""
         return class_probabilities(output)
 
     def decode(self, output):

@@ -431,7 +431,7 @@ def _nd_layer_of(model):
     torch_nn = sys.modules.get("torch.nn")
     if torch_nn is None or not isinstance(model, torch_nn.Module):
         return None
-    from .nn import NormalizedDifference
+    from ..nn import NormalizedDifference
 
     layer = next((m for m in model.modules() if isinstance(m, NormalizedDifference)), None)
     if layer is None:

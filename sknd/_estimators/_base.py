@@ -1,9 +1,9 @@
 """What the sknd estimators share: parameters, input validation, inference and persistence.
 
-Training lives in :mod:`sknd._fitting` (:class:`~sknd._fitting.FittingMixin`), the
-methods that write the model out in :mod:`sknd._export_methods`
-(:class:`~sknd._export_methods.ExportMixin`), ``transform`` to the learned indices in
-:mod:`sknd._learned_indices`.
+Training lives in :mod:`sknd._estimators._fitting`
+(:class:`~sknd._estimators._fitting.FittingMixin`), the methods that write the model out in
+:mod:`sknd._estimators._export_methods` (:class:`~sknd._estimators._export_methods.ExportMixin`),
+``transform`` to the learned indices in :mod:`sknd._estimators._learned_indices`.
 """
 
 import copy
@@ -19,14 +19,8 @@ from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._device_choice import inference_device
-from ._export_methods import ExportMixin
-from ._fitting import FittingMixin
-from ._formula import EPSILON_RANGE, VARIANTS
-from ._recipe import RECIPES
-from ._tasks import check_label_kinds
-from ._threads import torch_threads
-from ._validation import (
+from .._data._tasks import check_label_kinds
+from .._data._validation import (
     check_band_values,
     check_min_bands,
     choose_variant,
@@ -37,15 +31,21 @@ from ._validation import (
     reject_images,
     warn_about_training_values,
 )
-from ._version import __version__
-from .inspection import index_table
-from .networks import (
+from .._inference._device_choice import inference_device
+from .._nd._formula import EPSILON_RANGE, VARIANTS
+from .._threads import torch_threads
+from .._training._recipe import RECIPES
+from .._version import __version__
+from ..inspection import index_table
+from ..networks import (
     ARCHITECTURES,
     describe,
     first_nd_layer,
     forward_rows,
     rows_per_pass,
 )
+from ._export_methods import ExportMixin
+from ._fitting import FittingMixin
 
 __all__ = []
 
@@ -75,9 +75,9 @@ CLASS_LABEL_CONSTRAINTS = {
 class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
     """Parameters, validation, inference and persistence shared by all sknd estimators.
 
-    Training comes from :class:`~sknd._fitting.FittingMixin`, the export methods from
-    :class:`~sknd._export_methods.ExportMixin`. Subclasses set
-    ``_make_task(y, sample_weight, classes)`` (a task from :mod:`sknd._tasks`), their
+    Training comes from :class:`~sknd._estimators._fitting.FittingMixin`, the export methods from
+    :class:`~sknd._estimators._export_methods.ExportMixin`. Subclasses set
+    ``_make_task(y, sample_weight, classes)`` (a task from :mod:`sknd._data._tasks`), their
     own prediction methods and what ``_finish_fit`` adds.
     """
 
@@ -111,7 +111,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
         "patience": [Interval(Integral, 1, None, closed="left")],
         "validation_fraction": [Interval(Real, 0, 1, closed="neither")],
         # Any device torch.device accepts ("cuda:1", "mps"), or "auto": checked at fit by
-        # PyTorch itself (sknd._device_choice.resolve_device), with what to change.
+        # PyTorch itself (sknd._inference._device_choice.resolve_device), with what to change.
         "device": [str, torch.device],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
@@ -120,7 +120,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
         "passthrough": ["boolean"],
         "recipe": [StrOptions(set(RECIPES))],
         "warm_start": ["boolean"],
-        # Checked at fit (sknd._user_callbacks.user_callbacks), with what to change.
+        # Checked at fit (sknd._training._user_callbacks.user_callbacks), with what to change.
         "callbacks": [list, None],
     }
 
@@ -185,7 +185,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
 
     # ------------------------------------------------------------------ validation
     def _validate_bands(self, X, y=None, *, reset, name="X"):
-        """``validate_data`` plus the checks band values need (see :mod:`sknd._validation`).
+        """``validate_data`` plus the checks band values need (see :mod:`sknd._data._validation`).
 
         Returns ``X``, or ``(X, y)`` when ``y`` is given. Sparse ``X`` is made
         dense; NaN, infinite, overflowing and (for reflectance) negative values
@@ -241,7 +241,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _band_range_to_check(self):
         """``band_range_`` where values far outside it warn, else None (internal hook of
-        :mod:`sknd._model_file`).
+        :mod:`sknd._inference._model_file`).
 
         Only for networks that see raw band values (``passthrough=True``, the
         MLP), as fitted: normalized differences do not change when all bands
@@ -265,7 +265,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _fitted_band_names(self):
         """``band_names_`` when ``bands=`` named the bands at fit, else None (internal hook
-        of :mod:`sknd.raster` and :mod:`sknd._model_file`).
+        of :mod:`sknd.raster` and :mod:`sknd._inference._model_file`).
 
         Names given by ``bands=`` must be found in an image, as DataFrame columns
         (``feature_names_in_``) are; names made up for unnamed columns are not.
@@ -389,10 +389,10 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
 
         :mod:`sknd.raster` asks fitted estimators for it and falls back to the
         public method when there is none (methods without one, networks the
-        evaluators do not know). Returns a :class:`sknd._evaluator.FastNetwork`,
+        evaluators do not know). Returns a :class:`sknd._inference._evaluator.FastNetwork`,
         whose values equal the method's (tests/test_networks.py,
         tests/test_raster.py), or for a model set to use a GPU a
-        :class:`sknd._device_pixels.DevicePixels`, which screens, checks and
+        :class:`sknd._inference._device_pixels.DevicePixels`, which screens, checks and
         evaluates pixels there.
         """
         if method == "transform":
@@ -401,7 +401,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
         if not hasattr(self._task, finish or "-"):
             return None
         if self._inference_device().type != "cpu" and describe(self._module) is not None:
-            from ._device_pixels import DevicePixels
+            from .._inference._device_pixels import DevicePixels
 
             return DevicePixels.for_task(
                 self._module, self._task, method, self._inference_device(), **self._pixel_checks()
@@ -410,8 +410,8 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _indices_evaluator(self, selected):
         """The learned indices ``selected`` (rows of ``pairs_``) as a
-        :class:`sknd._evaluator.FastNetwork`, in the input's dtype, on the CPU."""
-        from ._evaluator import FastNetwork
+        :class:`sknd._inference._evaluator.FastNetwork`, in the input's dtype, on the CPU."""
+        from .._inference._evaluator import FastNetwork
 
         return FastNetwork.for_indices(
             self.pairs_[selected],
@@ -424,7 +424,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
         )
 
     def _network_evaluator(self, finish=None):
-        """The network as a :class:`sknd._evaluator.FastNetwork` then ``finish``, or None.
+        """The network as a :class:`~sknd._inference._evaluator.FastNetwork`, or None.
 
         None on a GPU (the torch network runs there) and for a network the
         evaluator does not know.
@@ -434,19 +434,19 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
         records = describe(self._module)
         if records is None:
             return None
-        from ._evaluator import FastNetwork
+        from .._inference._evaluator import FastNetwork
 
         return FastNetwork.for_network(records, self.n_features_in_, finish, **self._pixel_checks())
 
     def _model_content(self):
-        """What a model file keeps for prediction (internal hook of :mod:`sknd._model_file`).
+        """What a model file keeps to predict (internal hook of :mod:`sknd._inference._model_file`).
 
-        The network as plain data (:func:`sknd._evaluator.network_layers`) and
+        The network as plain data (:func:`sknd._inference._evaluator.network_layers`) and
         what decodes its outputs: ``classes`` of a classifier, the ``target``
         statistics of a regressor.
         """
-        from ._evaluator import network_layers
-        from ._tasks import ClassificationTask
+        from .._data._tasks import ClassificationTask
+        from .._inference._evaluator import network_layers
 
         content = {"network": network_layers(describe(self._module))}
         task = self._task
@@ -465,7 +465,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
         return copy.deepcopy(self._module).cpu().eval(), self._task
 
     def _pixel_checks(self):
-        """What :class:`sknd._evaluator.FastNetwork` checks pixels with, as ``fit`` saw it."""
+        """What :mod:`sknd._inference._evaluator` checks pixels with, as ``fit`` saw them."""
         return dict(
             non_negative=self._fitted_param("variant") == "reflectance",
             estimator_name=type(self).__name__,

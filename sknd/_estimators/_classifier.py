@@ -2,8 +2,8 @@
 
 from sklearn.base import ClassifierMixin, _fit_context
 
-from ._base import CLASS_LABEL_CONSTRAINTS, BaseND
-from ._docstrings import (
+from .._data._tasks import ClassificationTask
+from .._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
     FIT_OPTIONS_DOC,
@@ -12,9 +12,9 @@ from ._docstrings import (
     TRAIN_NOISE_DOC,
     Substitution,
 )
+from ._base import CLASS_LABEL_CONSTRAINTS, BaseND
 from ._fit_guards import restore_on_failure, validation_data_by_keyword
 from ._learned_indices import LearnedIndicesMixin
-from ._tasks import ClassificationTask
 
 __all__ = ["NDClassifier"]
 

@@ -1,14 +1,14 @@
 """The estimator methods that write a fitted model out: formulas, model files, exports.
 
-:class:`ExportMixin` is part of :class:`~sknd._base.BaseND`; the formats themselves
-live in :mod:`sknd.inspection` (formulas) and :mod:`sknd._model_file` (model files,
+:class:`ExportMixin` is part of :class:`~sknd._estimators._base.BaseND`; the formats themselves
+live in :mod:`sknd.inspection` (formulas) and :mod:`sknd._inference._model_file` (model files,
 openEO and Earth Engine).
 """
 
 from sklearn.utils.validation import check_is_fitted
 
-from .inspection import export_formulas
-from .networks import describe
+from ..inspection import export_formulas
+from ..networks import describe
 
 __all__ = ["ExportMixin"]
 
@@ -86,7 +86,7 @@ class ExportMixin:
                 f"This {type(self).__name__} has a network with layers a model file cannot "
                 "describe (a custom torch module): save it with a pickle (joblib.dump)."
             )
-        from ._model_file import save_model
+        from .._inference._model_file import save_model
 
         save_model(self, path)
 
@@ -137,7 +137,7 @@ class ExportMixin:
         import os
         import tempfile
 
-        from ._model_file import load_model
+        from .._inference._model_file import load_model
 
         with tempfile.TemporaryDirectory() as directory:
             path = os.path.join(directory, "model.sknd")

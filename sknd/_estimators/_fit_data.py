@@ -1,6 +1,6 @@
 """The data a fit, warm start or ``partial_fit`` call trains on.
 
-:class:`FitDataMixin` holds the data half of :class:`~sknd._fitting.FittingMixin`:
+:class:`FitDataMixin` holds the data half of :class:`~sknd._estimators._fitting.FittingMixin`:
 validating ``X`` and ``y`` (against the fitted model when training continues), freezing
 the parameters the network is made of, and splitting off the validation part for early
 stopping (stratified, or by ``groups``).
@@ -11,8 +11,8 @@ from numbers import Number
 import numpy as np
 from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
-from ._weights import fit_weights, merge_duplicates
-from .bands import resolve_bands
+from .._data._weights import fit_weights, merge_duplicates
+from ..bands import resolve_bands
 
 __all__ = ["FitDataMixin"]
 
@@ -44,7 +44,7 @@ def _keep_in_training(codes, train, valid, classes, weight):
     learned, and a weighted or merged regression (``weight`` not None) extrapolates
     to the targets outside its training range: rows of such a class, and the rows
     with each target column's smallest and largest value, train. This matters where
-    exact duplicates were merged (:func:`~sknd._weights.merge_duplicates`): 150 rows
+    exact duplicates were merged (:func:`~sknd._data._weights.merge_duplicates`): 150 rows
     of 3 pixels, one class each, are 3 rows to split, and a plain split holds out a
     whole class. The split depends on the merged rows only, so that a weight ``k``
     still fits as ``k`` repeats of the row.
@@ -91,10 +91,10 @@ def _matching_outputs(codes_val, codes):
 
 
 class FitDataMixin:
-    """The data of a fit for :class:`~sknd._fitting.FittingMixin`: checked, frozen, split.
+    """The data of a fit for ``FittingMixin`` (:mod:`sknd._estimators._fitting`): checked, split.
 
     Uses ``_validate_X_y``, ``_record_band_range`` and ``_make_task`` of
-    :class:`~sknd._base.BaseND` and its subclasses.
+    :class:`~sknd._estimators._base.BaseND` and its subclasses.
     """
 
     def _validation_split(self, X, codes, task, X_val, y_val, seed, groups=None, weight=None):
@@ -183,7 +183,7 @@ class FitDataMixin:
         """Validate the data of a fit, warm start or ``partial_fit`` call.
 
         Returns ``(X, codes, weight, task, groups)``, exact duplicate rows merged
-        into weighted ones (:func:`~sknd._weights.merge_duplicates`). A new fit
+        into weighted ones (:func:`~sknd._data._weights.merge_duplicates`). A new fit
         freezes what the network is made of (``epsilon_``, ``variant_``, ``bands_``,
         the network parameters) and makes a task from ``y`` (and ``classes``); a
         continuing call checks ``X`` and ``y`` against them and keeps the fitted task.

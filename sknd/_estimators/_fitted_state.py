@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from .networks import describe, rows_per_pass
+from ..networks import describe, rows_per_pass
 
 __all__ = ["FittedStateMixin"]
 
@@ -28,10 +28,10 @@ _SKORCH_RECORDS = (
 
 
 class FittedStateMixin:
-    """The fitted-state bookkeeping of :class:`~sknd._fitting.FittingMixin`.
+    """The fitted-state bookkeeping of :class:`~sknd._estimators._fitting.FittingMixin`.
 
     Uses ``_nd_layer``, ``_run_module`` and ``_set_indices`` of
-    :class:`~sknd._base.BaseND`.
+    :class:`~sknd._estimators._base.BaseND`.
     """
 
     def _finish_fit(self):

@@ -1,11 +1,11 @@
 """How the sknd estimators train: fit, warm start and ``partial_fit`` over skorch.
 
-:class:`FittingMixin` holds the training half of :class:`~sknd._base.BaseND`: pair
-screening, building the network, sknd's recipe (:mod:`sknd._recipe`), ``depth="auto"``
-and the skorch loop (:mod:`sknd._training`). The data of a call and its validation split
-are :mod:`sknd._fit_data`, the fitted attributes :mod:`sknd._fitted_state`, the device
-:mod:`sknd._device_choice`; :func:`~sknd._fit_guards.restore_on_failure` makes every
-fitting method all or nothing. (Those names stay importable from here.)
+:class:`FittingMixin` holds the training half of :class:`~sknd._estimators._base.BaseND`: pair
+screening, building the network, sknd's recipe (:mod:`sknd._training._recipe`), ``depth="auto"`` and
+the skorch loop (:mod:`sknd._training._net`). The data of a call and its validation split are
+:mod:`sknd._estimators._fit_data`, the fitted attributes :mod:`sknd._estimators._fitted_state`, the
+device :mod:`sknd._inference._device_choice`;
+:func:`~sknd._estimators._fit_guards.restore_on_failure` makes every fitting method all or nothing.
 """
 
 import copy
@@ -17,18 +17,17 @@ import torch
 from sklearn.utils import check_random_state
 from skorch.helper import predefined_split
 
-from . import _recipe, _refinement, _wide_head
-from ._adam import FlatAdam
-from ._convex_start import MIN_SELECTION_ROWS, convex_budget
-from ._device import device_memory
-from ._device_choice import inference_device, resolve_device
-from ._fit_data import FitDataMixin
-from ._fit_guards import restore_on_failure, validation_data_by_keyword
-from ._fitted_state import FittedStateMixin
-from ._pairs import estimator_pairs
-from ._tasks import ClassificationTask
-from ._threads import torch_threads
-from ._training import (
+from .._data._tasks import ClassificationTask
+from .._data._validation import check_training_memory
+from .._data._weights import weight_tensor
+from .._inference._device import device_memory
+from .._inference._device_choice import resolve_device
+from .._nd._pairs import estimator_pairs
+from .._threads import torch_threads
+from .._training import _recipe, _refinement, _wide_head
+from .._training._adam import FlatAdam
+from .._training._convex_start import MIN_SELECTION_ROWS, convex_budget
+from .._training._net import (
     EarlyStopping,
     FiniteTraining,
     Net,
@@ -36,18 +35,12 @@ from ._training import (
     TensorDataset,
     ValidationScore,
 )
-from ._user_callbacks import user_callbacks
-from ._validation import check_training_memory
-from ._weights import weight_tensor
-from .networks import build_network, default_hidden_units, describe, rows_per_pass
+from .._training._user_callbacks import user_callbacks
+from ..networks import build_network, default_hidden_units, describe, rows_per_pass
+from ._fit_data import FitDataMixin
+from ._fitted_state import FittedStateMixin
 
-__all__ = [
-    "FittingMixin",
-    "inference_device",
-    "resolve_device",
-    "restore_on_failure",
-    "validation_data_by_keyword",
-]
+__all__ = ["FittingMixin"]
 
 #: The depth ``depth="auto"`` builds where it cannot choose on validation (no validation
 #: part, ``recipe="paper"``, the MLP, ``partial_fit``): the paper's depth-2 model.
@@ -78,7 +71,7 @@ def _cpu_copy(state):
 
 
 def _tensors(X, codes, weight, task, device):
-    """A :class:`~sknd._training.TensorDataset` of float32 bands, targets and weights."""
+    """A :class:`~sknd._training._net.TensorDataset` of float32 bands, targets and weights."""
     return TensorDataset(
         torch.tensor(X, dtype=torch.float32, device=device),
         task.target_tensor(codes).to(device),
@@ -102,7 +95,7 @@ def _report_recipe(task, penalty, tuned, start, selected):
 
 def _report_gain(gain, clock):
     """``verbose``, after the epoch table: what learning the indices gained, and the wall
-    time of each stage (a :class:`~sknd._recipe.Stopwatch`)."""
+    time of each stage (a :class:`~sknd._training._recipe.Stopwatch`)."""
     if gain is not None:
         print(f"recipe: learning_gain_={gain:+.4f} after training")
     print(f"recipe: stage times: {clock}")
@@ -114,7 +107,7 @@ def _start_score(module, task, valid, rows):
 
 
 class FittingMixin(FitDataMixin, FittedStateMixin):
-    """Training for :class:`~sknd._base.BaseND` (its parameters and validation live there).
+    """Training for ``BaseND`` (its parameters and validation: :mod:`sknd._estimators._base`).
 
     ``_fit`` trains a new network, or continues the fitted one under
     ``warm_start``; ``_partial_fit`` runs one epoch per call. Subclasses provide
@@ -122,8 +115,8 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
     """
 
     def _uses_recipe(self):
-        # sknd's default recipe (sknd._recipe): networks with an ND layer; deeper ones start
-        # at the depth-2 model (_recipe.carry). The MLP trains as in the paper.
+        # sknd's default recipe (sknd._training._recipe): networks with an ND layer; deeper ones
+        # start at the depth-2 model (_recipe.carry). The MLP trains as in the paper.
         return self.recipe == "sknd" and self.architecture != "mlp"
 
     def _hidden_units(self, n_features, pairs, n_outputs, passthrough, depth):
@@ -364,7 +357,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
 
         ``train`` and ``valid_part`` are ``(X, codes, weight)``; ``valid`` is the recipe's
         validation triple (None outside the recipe) and ``selected`` the
-        :class:`~sknd._refinement.Validation` of ``module`` when it is the recipe's start.
+        :class:`~sknd._training._refinement.Validation` of ``module`` when it is the recipe's start.
         ``max_epochs`` overrides the estimator's (0: the net of ``module`` as it is).
         """
         X_valid, c_valid, w_valid = valid_part
@@ -381,16 +374,16 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
 
     def _wide_head_net(self, linear, pairs, train_part, task, seed, selected, valid, train):
         """``depth="auto"``'s first candidate: a depth-3 network of
-        :data:`~sknd._wide_head.WIDTH` hidden units (or ``hidden_units``) on the depth-2
+        :data:`~sknd._training._wide_head.WIDTH` hidden units (or ``hidden_units``) on the depth-2
         start's first block and Standardize layer (its indices as the tuned start and the
         refinement left them), its head trained as the invariant peer is trained
-        (:func:`~sknd._wide_head.train_head`).
+        (:func:`~sknd._training._wide_head.train_head`).
 
         Returns its net (no Adam epochs: early stopping's epoch 0 is the head) where the
         head's validation losses beat the depth-2 start ``selected``'s by more than their
-        standard error (:func:`~sknd._convex_start.one_standard_error`, which keeps the
+        standard error (:func:`~sknd._training._convex_start.one_standard_error`, which keeps the
         simpler model otherwise); None where they do not, or where no head is trained
-        (regression, fewer than :data:`~sknd._wide_head.MIN_ROWS` training rows), and
+        (regression, fewer than :data:`~sknd._training._wide_head.MIN_ROWS` training rows), and
         :meth:`_auto_depth_net` decides. Training the whole network on from the head
         (Adam at ``lr``) never beat it on satimage-36 and more than doubled the fit's time
         (benchmarks/RESULTS.md).
@@ -423,16 +416,17 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         """``depth="auto"``: train the depth-3 ``module`` from the depth-2 start ``linear``
         and keep it where validation confirms a gain; otherwise train ``linear``.
 
-        The deeper network starts exactly at the depth-2 start (:func:`~sknd._recipe.carry`
-        on copies of its first block and Standardize layer), which early stopping scores as
-        epoch 0 (``selected``, its :class:`~sknd._refinement.Validation`): depth 3 is kept
-        when a later epoch beat it (``best_epoch_ > 0``) and it also does better by early
-        stopping's monitored value on the validation rows (:func:`~sknd._refinement.validation`).
-        Otherwise the depth-2 start is trained as ``depth=2`` trains it. The result is so
-        the ``depth=3`` or the ``depth=2`` fit, and the second training runs only where
-        depth 3 did not pay. (Training depth 2 first and depth 3 from it cost a third more,
-        for 87.76 against 89.11 on forest type, 10 folds, and 74.22 against 74.09 on the
-        satimage centre pixel, 5 folds; benchmarks/RESULTS.md.)
+        The deeper network starts exactly at the depth-2 start
+        (:func:`~sknd._training._recipe.carry` on copies of its first block and Standardize layer),
+        which early stopping scores as epoch 0 (``selected``, its
+        :class:`~sknd._training._refinement.Validation`): depth 3 is kept when a later epoch beat it
+        (``best_epoch_ > 0``) and it also does better by early stopping's monitored value on the
+        validation rows (:func:`~sknd._training._refinement.validation`). Otherwise the depth-2
+        start is trained as ``depth=2`` trains it. The result is so the ``depth=3`` or the
+        ``depth=2`` fit, and the second training runs only where depth 3 did not pay. (Training
+        depth 2 first and depth 3 from it cost a third more, for 87.76 against 89.11 on forest type,
+        10 folds, and 74.22 against 74.09 on the satimage centre pixel, 5 folds;
+        benchmarks/RESULTS.md.)
         """
         module[0], module[1] = copy.deepcopy(linear[0]), copy.deepcopy(linear[1])
         _recipe.carry(module, linear)
@@ -456,8 +450,8 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         """Steps 1-3 of the recipe on ``module``: ``(start, selected, penalty, tuned,
         trained)``.
 
-        ``start`` and ``selected`` are the :class:`~sknd._refinement.Validation` of the tuned
-        start and of the model training starts from (None without ``valid``). A warm start
+        ``start`` and ``selected`` are the :class:`~sknd._training._refinement.Validation` of the
+        tuned start and of the model training starts from (None without ``valid``). A warm start
         keeps the fitted conditioning and head: both are the fitted model. ``trained`` is
         ``module`` started at the depth-2 model, or with ``auto`` (``depth="auto"``) that
         depth-2 model itself, which :meth:`_auto_depth_net` starts ``module`` at.
@@ -501,9 +495,9 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         return callbacks
 
     def _noisy_copies(self, task):
-        """The :class:`~sknd._refinement.NoisyCopies` of the training rows that the recipe's
-        convex fits, refinement and refit also train on: ``train_noise`` (a classifier's and
-        the transformer's parameter) for class labels, none otherwise."""
+        """The :class:`~sknd._training._refinement.NoisyCopies` of the training rows that the
+        recipe's convex fits, refinement and refit also train on: ``train_noise`` (a
+        classifier's and the transformer's parameter) for class labels, none otherwise."""
         return _refinement.NoisyCopies.of(task, getattr(self, "train_noise", 0.0))
 
     def _recipe_refit(self, module, task, rows, penalty, train, valid):

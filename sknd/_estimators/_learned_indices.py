@@ -6,7 +6,7 @@ from sklearn.utils._set_output import _wrap_method_output
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
-from ._pairs import index_names
+from .._nd._pairs import index_names
 
 __all__ = ["LearnedIndicesMixin", "names_of_indices"]
 

@@ -2,17 +2,17 @@
 
 from sklearn.base import RegressorMixin, _fit_context
 
-from ._base import BaseND
-from ._docstrings import (
+from .._data._tasks import RegressionTask
+from .._docstrings import (
     ATTRIBUTES_DOC,
     FIT_OPTIONS_DOC,
     NOTES_DOC,
     PARAMETERS_DOC,
     Substitution,
 )
+from ._base import BaseND
 from ._fit_guards import restore_on_failure, validation_data_by_keyword
 from ._learned_indices import LearnedIndicesMixin
-from ._tasks import RegressionTask
 
 __all__ = ["NDRegressor"]
 

@@ -7,8 +7,8 @@ from sklearn.base import TransformerMixin, _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import CLASS_LABEL_CONSTRAINTS, BaseND
-from ._docstrings import (
+from .._data._tasks import infer_task
+from .._docstrings import (
     ATTRIBUTES_DOC,
     CLASS_WEIGHT_DOC,
     FIT_OPTIONS_DOC,
@@ -17,9 +17,9 @@ from ._docstrings import (
     TRANSFORMER_PARAMETERS_DOC,
     Substitution,
 )
+from ._base import CLASS_LABEL_CONSTRAINTS, BaseND
 from ._fit_guards import restore_on_failure, validation_data_by_keyword
 from ._learned_indices import names_of_indices
-from ._tasks import infer_task
 
 __all__ = ["NDTransformer"]
 

@@ -4,7 +4,7 @@ PyTorch's ``OutOfMemoryError`` reports bytes and allocator statistics; what a us
 change is the batch (training) or the chunk (scenes). :func:`device_memory` turns it
 into a ``MemoryError`` naming that setting, chained to PyTorch's error. The operation's
 own guarantees still hold: a failed fit leaves the estimator as it was
-(:func:`sknd._fit_guards.restore_on_failure`), a failed scene writes no output.
+(:func:`sknd._estimators._fit_guards.restore_on_failure`), a failed scene writes no output.
 """
 
 import contextlib

@@ -4,7 +4,7 @@
 ``"cuda:1"``, a ``torch.device``...) into the device a fit trains on, with a
 ``ValueError`` saying what to change when PyTorch cannot use it;
 :func:`inference_device` falls back to the CPU for a model unpickled where its device is
-missing. (Out of memory on a device is :mod:`sknd._device`.)
+missing. (Out of memory on a device is :mod:`sknd._inference._device`.)
 """
 
 import torch

@@ -12,11 +12,11 @@ small vector per chunk), casts it to float64, runs the network (in float64, as
 targets) with the fill value at no-data rows, and copies the result back into a pinned
 buffer, which the host copies into the output one chunk later.
 
-The checks are those of the estimators' validation (:func:`sknd._validation.check_band_values`,
-the same errors and warnings): the per-chunk summaries (smallest and largest valid value,
-each band's largest magnitude, whether an output is not finite) are read once at the
-end, and a chunk whose summary trips a check is checked again on the host to raise the
-very error the CPU path raises. Outputs go into a new array: a failed call changes
+The checks are those of the estimators' validation
+(:func:`sknd._data._validation.check_band_values`, the same errors and warnings): the per-chunk
+summaries (smallest and largest valid value, each band's largest magnitude, whether an output is not
+finite) are read once at the end, and a chunk whose summary trips a check is checked again on the
+host to raise the very error the CPU path raises. Outputs go into a new array: a failed call changes
 nothing of the caller's.
 
 Without CUDA (the tests) the same code runs on CPU tensors, without pinned memory or
@@ -30,16 +30,16 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import torch
 
+from .._data._validation import MAX_ABS_BAND_VALUE, RANGE_FACTOR, check_band_values
+from ..networks import rows_per_pass
 from ._device import device_memory
 from ._pixels import DEFAULT_CHUNK_PIXELS
-from ._validation import MAX_ABS_BAND_VALUE, RANGE_FACTOR, check_band_values
-from .networks import rows_per_pass
 
 __all__ = []
 
 #: Pixels per chunk on the device when the caller keeps sknd.raster's default
-#: (:data:`sknd._pixels.DEFAULT_CHUNK_PIXELS`, sized for the CPU): 4096 x 4096 x 10 float32,
-#: H200: 46 Mpx/s in chunks of 65,536 pixels, 95 in 2**20 and 140 in 2**22
+#: (:data:`sknd._inference._pixels.DEFAULT_CHUNK_PIXELS`, sized for the CPU): 4096 x 4096 x 10
+#: float32, H200: 46 Mpx/s in chunks of 65,536 pixels, 95 in 2**20 and 140 in 2**22
 #: (benchmarks/RESULTS.md), each chunk costing about a millisecond of host work.
 DEVICE_CHUNK_PIXELS = 2**22
 
@@ -111,7 +111,7 @@ class _Values:
         if self.proba:
             return torch.softmax(output, 1)
         device = output.device
-        values = output * self.scale.on(device) + self.mean.on(device)  # as sknd._decoding
+        values = output * self.scale.on(device) + self.mean.on(device)  # as sknd._data._decoding
         return values.reshape(-1) if self.ndim == 1 else values
 
     def maps_on_host(self, spec):
@@ -141,7 +141,7 @@ class _Chunk:
 class DevicePixels:
     """A fitted sknd network evaluated on pixel tables on its device (internal).
 
-    Built by :meth:`for_task`; a pixel function as :mod:`sknd._pixels` takes them (a
+    Built by :meth:`for_task`; a pixel function as :mod:`sknd._inference._pixels` takes them (a
     table in, the method's values out), with :meth:`fill_table` for whole scenes.
     """
 

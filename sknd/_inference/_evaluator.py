@@ -3,10 +3,10 @@
 The estimators predict through their torch network, written for training: it
 gathers the two bands of every pair and runs several small kernels per pair.
 Applied to millions of pixels (:mod:`sknd.raster`), the same function is
-cheaper as a compiled kernel (:mod:`sknd._kernels`, with numba) or, in numpy,
+cheaper as a compiled kernel (:mod:`sknd._nd._kernels`, with numba) or, in numpy,
 as dense linear algebra. :class:`FastNetwork` is built from the layer records
 of :func:`sknd.networks.describe`, one numpy step per layer kind
-(:data:`_STEPS`); the ND step follows :mod:`sknd._formula`.
+(:data:`_STEPS`); the ND step follows :mod:`sknd._nd._formula`.
 tests/test_networks.py checks every architecture, variant and task against the
 torch forward pass.
 """
@@ -18,9 +18,9 @@ import threading
 
 import numpy as np
 
-from ._formula import NUMPY_GEMM_MAX_BANDS, smooth_abs, softplus
-from ._threads import single_threaded_blas
-from ._validation import check_band_values
+from .._data._validation import check_band_values
+from .._nd._formula import NUMPY_GEMM_MAX_BANDS, smooth_abs, softplus
+from .._threads import single_threaded_blas
 
 __all__ = []
 
@@ -65,7 +65,7 @@ class FastNetwork:
     """Evaluation of a fitted sknd network on pixel tables.
 
     For the ``n_pairs`` pairs ``(i, j)`` with band weights ``wa = softplus(a)``,
-    ``wc = softplus(c)``, the ND layer is (see :mod:`sknd._formula`)::
+    ``wc = softplus(c)``, the ND layer is (see :mod:`sknd._nd._formula`)::
 
         numerator   = X @ Wn,  Wn[i, p] = +wa[p],  Wn[j, p] = -wc[p]
         denominator = R @ Wd,  Wd[i, p] = +wa[p],  Wd[j, p] = +wc[p]
@@ -74,7 +74,7 @@ class FastNetwork:
     with ``R = X`` (``"reflectance"``), ``sqrt(X**2 + epsilon)`` (``"signed"``)
     and ``X = R = softplus(X)`` (``"softplus"``): two GEMMs with an inner
     dimension of ``n_bands`` (gathered columns above
-    :data:`~sknd._formula.NUMPY_GEMM_MAX_BANDS` bands), or the compiled kernel.
+    :data:`~sknd._nd._formula.NUMPY_GEMM_MAX_BANDS` bands), or the compiled kernel.
     Then come the dense layers as GEMMs (a narrow layer right after the ND
     layer is accumulated by the compiled kernel) and the estimator's own
     decoding of the network output (labels, probabilities, rescaled
@@ -84,11 +84,11 @@ class FastNetwork:
     ND layer about twice as fast as in float64, within the bound of
     docs/raster.md), float64 and integer tables in float64 from the float32
     weights. A compiled first layer reads the table in its own dtype
-    (:data:`sknd._kernels.INPUT_DTYPES`) and converts it tile by tile, to the
+    (:data:`sknd._nd._kernels.INPUT_DTYPES`) and converts it tile by tile, to the
     same values as a cast of the whole table. On the CPU the estimators' own
     ``predict``, ``predict_proba`` and ``transform`` run through this
     evaluator too, so that an estimator, a scene (:mod:`sknd.raster`) and a
-    model file (:mod:`sknd._model_file`) give the same values bit for bit.
+    model file (:mod:`sknd._inference._model_file`) give the same values bit for bit.
 
     Built by :meth:`for_network`, :meth:`for_layers` or :meth:`for_indices`;
     the input checks are those of the estimator's own validation.
@@ -254,7 +254,7 @@ class _Step:
 class _NDStep(_Step):
     """ND outputs of all pairs (see :class:`FastNetwork`).
 
-    Computed by the compiled kernel of :mod:`sknd._kernels` when numba is
+    Computed by the compiled kernel of :mod:`sknd._nd._kernels` when numba is
     installed, else with numpy in GEMM or gather form.
     """
 
@@ -333,9 +333,9 @@ class _NDStep(_Step):
 
 @functools.cache
 def _compiled_kernels():
-    """:mod:`sknd._kernels` when numba is installed, else None (numpy fallback)."""
+    """:mod:`sknd._nd._kernels` when numba is installed, else None (numpy fallback)."""
     try:
-        from . import _kernels
+        from .._nd import _kernels
     except ImportError:
         return None
     return _kernels
@@ -409,7 +409,7 @@ class _LinearStep(_Step):
     much. Wider layers are one product ``W @ X.T``. The step returns the
     transposed view, an ``(n, m)`` array with contiguous columns, which the
     next product and the decoding (a compiled argmax with numba, see
-    :func:`sknd._decoding.class_labels`) read without a copy.
+    :func:`sknd._data._decoding.class_labels`) read without a copy.
     """
 
     def __init__(self, weight, bias):
@@ -484,7 +484,7 @@ class _ReLUStep:
 # ------------------------------------------------------------- network layers
 # A fitted network as plain data: one dict per layer of sknd.networks.describe, its
 # weights float64 numpy arrays (exact copies of the float32 parameters), its settings
-# Python scalars. The evaluator is built from these dicts, and sknd._model_file stores
+# Python scalars. The evaluator is built from these dicts, and sknd._inference._model_file stores
 # them, so that a network read from a file evaluates exactly as the estimator's.
 
 
@@ -542,7 +542,7 @@ def network_layers(records):
         convert = _LAYERS.get(record.kind)
         if convert is None:
             raise NotImplementedError(
-                f"sknd._evaluator has no numpy step for {record.kind!r} layers."
+                f"sknd._inference._evaluator has no numpy step for {record.kind!r} layers."
             )
         layers.append(convert(record))
     return layers

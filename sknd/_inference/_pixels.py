@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from . import _threads
+from .. import _threads
 from ._evaluator import FastNetwork
 
 __all__ = []
@@ -127,9 +127,9 @@ def pixel_function(estimator, method):
     from ._model_file import SavedModel
 
     # Fitted sknd estimators and loaded model files hand out a fast evaluator of their
-    # network (sknd._evaluator). sknd._base is looked up, not imported: it imports torch
-    # and scikit-learn, which no estimator of its classes can exist without.
-    base = sys.modules.get("sknd._base")
+    # network (sknd._inference._evaluator). sknd._estimators._base is looked up, not imported: it
+    # imports torch and scikit-learn, which no estimator of its classes can exist without.
+    base = sys.modules.get("sknd._estimators._base")
     sknd_types = (SavedModel,) if base is None else (SavedModel, base.BaseND)
     fast = estimator._fast_evaluator(method) if isinstance(estimator, sknd_types) else None
     if fast is not None:
@@ -175,7 +175,7 @@ def apply_pixels(pixels, func, spec, *, out, chunk_pixels, nodata, n_jobs=1, col
         return out
     n_bands = pixels.shape[-1]
     tail = spec.tail
-    # A model on a GPU takes whole contiguous scenes (sknd._device_pixels), when it can.
+    # A model on a GPU takes whole contiguous scenes (sknd._inference._device_pixels), when it can.
     fill_table = getattr(func, "fill_table", None)
     if fill_table is not None and pixels.flags.c_contiguous and out.flags.c_contiguous:
         table, out_table = pixels.reshape(-1, n_bands), out.reshape((-1,) + tail)

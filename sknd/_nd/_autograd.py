@@ -1,7 +1,7 @@
 """The autograd function of the Normalized Difference layer and the forward that calls it.
 
 :class:`NormalizedDifferenceFunction` runs the closed-form forward and backward
-passes of :mod:`sknd._nd_torch` (gather, matmul or band slices) and falls back
+passes of :mod:`sknd._nd._torch` (gather, matmul or band slices) and falls back
 to autograd for double backward; :func:`nd_forward` lays the input out as a
 band table, computes half-precision inputs in float32 and calls it. Used by
 :func:`sknd.nn.normalized_difference` and :class:`sknd.nn.NormalizedDifference`.
@@ -10,7 +10,7 @@ band table, computes half-precision inputs in float32 and calls it. Used by
 import torch
 import torch.nn.functional as F
 
-from ._nd_torch import (
+from ._torch import (
     band_table,
     gather_backward,
     gather_forward,
@@ -121,7 +121,7 @@ _HALF_DTYPES = (torch.float16, torch.bfloat16)
 def nd_forward(x, a, c, dim, plan_of, method):
     """The layer's outputs for ``x`` with the bands along ``dim``.
 
-    ``plan_of(dtype, device)`` gives the :class:`~sknd._nd_torch.PairPlan`.
+    ``plan_of(dtype, device)`` gives the :class:`~sknd._nd._torch.PairPlan`.
     Half-precision inputs are computed in float32 and autocast is turned off
     inside, as for the other ratio-of-sums operations of torch (softmax, norms).
     """

@@ -170,14 +170,14 @@ def classic_index(X, pairs, epsilon=1e-6, variant="reflectance"):
 #: (1.4x at 48).
 TORCH_MATMUL_MAX_INPUTS = 32
 
-#: Fused training step (sknd._fused): below this batch size the ND layer gathers even
+#: Fused training step (sknd._training._fused): below this batch size the ND layer gathers even
 #: where the layer's "auto" would multiply. With 10 bands, whole fits ran 23% (batch 32) and
 #: 15% (batch 256) faster gathering, the weight construction of the two GEMMs costing as
 #: many operations as the gather itself.
 FUSED_MATMUL_MIN_BATCH = 1024
 
-#: Numpy evaluator (sknd._evaluator, raster inference without numba): GEMMs up to this many
-#: bands, gathering above. Per pixel with all pairs, the GEMM form was still 1.8x faster at
+#: Numpy evaluator (sknd._inference._evaluator, raster inference without numba): GEMMs up to this
+#: many bands, gathering above. Per pixel with all pairs, the GEMM form was still 1.8x faster at
 #: 128 bands (3.6x at 16), numpy's column gathers being slow; beyond, its weights grow as
 #: n_bands^3.
 NUMPY_GEMM_MAX_BANDS = 128

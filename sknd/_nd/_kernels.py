@@ -20,7 +20,7 @@ tile (see benchmarks/RESULTS.md). The formula is written once, in
 :func:`_index`, which every loop over a tile's pixels inlines.
 
 :func:`argmax_rows` decodes the labels of multiclass outputs (see
-:func:`sknd._decoding.class_labels`).
+:func:`sknd._data._decoding.class_labels`).
 
 The kernels release the GIL, so chunks run in parallel threads. Compiled code
 is cached on disk by numba (``cache=True``): only the first call on a machine
@@ -154,7 +154,7 @@ def argmax_rows(columns, index):
     As numpy's: a row holding NaN gets the position of its first NaN. Column
     after column over tiles of rows, in a loop without branches that LLVM
     vectorizes; numpy's ``argmax`` along rows of a few values costs tens of
-    nanoseconds per row (:func:`sknd._decoding.class_labels` calls this when
+    nanoseconds per row (:func:`sknd._data._decoding.class_labels` calls this when
     the kernels are loaded).
 
     Parameters
@@ -206,8 +206,8 @@ def _load_tile(X, start, size, variant, epsilon, numerator_bands, denominator_ba
                     x[t] = math.log1p(math.exp(x[t]))
     elif variant == 1:
         for band in range(n_bands):
-            # sknd._formula.smooth_abs without hypot: validated bands are within 1e15
-            # (sknd._validation), so x * x cannot overflow float32.
+            # sknd._nd._formula.smooth_abs without hypot: validated bands are within 1e15
+            # (sknd._data._validation), so x * x cannot overflow float32.
             x, b = numerator_bands[band], denominator_bands[band]
             for t in range(size):
                 b[t] = math.sqrt(x[t] * x[t] + epsilon)

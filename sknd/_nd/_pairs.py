@@ -9,7 +9,7 @@ estimators delegate here:
   (public as :func:`sknd.bands.band_pair_indices`);
 - ``"auto"`` and a count: the estimators start from all pairs and keep the best-screened
   ones (:func:`n_pairs_to_keep`, :func:`auto_pair_budget`; the scores are
-  :mod:`sknd._screening`'s);
+  :mod:`sknd._nd._screening`'s);
 - :func:`estimator_pairs` does all of it for a new network of an estimator.
 """
 
@@ -18,8 +18,8 @@ from numbers import Integral
 
 import numpy as np
 
+from .._sensors import SENSORS
 from ._screening import screen_pairs
-from ._sensors import SENSORS
 
 __all__ = []
 
@@ -253,7 +253,7 @@ def estimator_pairs(
     ``"all"``, ``"auto"`` and a count start from every pair of the columns of ``X``;
     explicit pairs (by index or by name among ``bands``, the estimator's ``bands_``) are
     validated. ``"auto"`` and a count then keep the pairs whose classic index best
-    explains ``y`` (:func:`sknd._screening.screen_pairs`), scored on ``X``, the training
+    explains ``y`` (:func:`sknd._nd._screening.screen_pairs`), scored on ``X``, the training
     part only: the validation data stays unseen until early stopping looks at it.
     ``mlp_width`` is the default hidden width of an MLP on these columns, the size
     ``"auto"`` measures the ND model against (:func:`auto_pair_budget`).

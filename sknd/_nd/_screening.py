@@ -3,7 +3,7 @@
 With hundreds of bands the ND layer has tens of thousands of pairs (250 bands:
 31,125), most of them near-duplicates of their neighbours. Screening ranks
 every pair by a univariate statistic of its classic normalized difference
-``(b_i - b_j) / (b_i + b_j + epsilon)`` (:func:`sknd._formula.classic_index`
+``(b_i - b_j) / (b_i + b_j + epsilon)`` (:func:`sknd._nd._formula.classic_index`
 in the estimator's ``variant``: the layer at initialisation up to the
 scale of ``epsilon``), computed on the training data before training, and
 keeps the best ones:

@@ -1,13 +1,13 @@
 """The ND layer's math in torch: forward and closed-form backward, three formulations.
 
-The equations are those of :mod:`sknd._formula` (the numpy reference) and of
+The equations are those of :mod:`sknd._nd._formula` (the numpy reference) and of
 Proposition 2.1 of the paper for the gradients. Three formulations compute them
 (:meth:`PairPlan.choose` picks one; see
-:data:`sknd._formula.TORCH_MATMUL_MAX_INPUTS` for the first two): gathering the
+:data:`sknd._nd._formula.TORCH_MATMUL_MAX_INPUTS` for the first two): gathering the
 two band columns of every pair, two matrix products with sparse-in-dense
 weights, and, for images and series, runs of pairs reading their bands as
-slices of the input. The autograd function of :mod:`sknd._nd_autograd` and the fused
-training step of :mod:`sknd._fused` call these functions; neither writes the
+slices of the input. The autograd function of :mod:`sknd._nd._autograd` and the fused
+training step of :mod:`sknd._training._fused` call these functions; neither writes the
 formula again.
 
 Every function takes the layer input as a table ``(n_rows, n_columns)`` or, for

@@ -5,7 +5,7 @@ overhead, not arithmetic: ``torch.optim.Adam`` loops (or runs ``foreach``
 calls) over parameter tensors. :class:`FlatAdam` keeps all parameters,
 gradients and moments of a group in one buffer each, so that its step is
 seven tensor operations whatever the number of parameter tensors; the fused
-training step (:mod:`sknd._fused`) drives it batch by batch.
+training step (:mod:`sknd._training._fused`) drives it batch by batch.
 """
 
 import math
@@ -192,7 +192,7 @@ class FlatAdam(torch.optim.Optimizer):
     def packed_step(self):
         """One Adam step on the packed buffers, their layout taken as checked.
 
-        Package-internal: :mod:`sknd._fused` calls it for every batch of an epoch,
+        Package-internal: :mod:`sknd._training._fused` calls it for every batch of an epoch,
         having checked the layout (:meth:`flat_buffers`) once before the epoch;
         :meth:`step` checks it every time.
         """
@@ -215,7 +215,7 @@ class FlatAdam(torch.optim.Optimizer):
     def step_scalars(self, n_steps):
         """Step sizes and epsilons of the next ``n_steps`` steps, for :meth:`scaled_step`.
 
-        Package-internal (:mod:`sknd._graph_epochs`): a float64 array of shape
+        Package-internal (:mod:`sknd._training._graph_epochs`): a float64 array of shape
         ``(n_steps, 2)``, row ``k`` holding ``-lr sqrt(1 - beta2^t) / (1 - beta1^t)``
         and ``eps sqrt(1 - beta2^t)`` for step ``t = step + k + 1`` of the single
         parameter group, computed as :meth:`packed_step` computes them. Nothing
@@ -239,7 +239,7 @@ class FlatAdam(torch.optim.Optimizer):
         """What :meth:`scaled_step` reads from the group as constants: ``(betas, weight_decay)``.
 
         A captured CUDA graph holds them as they were at capture: a change needs a new
-        capture (:mod:`sknd._graph_epochs`), a change of ``lr`` or ``eps`` does not.
+        capture (:mod:`sknd._training._graph_epochs`), a change of ``lr`` or ``eps`` does not.
         """
         (group,) = self.param_groups
         return tuple(group["betas"]), group["weight_decay"]

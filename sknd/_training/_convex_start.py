@@ -1,4 +1,4 @@
-"""The default recipe's tuned convex start (step 2 of :mod:`sknd._recipe`).
+"""The default recipe's tuned convex start (step 2 of :mod:`sknd._training._recipe`).
 
 Convex fits of a recipe network's output layer on the principal components of what it
 reads (logistic regression, ridge), the paths that choose their penalty (``C`` on the
@@ -13,7 +13,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, Ridge
 
-from ._tasks import ClassificationTask
+from .._data._tasks import ClassificationTask
 
 __all__ = []
 
@@ -88,7 +88,7 @@ class Components:
     band noise.
 
     ``parts`` > 1: ``features`` are a fit's rows followed by ``parts - 1`` noisy copies of
-    them (:class:`~sknd._refinement.NoisyCopies`); the subspace is the rows' own, which
+    them (:class:`~sknd._training._refinement.NoisyCopies`); the subspace is the rows' own, which
     the directions only the noise spans would add to (140 against 89 on satimage-36, and
     lbfgs fits twice as long).
     """
@@ -319,7 +319,7 @@ def convex_rows(target, task, n_coefficients, sample_weight=None, parts=1):
     weighted statistics and the convex objective on the sample are unbiased estimates of
     those on all rows, with the same regularisation. ``parts`` divides the budget: the
     rows of a fit on the sample and ``parts - 1`` noisy copies of it
-    (:class:`~sknd._refinement.NoisyCopies`) stay within it.
+    (:class:`~sknd._training._refinement.NoisyCopies`) stay within it.
     """
     return sample_rows(
         target, task, convex_budget(n_coefficients) // parts, MIN_CLASS_ROWS, sample_weight

@@ -8,7 +8,7 @@ removes that overhead for the networks sknd builds, without changing what is
 computed: :class:`FusedTrainer` runs a training epoch of a network described
 by :func:`sknd.networks.describe` (the ND layer, the AttND block or the raw
 passthrough first, then ``Linear``/``ReLU`` layers) with a BCE-with-logits,
-cross-entropy or MSE loss and :class:`~sknd._adam.FlatAdam`: forward and
+cross-entropy or MSE loss and :class:`~sknd._training._adam.FlatAdam`: forward and
 closed-form backward written with preallocated gradient views and no autograd
 graph, the same gradients autograd computes (tests/test_networks.py compares
 them for every architecture). Any other network or loss is left to skorch's
@@ -21,10 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._adam import FlatAdam
-from ._formula import FUSED_MATMUL_MIN_BATCH, SOFTPLUS_THRESHOLD
-from ._graph_epochs import GraphEpochs
-from ._nd_torch import (
+from .._nd._formula import FUSED_MATMUL_MIN_BATCH, SOFTPLUS_THRESHOLD
+from .._nd._torch import (
     gather_backward,
     gather_forward,
     layer_input,
@@ -32,7 +30,9 @@ from ._nd_torch import (
     matmul_forward,
     matmul_weight,
 )
-from .networks import describe
+from ..networks import describe
+from ._adam import FlatAdam
+from ._graph_epochs import GraphEpochs
 
 __all__ = []
 
@@ -367,7 +367,7 @@ class FusedTrainer:
 
     Built by :meth:`build` for a module, criterion and :class:`FlatAdam`
     optimizer; :meth:`run_epoch` replaces skorch's per-batch loop for one
-    epoch over a :class:`~sknd._training.TensorBatches` iterator, drawing the
+    epoch over a :class:`~sknd._training._net.TensorBatches` iterator, drawing the
     same shuffles from its generator.
     """
 
@@ -391,8 +391,8 @@ class FusedTrainer:
         self.dtype = params[0].dtype
         self.device = params[0].device
         self._data = None
-        #: Whether epochs run as segments (:mod:`sknd._graph_epochs`), and whether those are
-        #: captured as CUDA graphs: on a GPU, where launching each kernel costs more than it
+        #: Whether epochs run as segments (:mod:`sknd._training._graph_epochs`), and whether those
+        #: are captured as CUDA graphs: on a GPU, where launching each kernel costs more than it
         #: computes. The step-by-step epoch is cheaper on the CPU.
         self.segmented = self.capture = self.device.type == "cuda"
 
@@ -468,7 +468,7 @@ class FusedTrainer:
         return self.loss.epoch_total(terms)
 
     def _graph_epochs(self, dataset, prepared, aux):
-        """The :class:`~sknd._graph_epochs.GraphEpochs` of ``dataset``, cached."""
+        """The :class:`~sknd._training._graph_epochs.GraphEpochs` of ``dataset``, cached."""
         cached = getattr(self, "_epochs", None)
         if cached is None or cached[0] is not dataset:
             cached = (dataset, GraphEpochs(self, prepared, aux, capture=self.capture))
@@ -480,7 +480,7 @@ class FusedTrainer:
         """Train one epoch; return ``(sum of per-sample losses (tensor), n_samples, n_batches)``.
 
         With :attr:`segmented` (on a GPU) the epoch runs as
-        :class:`~sknd._graph_epochs.GraphEpochs`, else step by step.
+        :class:`~sknd._training._graph_epochs.GraphEpochs`, else step by step.
         """
         prepared, aux, terms = self._prepare(iterator.dataset)
         weighted = iterator.dataset.w is not None

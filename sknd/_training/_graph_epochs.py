@@ -3,10 +3,10 @@
 On a GPU a step of sknd's small networks is a chain of some forty small kernels, each
 launched by the host: 0.5-0.7 ms a step whatever the batch (benchmarks/RESULTS.md, "GPU"),
 so that GPU fits paid off only from batch 4,096 up. :class:`GraphEpochs` runs the epochs
-of a :class:`~sknd._fused.FusedTrainer` as a few *segments* of up to
+of a :class:`~sknd._training._fused.FusedTrainer` as a few *segments* of up to
 :data:`SEGMENT_STEPS` steps. A segment gathers its rows in the epoch's order
 (``index_select`` on the device), runs the forward, closed-form backward and Adam step of
-each of its batches (:meth:`~sknd._adam.FlatAdam.scaled_step`, whose step sizes are read
+each of its batches (:meth:`~sknd._training._adam.FlatAdam.scaled_step`, whose step sizes are read
 from a device buffer) and adds its per-sample losses to the epoch's total, all into
 static buffers, so that it is captured once as a CUDA graph and replayed every epoch. The
 host launches two copies and one replay per segment, and reads the total once per epoch
@@ -20,7 +20,7 @@ order is used only if nothing else drew from the generator in between.
 
 The first segment of the first epoch runs eagerly (on the stream the capture uses), which
 warms up what the capture needs. CPU runs (``capture=False``) run every segment eagerly: the
-tests compare them with the step-by-step epoch of :class:`~sknd._fused.FusedTrainer`.
+tests compare them with the step-by-step epoch of :class:`~sknd._training._fused.FusedTrainer`.
 """
 
 import torch
@@ -89,7 +89,7 @@ class GraphEpochs:
 
     Parameters
     ----------
-    trainer : sknd._fused.FusedTrainer
+    trainer : sknd._training._fused.FusedTrainer
     prepared, aux : torch.Tensor
         The first block's inputs and the target columns (``FusedTrainer.prepare``).
     capture : bool

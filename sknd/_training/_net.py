@@ -1,14 +1,14 @@
 """Training machinery on top of skorch: tensor batches, scoring and early stopping.
 
-(The checks of a user's own callbacks are in :mod:`sknd._user_callbacks`.)
+(The checks of a user's own callbacks are in :mod:`sknd._training._user_callbacks`.)
 
 skorch provides the loop, the history and the callback protocol; this module
 keeps them and removes per-batch overhead that dominates small networks:
 
 - data loading slices whole tensors (at batch 32 the ``Dataset.__getitem__`` +
   collate path costs more than the step itself);
-- a training epoch runs :class:`~sknd._fused.FusedTrainer` (hand-written
-  forward and closed-form backward, :class:`~sknd._adam.FlatAdam`) when the
+- a training epoch runs :class:`~sknd._training._fused.FusedTrainer` (hand-written
+  forward and closed-form backward, :class:`~sknd._training._adam.FlatAdam`) when the
   network and loss are supported and no callback asks for per-batch events;
   otherwise skorch's own ``train_step`` with autograd;
 - losses are summed on the device and read once per epoch (no per-batch
@@ -300,7 +300,7 @@ def _wants_training_batches(callback):
 class Net(NeuralNet):
     """skorch ``NeuralNet`` with a lean per-batch path, ending on :class:`EarlyStopping` only.
 
-    - Training epochs use :class:`~sknd._fused.FusedTrainer` when it supports
+    - Training epochs use :class:`~sknd._training._fused.FusedTrainer` when it supports
       the module, criterion and optimizer and no callback implements
       batch-level events for training batches; otherwise skorch's
       ``train_step`` (autograd, ``on_grad_computed``) runs per batch.
@@ -410,7 +410,7 @@ class Net(NeuralNet):
         The weights have mean 1 over the data set: a full batch then minimises
         ``sum(w_i loss_i) / sum(w_i)``, the loss of the data with each sample
         repeated ``w_i`` times, and mini-batches follow it without bias. The
-        fused step (:mod:`sknd._fused`) computes the same gradients.
+        fused step (:mod:`sknd._training._fused`) computes the same gradients.
         """
         if not isinstance(y_true, (tuple, list)):
             return super().get_loss(y_pred, y_true, X=X, training=training)

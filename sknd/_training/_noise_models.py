@@ -2,7 +2,7 @@
 additive sensor noise ``b + eta s z``.
 
 Used by the default recipe, whose classifiers also train on noisy copies of the rows
-(:func:`sknd._refinement.noisy_copy`), and by the experiments' robustness analysis
+(:func:`sknd._training._refinement.noisy_copy`), and by the experiments' robustness analysis
 (:func:`sknd.experiments.add_multiplicative_noise`, :func:`~sknd.experiments.add_additive_noise`).
 numpy only: training does not import the experiments.
 """

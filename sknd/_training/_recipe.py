@@ -17,18 +17,18 @@ the gap and then learn the band weights where the data pay for them
    change.
 2. **Tuned convex start.** The output layer starts from the convex fit on the standardized
    classic indices, its penalty chosen from the data (:func:`prepare`,
-   :mod:`sknd._convex_start`): ridge regression on the standardized targets by generalized
+   :mod:`sknd._training._convex_start`): ridge regression on the standardized targets by generalized
    cross-validation over an alpha path (as :class:`~sklearn.linear_model.RidgeCV`),
    logistic regression by a warm-started path of ``C`` scored by the validation log-loss.
    A fixed penalty (``C=1`` or ``alpha=1``) lost 9 points of R2 on a 250-band regression
    and collapsed with ``pairs="all"``. A classifier's convex fits (and its steps 3 and 5)
    train on the rows and noisy copies of them under the paper's noise
-   (:class:`~sknd._refinement.NoisyCopies`, the estimators' ``train_noise``): robustness
+   (:class:`~sknd._training._refinement.NoisyCopies`, the estimators' ``train_noise``): robustness
    to noisy bands.
 3. **Learned indices.** From that start, the band weights and the output layer are trained
    jointly by full-batch L-BFGS on the start's own objective (the same loss and penalty)
    plus a Gaussian prior pulling each band weight's logarithm toward the classic index,
-   along a path of prior strengths (:func:`~sknd._refinement.refine`). The validation part
+   along a path of prior strengths (:func:`~sknd._training._refinement.refine`). The validation part
    picks the start or one of the refined models, by score, then loss: the start's optimum
    of the head is where Adam's noisy minibatch steps rarely improved the validation score,
    while a second-order method on the whole objective moves the indices as far as the data
@@ -42,12 +42,12 @@ the gap and then learn the band weights where the data pay for them
    rows, a convex fit uses them all.
 
 On large training sets steps 1, 2, 3 and 5 use an unbiased sample of the rows (see
-:func:`~sknd._convex_start.convex_rows`): their cost then stops growing with the data while
-training's does.
+:func:`~sknd._training._convex_start.convex_rows`): their cost then stops growing with the data
+while training's does.
 
 ``depth="auto"`` first tries a wide head on the depth-2 start's indices, trained as
-scikit-learn trains its MLP (:mod:`sknd._wide_head`), and keeps it where validation confirms
-it; otherwise a deeper network carried from the start, or the start itself.
+scikit-learn trains its MLP (:mod:`sknd._training._wide_head`), and keeps it where validation
+confirms it; otherwise a deeper network carried from the start, or the start itself.
 
 Standardization alone (without 2) lost 2.5-3.4 points on two data sets. Deeper networks
 trained from random weights (as in the paper) lost to the tuned depth-2 model on forest
@@ -62,10 +62,10 @@ import time
 import numpy as np
 import torch
 
+from .._data._tasks import ClassificationTask
+from ..networks import MAX_DEFAULT_HIDDEN_UNITS, describe, forward_rows
 from . import _convex_start
 from ._convex_start import DEFAULT_ALPHA, DEFAULT_C, MIN_SELECTION_ROWS
-from ._tasks import ClassificationTask
-from .networks import MAX_DEFAULT_HIDDEN_UNITS, describe, forward_rows
 
 __all__ = []
 
@@ -187,7 +187,7 @@ def carry(module, linear):
 
 def _sample(X, target, task, output, sample_weight, parts=1):
     """``(X, target, sample_weight)`` restricted to
-    :func:`~sknd._convex_start.convex_rows` of the data (``parts`` as there)."""
+    :func:`~sknd._training._convex_start.convex_rows` of the data (``parts`` as there)."""
     rows, weight = _convex_start.convex_rows(
         target, task, output.weight.numel() + output.bias.numel(), sample_weight, parts
     )
@@ -211,14 +211,14 @@ def prepare(
     ``target_train`` is what the convex fit learns: class codes, or the standardized
     regression targets. ``sample_weight`` weights the statistics and the fit (weight
     ``k`` counts as ``k`` copies of the sample, as in scikit-learn's linear models).
-    Both use :func:`~sknd._convex_start.convex_rows` of the training rows; the fit also
-    trains on their ``copies`` (:class:`~sknd._refinement.NoisyCopies`). ``valid`` is
+    Both use :func:`~sknd._training._convex_start.convex_rows` of the training rows; the fit also
+    trains on their ``copies`` (:class:`~sknd._training._refinement.NoisyCopies`). ``valid`` is
     ``(X, target, sample_weight)`` of the validation part, or None.
 
     Returns ``(penalty, tuned)``: the logistic regression's ``C`` or the ridge's
     ``alpha``, and whether it was chosen from the data (False: too few rows to select
-    on, :data:`~sknd._convex_start.DEFAULT_C` /
-    :data:`~sknd._convex_start.DEFAULT_ALPHA`). ``clock``, a :class:`Stopwatch`,
+    on, :data:`~sknd._training._convex_start.DEFAULT_C` /
+    :data:`~sknd._training._convex_start.DEFAULT_ALPHA`). ``clock``, a :class:`Stopwatch`,
     times the stages "standardize" and "C path" or "alpha path".
     """
     clock = Stopwatch() if clock is None else clock
@@ -272,9 +272,9 @@ def _tune(module, features, target_train, task, rows, sample_weight, valid, copi
 
 def refit(module, X, target, task, rows, penalty, copies, sample_weight=None):
     """Step 5: refit the output layer on what it reads from ``X`` (all rows, or
-    :func:`~sknd._convex_start.convex_rows` of them) with the start's ``penalty``: the
+    :func:`~sknd._training._convex_start.convex_rows` of them) with the start's ``penalty``: the
     learned standardized indices at depth 2, the last hidden layer's outputs in deeper
-    networks; with their ``copies`` (:class:`~sknd._refinement.NoisyCopies`)."""
+    networks; with their ``copies`` (:class:`~sknd._training._refinement.NoisyCopies`)."""
     output = module[-1]
     X, target, sample_weight = _sample(X, target, task, output, sample_weight, copies.parts)
     X, target, sample_weight = copies(X, target, sample_weight)

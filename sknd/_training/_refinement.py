@@ -1,4 +1,4 @@
-"""The default recipe's learned indices (step 3 of :mod:`sknd._recipe`) and the
+"""The default recipe's learned indices (step 3 of :mod:`sknd._training._recipe`) and the
 validation that selects them.
 
 :func:`refine` trains the band weights and the output layer from the tuned convex start
@@ -17,10 +17,10 @@ import torch.nn.functional as F
 from scipy.optimize import minimize
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
+from .._data._tasks import ClassificationTask
+from ..networks import describe, first_nd_layer, forward_rows
 from ._convex_start import MIN_SELECTION_ROWS, one_standard_error, past_best, sample_rows
 from ._noise_models import perturbed, sensor_range
-from ._tasks import ClassificationTask
-from .networks import describe, first_nd_layer, forward_rows
 
 __all__ = []
 
@@ -40,7 +40,7 @@ REFINE_MAX_ITER = 30
 #: iterations instead of 53, with the same selected model.
 REFINE_FTOL = 1e-7
 #: The refinement runs on full batches of at most this many (rows x first-block outputs)
-#: values: larger training parts are sampled (:func:`~sknd._convex_start.sample_rows`, at
+#: values: larger training parts are sampled (:func:`~sknd._training._convex_start.sample_rows`, at
 #: least :data:`REFINE_CLASS_ROWS` rows of each class), weighted so that the objective and
 #: its penalties stay those of all rows. An L-BFGS iteration on all 4,000 training rows of
 #: satimage-36 (630 pairs) took 0.6 s, 93 s for the refinement.
@@ -63,11 +63,11 @@ def noisy_copy(X, seed, level=NOISE_LEVEL):
     """``X`` under the paper's multiplicative noise at ``level``, draw ``seed``.
 
     The same draw as :func:`sknd.experiments.add_multiplicative_noise` with
-    ``random_state=seed`` (both through :func:`sknd._noise_models.perturbed`), clipped at
-    0 where every value of ``X`` is non-negative (:func:`~sknd._noise_models.sensor_range`,
-    as additive noise is): bands a sensor measures stay so, and the
-    reflectance variant needs them so (at the default level a value goes negative only
-    where ``z < -10``; at ``level=1`` where ``z < -1``).
+    ``random_state=seed`` (both through :func:`sknd._training._noise_models.perturbed`), clipped at
+    0 where every value of ``X`` is non-negative
+    (:func:`~sknd._training._noise_models.sensor_range`, as additive noise is): bands a sensor
+    measures stay so, and the reflectance variant needs them so (at the default level a value goes
+    negative only where ``z < -10``; at ``level=1`` where ``z < -1``).
 
     Examples
     --------
@@ -128,7 +128,7 @@ class NoisyCopies(namedtuple("NoisyCopies", "level n_copies")):
 
 def _row_losses(task, output, target):
     """Per-row losses (float64) of raw outputs under the estimators' training criterion,
-    averaged over the outputs as in training (:func:`sknd._training.weighted_loss`)."""
+    averaged over the outputs as in training (:func:`sknd._training._net.weighted_loss`)."""
     if isinstance(task, ClassificationTask) and task.binary:
         target = target.to(output.dtype).reshape(-1, 1)
     losses = task.criterion(reduction="none")(output, target)
@@ -249,7 +249,7 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
     the training rows closer). Keeps, among the start and the refined models that score
     at least as well as the start, the strongest prior by the one-standard-error rule on
     the validation rows' losses. ``valid`` is ``(X, target, sample_weight)``, targets as
-    for :func:`~sknd._recipe.prepare`; ``copies`` (:class:`NoisyCopies`) come with the
+    for :func:`~sknd._training._recipe.prepare`; ``copies`` (:class:`NoisyCopies`) come with the
     training rows. Returns the :class:`Validation` of the start and of
     the selected model, which is the start when there was nothing to refine (too few
     validation rows, no ND layer, or a first block too large for full batches).

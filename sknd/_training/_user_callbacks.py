@@ -1,8 +1,8 @@
 """Checks of the estimators' ``callbacks`` parameter: skorch callbacks a user adds to a fit.
 
 :func:`user_callbacks` names them as skorch does, refuses names sknd uses
-itself (:data:`sknd._training.OWN_CALLBACKS`) and callbacks the training loop
-of :class:`sknd._training.Net` cannot serve, saying what to change, and gives
+itself (:data:`sknd._training._net.OWN_CALLBACKS`) and callbacks the training loop
+of :class:`sknd._training._net.Net` cannot serve, saying what to change, and gives
 an ``EpochScoring`` or ``BatchScoring`` with skorch's default target
 extractor :class:`TaskTargets`, the stored targets as ``net_.predict`` returns them.
 """
@@ -15,7 +15,7 @@ from skorch.callbacks import BatchScoring, Callback, EpochScoring
 from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
 from skorch.utils import to_numpy
 
-from ._training import OWN_CALLBACKS
+from ._net import OWN_CALLBACKS
 
 __all__ = []
 

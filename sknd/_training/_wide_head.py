@@ -5,7 +5,7 @@ units, Adam at 1e-3, batches of 200, up to 200 epochs) is an illumination-invari
 that a depth-3 ND network contains: at its start the ND layer *is* those indices and the
 Standardize layer standardizes them. With passthrough the first block adds the
 standardized bands, and the network contains the MLP on the bands as well. The recipe's
-linear start, and a deeper head carried from it (:func:`~sknd._recipe.carry`), stay near
+linear start, and a deeper head carried from it (:func:`~sknd._training._recipe.carry`), stay near
 the linear model: early stopping ends their training within a few dozen epochs, below
 what those peers reach from random weights (benchmarks/RESULTS.md).
 
@@ -14,11 +14,11 @@ peer is trained, on the first block's outputs held fixed (the recipe's tuned, po
 refined, indices, standardized), from random weights, and keeps the epoch that scores best
 on the validation rows. Every second epoch trains on a noisy copy of the training rows
 instead of the rows, under the paper's noise at ``train_noise``
-(:func:`~sknd._refinement.noisy_copy`; :data:`NOISY_COPIES` of them in turn): a head
+(:func:`~sknd._training._refinement.noisy_copy`; :data:`NOISY_COPIES` of them in turn): a head
 trained on the clean rows alone is as fragile as the peer (satimage-36, two folds: a drop
 of 22.8 points under 10 % multiplicative noise for the peer against 11.5 for the MLP on the
 bands), one with the rows and a new copy each epoch dropped 10.3 there. The head reads the principal
-components of the first block's outputs (:class:`~sknd._convex_start.Components`, as the
+components of the first block's outputs (:class:`~sknd._training._convex_start.Components`, as the
 convex fits do: 87 of satimage-36's 630 indices), which makes an epoch a fraction of one
 on all the indices; the trained layer is folded back onto the indices, so that the network
 and its exports stay as they are.
@@ -29,13 +29,13 @@ import copy
 import numpy as np
 import torch
 
+from .._data._tasks import ClassificationTask
+from .._data._weights import weight_tensor
+from ..networks import describe, forward_rows
 from ._adam import FlatAdam
 from ._convex_start import Components, one_standard_error
+from ._net import weighted_loss
 from ._refinement import Evaluation, noisy_copy
-from ._tasks import ClassificationTask
-from ._training import weighted_loss
-from ._weights import weight_tensor
-from .networks import describe, forward_rows
 
 __all__ = []
 
@@ -74,9 +74,10 @@ def why_not(task, n_rows):
 
 
 def beats(head, start, sample_weight):
-    """Whether the :class:`~sknd._refinement.Validation` ``head`` beats ``start`` by more
-    than the standard error of its validation losses: the one-standard-error rule
-    (:func:`~sknd._convex_start.one_standard_error`) keeps the simpler ``start`` otherwise."""
+    """Whether the :class:`~sknd._training._refinement.Validation` ``head`` beats ``start`` by
+    more than the standard error of its validation losses: the one-standard-error rule
+    (:func:`~sknd._training._convex_start.one_standard_error`) keeps the simpler ``start``
+    otherwise."""
     losses = np.stack([start.row_losses, head.row_losses])
     return one_standard_error(losses, sample_weight) == 1
 
@@ -138,7 +139,7 @@ def _loss_target(task, target):
 def train_head(module, X, target, task, rows, sample_weight, valid, level, seed):
     """Train the hidden and output layers of the depth-3 ``module`` as the invariant peer
     is trained, on its first block's outputs held fixed; return the
-    :class:`~sknd._refinement.Validation` of the trained ``module``.
+    :class:`~sknd._training._refinement.Validation` of the trained ``module``.
 
     ``module`` is a depth-3 classification network (first block, Standardize, Linear,
     ReLU, Linear) whose first block and Standardize layer are the recipe's start; its
@@ -154,7 +155,7 @@ def train_head(module, X, target, task, rows, sample_weight, valid, level, seed)
     head = _head(components.basis.shape[1], hidden.out_features, task.n_outputs, seed)
     epochs = _EpochFeatures(first, X, features, components, level, seed, rows)
     targets = _loss_target(task, torch.as_tensor(target))
-    # Of mean 1, as training's (sknd._weights): the steps' size does not scale with them.
+    # Of mean 1, as training's (sknd._data._weights): the steps' size does not scale with them.
     weights = weight_tensor(np.ones(len(X)) if sample_weight is None else sample_weight, "cpu")
     X_valid, target_valid, weight_valid = valid
     evaluate = Evaluation(
@@ -187,7 +188,7 @@ def train_head(module, X, target, task, rows, sample_weight, valid, level, seed)
 
 
 def _better(new, old):
-    """Whether the :class:`~sknd._refinement.Validation` ``new`` beats ``old``: a higher
+    """Whether the :class:`~sknd._training._refinement.Validation` ``new`` beats ``old``: a higher
     score, then (a tie) a lower loss."""
     if new.score != old.score:
         return new.score > old.score

@@ -11,8 +11,8 @@ import numbers
 import numpy as np
 from joblib import effective_n_jobs
 
-from .._validation import check_band_values
-from .._validation import physical_memory as _physical_memory
+from .._data._validation import check_band_values
+from .._data._validation import physical_memory as _physical_memory
 from ._specs import ALL_PAIR_TABLES, specs_for
 
 __all__ = []
@@ -148,8 +148,8 @@ def _check_pair_tables(shape, specs, estimator_params, n_jobs, n_splits, options
 
 def _check_estimator_params(task, estimator_params, options):
     """Each network parameter as the estimators would validate it at their first fit."""
-    from .._classifier import NDClassifier
-    from .._regressor import NDRegressor
+    from .._estimators._classifier import NDClassifier
+    from .._estimators._regressor import NDRegressor
 
     estimator = NDRegressor() if task == "regression" else NDClassifier()
     for key, value in dict(estimator_params or {}).items():

@@ -10,7 +10,7 @@ from sklearn.metrics import accuracy_score, r2_score, root_mean_squared_error
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
-from .._noise_models import perturbed
+from .._training._noise_models import perturbed
 
 PAPER_NOISE_LEVELS = (0.0, 0.02, 0.04, 0.06, 0.08, 0.10)
 #: Noise models of :func:`noise_robustness`: the paper's ``b + eta |b| z``, or

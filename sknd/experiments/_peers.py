@@ -14,8 +14,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.tree import DecisionTreeClassifier
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted, validate_data
 
-from .._formula import classic_index
-from .._pairs import index_names
+from .._nd._formula import classic_index
+from .._nd._pairs import index_names
 
 
 def _classic_nd(values, pairs, epsilon):

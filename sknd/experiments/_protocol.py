@@ -14,7 +14,7 @@ from joblib import Parallel, delayed
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.multiclass import type_of_target
 
-from .._tasks import check_label_kinds
+from .._data._tasks import check_label_kinds
 from ._checks import check_run_arguments
 from ._noise import ILLUMINATION_FACTORS, PAPER_NOISE_LEVELS, RUN_NOISE_KINDS
 from ._plan import make_plan

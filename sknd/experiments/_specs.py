@@ -97,8 +97,8 @@ class ModelSpec:
 
 
 def _build_network(spec, context):
-    from .._classifier import NDClassifier
-    from .._regressor import NDRegressor
+    from .._estimators._classifier import NDClassifier
+    from .._estimators._regressor import NDRegressor
 
     estimator = NDClassifier if context["task"] == "classification" else NDRegressor
     params = dict(PAPER_SETTINGS) if spec.paper_recipe else {}

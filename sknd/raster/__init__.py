@@ -56,16 +56,16 @@ window (see ``python -m sknd.raster --help``). The functions here take a
 loaded model file (:class:`sknd.SavedModel`) like an estimator.
 
 Fitted sknd estimators are evaluated by a numpy re-implementation of their
-network (:mod:`sknd._evaluator`), which is several times faster than the torch
+network (:mod:`sknd._inference._evaluator`), which is several times faster than the torch
 forward pass on large pixel tables, with the ND layer as a compiled kernel when
-numba is installed (the ``fast`` extra, see :mod:`sknd._kernels`). Any
+numba is installed (the ``fast`` extra, see :mod:`sknd._nd._kernels`). Any
 other estimator is called through its public methods.
 """
 
 import numpy as np
 
 from .._docstrings import Substitution
-from .._pixels import DEFAULT_CHUNK_PIXELS
+from .._inference._pixels import DEFAULT_CHUNK_PIXELS
 from ._categorical import CodeTable
 from ._checks import check_scalar
 from ._dispatch import apply_image, check_fitted

@@ -17,7 +17,7 @@ from numbers import Integral
 
 import numpy as np
 
-from .._pixels import label_fill
+from .._inference._pixels import label_fill
 
 __all__ = []
 
@@ -261,7 +261,7 @@ def _equal(label, other):
 
 
 def adjust_output(func, spec, options):
-    """``(func, spec)`` of :func:`sknd._pixels.prepare` as the raster call asked for them.
+    """``(func, spec)`` of :func:`sknd._inference._pixels.prepare` as the raster call asks.
 
     ``options["codes"]`` (a :class:`CodeTable`) turns labels into their codes;
     ``options["dtype"]`` sets the output type (float32 probabilities).

@@ -45,8 +45,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._model_file import SavedModel, load_model
-from .._pixels import apply_pixels, prepare
+from .._inference._model_file import SavedModel, load_model
+from .._inference._pixels import apply_pixels, prepare
 from ._categorical import CodeTable, adjust_output
 from ._checks import band_nodata, check_n_jobs
 from ._geotiff import check_compression, finish_class_map
@@ -62,7 +62,7 @@ __all__ = []
 # in the hundreds of megabytes.
 _STRIP_PIXELS = 4_000_000
 _GDAL_CACHE_BYTES = 64 * 2**20
-# Scenes from this many pixels use numba's compiled kernels (sknd._kernels) for sknd models:
+# Scenes from this many pixels use numba's compiled kernels (sknd._nd._kernels) for sknd models:
 # their start-up (about 0.5 s and 130 MB in a fresh process) costs more than they save on a
 # smaller scene, which numpy evaluates in tens of milliseconds.
 _COMPILED_MIN_PIXELS = 2**22

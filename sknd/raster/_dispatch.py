@@ -3,7 +3,7 @@
 :func:`apply_image` checks the options that :func:`sknd.raster.predict`,
 :func:`~sknd.raster.predict_proba`, :func:`~sknd.raster.transform` and
 :func:`~sknd.raster.class_map` share, then hands a numpy array (or a pandas
-DataFrame) to the chunked pixel loop of :mod:`sknd._pixels`, and a DataArray,
+DataFrame) to the chunked pixel loop of :mod:`sknd._inference._pixels`, and a DataArray,
 a Dataset or a bare dask array to :mod:`sknd.raster._xarray`. dask, pandas and
 xarray are looked up, never imported, to tell the kinds apart.
 """
@@ -13,8 +13,8 @@ from numbers import Integral
 
 import numpy as np
 
-from .._model_file import SavedModel
-from .._pixels import apply_pixels, prepare
+from .._inference._model_file import SavedModel
+from .._inference._pixels import apply_pixels, prepare
 from ._categorical import adjust_output
 from ._checks import (
     check_fill_not_a_class,

@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from .._pixels import apply_block, prepare
+from .._inference._pixels import apply_block, prepare
 from ._categorical import adjust_output
 from ._checks import band_nodata
 from ._matching import band_columns, band_name

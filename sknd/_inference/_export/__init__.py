@@ -12,7 +12,7 @@ import numbers
 
 import numpy as np
 
-from ..bands import match_bands
+from ...bands import match_bands
 from ._earthengine import earthengine_code
 from ._openeo import process_graph
 from ._program import OUTPUTS, build

@@ -9,7 +9,7 @@ per output. Truth values are 0/1 numbers (``if`` multiplies by one, ``and``
 multiplies two).
 """
 
-from .._version import __version__
+from ..._version import __version__
 
 __all__ = []
 

@@ -3,7 +3,7 @@
 The text pieces of :func:`sknd.inspection.export_formulas`: numbers
 (:func:`format_number`) and the whole index over band symbols
 (:func:`format_formula`) for ``format="numpy"``, ``"gee"``, ``"qgis"``,
-``"latex"``, ``"text"`` and ``"asi"``, every variant of :mod:`sknd._formula`.
+``"latex"``, ``"text"`` and ``"asi"``, every variant of :mod:`sknd._nd._formula`.
 """
 
 from __future__ import annotations

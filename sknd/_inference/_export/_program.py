@@ -3,7 +3,7 @@
 openEO process graphs and Earth Engine expressions compute per pixel with
 scalar operations (add, multiply, exp, ...) over the bands of a cube or an
 image. :func:`build` turns the layers of a model file (the plain-data network
-of :func:`sknd._evaluator.network_layers`, docs/model_files.md) and its
+of :func:`sknd._inference._evaluator.network_layers`, docs/model_files.md) and its
 decoding into a :class:`Program`: *stages* of named values, each value an
 expression tree of the operations in :data:`OPERATIONS` over constants
 (``("num", value)``) and the bands or values of earlier stages
@@ -30,8 +30,8 @@ tests/test_export.py checks every dialect against :class:`sknd.SavedModel`.
 
 import numpy as np
 
-from .._formula import softplus
-from .._pairs import index_names
+from ..._nd._formula import softplus
+from ..._nd._pairs import index_names
 
 __all__ = []
 
@@ -187,7 +187,7 @@ def _layers(program, layers, values):
 
 
 def _nd(layer, values):
-    """The ND layer (:mod:`sknd._formula`): ``(wa x_i - wc x_j) / (wa r_i + wc r_j + eps)``."""
+    """The ND layer (:mod:`sknd._nd._formula`): ``(wa x_i - wc x_j) / (wa r_i + wc r_j + eps)``."""
     variant, epsilon = layer["variant"], layer["epsilon"]
     wa, wc = softplus(np.asarray(layer["a"])), softplus(np.asarray(layer["c"]))
     x = values
@@ -253,7 +253,7 @@ _LAYERS = {
 
 
 def _probabilities(logits):
-    """Class probabilities as :func:`sknd._decoding.class_probabilities` computes them.
+    """Class probabilities as :func:`sknd._data._decoding.class_probabilities` computes them.
 
     One logit: its logistic function and one minus it. Several:
     ``p_k = 1 / sum_j exp(l_j - l_k)``, the softmax without a largest logit to
@@ -279,7 +279,7 @@ def _probabilities(logits):
 
 
 def _class_code(logits):
-    """The class code (position in ``classes_``) as :func:`sknd._decoding.class_labels` picks it.
+    """The class code (position in ``classes_``) :func:`sknd._data._decoding.class_labels` picks.
 
     One logit: 1 where it is positive. Several: ``sum_k k [l_k is the first
     largest]``, with ``l_k > l_j`` before it and ``l_k >= l_j`` after it.

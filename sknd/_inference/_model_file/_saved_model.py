@@ -1,6 +1,6 @@
 """The model a model file holds, for prediction only: :class:`SavedModel` and :func:`load_model`.
 
-Its methods run the numpy / numba evaluator of :mod:`sknd._evaluator` built
+Its methods run the numpy / numba evaluator of :mod:`sknd._inference._evaluator` built
 from the same float64 weights as the estimator's own methods on the CPU: its
 outputs equal theirs bit for bit (and those of :mod:`sknd.raster` with the
 estimator). It refuses what the estimator refuses, and like the estimator it
@@ -12,9 +12,9 @@ import os
 
 import numpy as np
 
-from .._decoding import class_labels, class_probabilities, regression_targets
-from .._pairs import index_names
-from .._validation import check_band_values, plain_values
+from ..._data._decoding import class_labels, class_probabilities, regression_targets
+from ..._data._validation import check_band_values, plain_values
+from ..._nd._pairs import index_names
 from ._format import ESTIMATOR_METHODS
 from ._reading import read_fields, read_file
 
@@ -179,7 +179,7 @@ class SavedModel:
     """
 
     def __init__(self, fields, content):
-        from ..bands import Band
+        from ...bands import Band
 
         self._content = content
         self._fields = fields
@@ -215,7 +215,7 @@ class SavedModel:
         return self.band_names_ if self._band_names_given else None
 
     def _fast_evaluator(self, method):
-        """The evaluator of ``method`` (internal hook of :mod:`sknd._pixels`), built once."""
+        """The evaluator of ``method``, built once (hook of :mod:`sknd._inference._pixels`)."""
         evaluator = self._evaluators.get(method)
         if evaluator is None:
             from .._evaluator import FastNetwork
