@@ -32,7 +32,7 @@ collect_ignore += [
 @pytest.fixture(params=["compiled", "numpy"])
 def implementation(request, monkeypatch):
     """Run a test with numba's kernels (sknd._nd._kernels) and with the numpy fallback."""
-    from sknd import _evaluator
+    from sknd._inference import _evaluator
 
     if request.param == "compiled":
         pytest.importorskip("numba", reason="the compiled kernels need numba")

@@ -37,7 +37,8 @@ import time
 import numpy as np
 import torch
 
-from sknd import NDClassifier, _evaluator, raster
+from sknd import NDClassifier, raster
+from sknd._inference import _evaluator
 from sknd._training._graph_epochs import GraphEpochs
 
 

@@ -98,7 +98,8 @@ def without_numba(function, *args, **kwargs):
 
 # ------------------------------------------------------------------ throughput
 def throughput(args):
-    from sknd import _evaluator, raster
+    from sknd import raster
+    from sknd._inference import _evaluator
 
     rng = np.random.default_rng(1)
     height, width = (512, 1024) if args.quick else (1024, 2048)

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from sknd import NDClassifier, NDRegressor, _device_pixels, raster
+from sknd import NDClassifier, NDRegressor, raster
+from sknd._inference import _device_pixels
 from sknd._inference._device_pixels import DevicePixels
 from sknd._training._fused import FusedTrainer
 

@@ -465,9 +465,10 @@ def test_fit_groups_hold_out_whole_groups_for_early_stopping():
     groups = np.repeat(np.arange(20), 10)
     estimator = NDClassifier(validation_fraction=0.25)
     task = ClassificationTask(y)
-    X_train, _, X_valid, *_ = estimator._validation_split(
-        X, task.encoded, task, None, None, 0, groups
-    )
+    from sknd._data._parts import Part
+
+    train, valid = estimator._validation_split(Part(X, task.encoded), task, None, None, 0, groups)
+    X_train, X_valid = train.X, valid.X
     train_groups = set(groups[X_train[:, 0].astype(int) - 1])
     valid_groups = set(groups[X_valid[:, 0].astype(int) - 1])
     assert train_groups.isdisjoint(valid_groups)

@@ -1,4 +1,4 @@
-"""Tests of the whole-model exports (sknd/_inference/_export): openEO process graphs, Earth Engine code.
+"""Tests of the whole-model exports (sknd._inference._export): openEO graphs, Earth Engine code.
 
 The openEO graphs run locally with openeo-processes-dask (the openEO core processes
 on xarray/dask) and openeo-pg-parser-networkx; the Earth Engine code runs against a

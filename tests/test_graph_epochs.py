@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from sknd import NDClassifier, _graph_epochs
+from sknd import NDClassifier
+from sknd._training import _graph_epochs
 from sknd._training._adam import FlatAdam
 from sknd._training._fused import FusedTrainer
 from sknd._training._graph_epochs import GraphEpochs

@@ -18,7 +18,8 @@ from sklearn.linear_model import LinearRegression, LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sknd import NDClassifier, NDRegressor, NDTransformer, _evaluator, raster
+from sknd import NDClassifier, NDRegressor, NDTransformer, raster
+from sknd._inference import _evaluator
 from sknd._inference._pixels import pixel_function
 from sknd.bands import BandMatchWarning
 

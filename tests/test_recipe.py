@@ -15,10 +15,11 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from skorch.callbacks import PrintLog
 
-from sknd import NDClassifier, NDRegressor, NDTransformer, _convex_start, _recipe, _refinement
+from sknd import NDClassifier, NDRegressor, NDTransformer
 from sknd._data._tasks import ClassificationTask, RegressionTask
 from sknd._nd._formula import classic_index
 from sknd._nd._pairs import AUTO_PARAMETER_SHARE, auto_pair_budget
+from sknd._training import _convex_start, _recipe, _refinement
 from sknd._training._convex_start import (
     MIN_CLASS_ROWS,
     MIN_CONVEX_ROWS,

@@ -11,6 +11,7 @@ from sklearn.utils import shuffle
 from sklearn.utils.class_weight import compute_sample_weight
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
+from sknd._data._parts import Part
 from sknd._data._weights import fit_weights, merge_duplicates
 from sknd._estimators._fit_data import _keep_in_training
 from sknd._nd._screening import pair_scores
@@ -182,12 +183,10 @@ def test_split_of_rows_all_needed_in_training_validates_on_them():
     X = np.random.default_rng(2).uniform(0.05, 0.6, (3, 4))
     codes, weight = np.array([0, 1, 2]), np.array([50.0, 50.0, 50.0])
     task = types.SimpleNamespace(stratified=True)
-    X_train, c_train, X_valid, c_valid, w_train, w_valid = NDClassifier()._validation_split(
-        X, codes, task, None, None, 0, weight=weight
-    )
-    assert sorted(c_train) == [0, 1, 2]
-    np.testing.assert_array_equal(X_valid, X_train)
-    np.testing.assert_array_equal(w_valid, w_train)
+    train, valid = NDClassifier()._validation_split(Part(X, codes, weight), task, None, None, 0)
+    assert sorted(train.target) == [0, 1, 2]
+    np.testing.assert_array_equal(valid.X, train.X)
+    np.testing.assert_array_equal(valid.weight, train.weight)
 
 
 def test_fit_weights_multiplies_and_keeps_the_input():

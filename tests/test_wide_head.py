@@ -6,8 +6,10 @@ import pytest
 import torch
 from numpy.testing import assert_allclose
 
-from sknd import NDClassifier, NDRegressor, _wide_head
+from sknd import NDClassifier, NDRegressor
+from sknd._data._parts import Part
 from sknd._data._tasks import ClassificationTask
+from sknd._training import _wide_head
 from sknd._training._refinement import Evaluation
 from sknd.networks import build_network, describe, forward_rows
 
@@ -41,17 +43,16 @@ def test_train_head_returns_the_validation_of_the_network_it_leaves():
     y = _ring(X)
     task = ClassificationTask(y)
     network = _network(X, y, width=32)
-    train, valid = slice(0, 450), slice(450, None)
+    rows, held = slice(0, 450), slice(450, None)
     first = [p.detach().clone() for p in network[0].parameters()]
-    result = _wide_head.train_head(
-        network, X[train], y[train], task, 1000, None, (X[valid], y[valid], None), 0.1, seed=0
-    )
+    train, valid = Part(X[rows], y[rows]), Part(X[held], y[held])
+    result = _wide_head.train_head(network, train, task, 1000, valid, 0.1, seed=0)
     # What it returns is the trained network's own validation (the folded head), ...
-    again = Evaluation(task, X[valid], y[valid], None, 1000)(network)
+    again = Evaluation(task, valid, 1000)(network)
     assert result.score == again.score
     assert_allclose(result.row_losses, again.row_losses, rtol=1e-12)
     # ... the ring, which a linear model on the indices cannot draw, is learned, ...
-    assert result.score > 0.9 > max(y[valid].mean(), 1 - y[valid].mean())
+    assert result.score > 0.9 > max(y[held].mean(), 1 - y[held].mean())
     # ... and the first block (the indices) is held fixed.
     for before, after in zip(first, network[0].parameters()):
         assert torch.equal(before, after)

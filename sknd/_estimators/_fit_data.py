@@ -11,18 +11,21 @@ from numbers import Number
 import numpy as np
 from sklearn.model_selection import GroupShuffleSplit, train_test_split
 
+from .._data._parts import Part
 from .._data._weights import fit_weights, merge_duplicates
 from ..bands import resolve_bands
 
 __all__ = ["FitDataMixin"]
 
 
-def _group_split(X, codes, groups, validation_fraction, seed, weight):
-    """Hold out about ``validation_fraction`` of the groups for early stopping."""
+def _group_split(rows, groups, validation_fraction, seed):
+    """``(train, valid)`` :class:`~sknd._data._parts.Part` of ``rows``, about
+    ``validation_fraction`` of the groups held out for early stopping."""
     groups = np.asarray(groups)
-    if groups.ndim != 1 or len(groups) != len(X):
+    if groups.ndim != 1 or len(groups) != rows.n_rows:
         raise ValueError(
-            f"groups must be one label per sample: got shape {groups.shape} for {len(X)} samples."
+            f"groups must be one label per sample: got shape {groups.shape} for {rows.n_rows} "
+            "samples."
         )
     if len(np.unique(groups)) < 2:
         raise ValueError(
@@ -31,10 +34,8 @@ def _group_split(X, codes, groups, validation_fraction, seed, weight):
             "y_val, or early_stopping=False."
         )
     splitter = GroupShuffleSplit(n_splits=1, test_size=validation_fraction, random_state=seed)
-    train, valid = next(splitter.split(X, codes, groups))
-    if weight is None:
-        return X[train], codes[train], X[valid], codes[valid], None, None
-    return X[train], codes[train], X[valid], codes[valid], weight[train], weight[valid]
+    train, valid = next(splitter.split(rows.X, rows.target, groups))
+    return rows.take(train), rows.take(valid)
 
 
 def _keep_in_training(codes, train, valid, classes, weight):
@@ -97,11 +98,11 @@ class FitDataMixin:
     :class:`~sknd._estimators._base.BaseND` and its subclasses.
     """
 
-    def _validation_split(self, X, codes, task, X_val, y_val, seed, groups=None, weight=None):
-        """Return ``(X_train, codes_train, X_val, codes_val, weight_train, weight_val)``.
+    def _validation_split(self, rows, task, X_val, y_val, seed, groups=None):
+        """Return the ``(train, valid)`` :class:`~sknd._data._parts.Part` of ``rows``.
 
-        The validation parts may be None, and the weights are None when ``weight`` is
-        (an explicit ``X_val`` is not weighted).
+        ``valid`` is None without a validation part; an explicit ``X_val`` is not
+        weighted.
 
         With ``groups``, the internal split holds out whole groups (fields, spatial
         blocks): correlated samples on both sides would make early stopping optimistic.
@@ -121,12 +122,12 @@ class FitDataMixin:
                 message = str(exc).replace("Input y ", "Input y_val ")
                 raise ValueError(f"Invalid validation data X_val, y_val: {message}") from exc
             codes_val = task.encode(y_val, "y_val")
-            return X, codes, X_val, _matching_outputs(codes_val, codes), weight, None
+            return rows, Part(X_val, _matching_outputs(codes_val, rows.target))
         if not self.early_stopping:
-            return X, codes, None, None, weight, None
+            return rows, None
         if groups is not None:
-            return _group_split(X, codes, groups, self.validation_fraction, seed, weight)
-        n_samples = len(X)
+            return _group_split(rows, groups, self.validation_fraction, seed)
+        n_samples = rows.n_rows
         n_valid = int(np.ceil(self.validation_fraction * n_samples))
         if n_samples - n_valid < 1:
             raise ValueError(
@@ -138,19 +139,18 @@ class FitDataMixin:
         if task.stratified:
             # Stratify whenever every class can appear on both sides; tiny data falls back
             # to a plain random split rather than failing.
-            counts = np.bincount(codes)
+            counts = np.bincount(rows.target)
             if counts.min() >= 2 and min(n_valid, n_samples - n_valid) >= len(counts):
-                stratify = codes
+                stratify = rows.target
         train, valid = train_test_split(
             np.arange(n_samples), test_size=n_valid, random_state=seed, stratify=stratify
         )
-        train, valid = _keep_in_training(codes, train, valid, task.stratified, weight)
+        train, valid = _keep_in_training(rows.target, train, valid, task.stratified, rows.weight)
         if len(valid) == 0:
             # Every distinct row is needed in training (a handful of pixels, each a class
             # of its own): early stopping watches the training rows themselves.
             valid = train
-        weights = [None, None] if weight is None else [weight[train], weight[valid]]
-        return X[train], codes[train], X[valid], codes[valid], *weights
+        return rows.take(train), rows.take(valid)
 
     # ---------------------------------------------------------- network parameters
     #: Parameters the fitted network is made of. A warm start or ``partial_fit`` continues
@@ -182,11 +182,12 @@ class FitDataMixin:
     def _start_fit(self, X, y, sample_weight, *, continuing, how, classes=None, groups=None):
         """Validate the data of a fit, warm start or ``partial_fit`` call.
 
-        Returns ``(X, codes, weight, task, groups)``, exact duplicate rows merged
-        into weighted ones (:func:`~sknd._data._weights.merge_duplicates`). A new fit
-        freezes what the network is made of (``epsilon_``, ``variant_``, ``bands_``,
-        the network parameters) and makes a task from ``y`` (and ``classes``); a
-        continuing call checks ``X`` and ``y`` against them and keeps the fitted task.
+        Returns ``(data, task, groups)``, ``data`` the :class:`~sknd._data._parts.Part` of the data
+        with the target encoded, exact duplicate rows merged into weighted ones
+        (:func:`~sknd._data._weights.merge_duplicates`). A new fit freezes what the network is made
+        of (``epsilon_``, ``variant_``, ``bands_``, the network parameters) and makes a task from
+        ``y`` (and ``classes``); a continuing call checks ``X`` and ``y`` against them and keeps the
+        fitted task.
         """
         if isinstance(self.batch_size, (bool, np.bool_)):  # an Integral to scikit-learn
             raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
@@ -204,7 +205,7 @@ class FitDataMixin:
                     f"{type(self).__name__} predicts {task.n_outputs}: pass y with the "
                     "columns of the first fit."
                 )
-            return X, codes, weight, task, groups
+            return Part(X, codes, weight), task, groups
         # Frozen at fit: set_params without a refit must not change what the network
         # computes or which inputs it accepts (X_val is checked against these too).
         self.epsilon_, self.variant_ = float(self.epsilon), self.variant
@@ -224,4 +225,4 @@ class FitDataMixin:
         weight = fit_weights(sample_weight, X, y, getattr(self, "class_weight", None))
         X, y, weight, groups = merge_duplicates(X, y, weight, groups)
         task = self._make_task(y, weight, classes)
-        return X, task.encoded, weight, task, groups
+        return Part(X, task.encoded, weight), task, groups

@@ -70,12 +70,13 @@ def _cpu_copy(state):
     return state
 
 
-def _tensors(X, codes, weight, task, device):
-    """A :class:`~sknd._training._net.TensorDataset` of float32 bands, targets and weights."""
+def _tensors(part, task, device):
+    """The :class:`~sknd._data._parts.Part` ``part`` as a
+    :class:`~sknd._training._net.TensorDataset` of float32 bands, targets and weights."""
     return TensorDataset(
-        torch.tensor(X, dtype=torch.float32, device=device),
-        task.target_tensor(codes).to(device),
-        weight_tensor(weight, device),
+        torch.tensor(part.X, dtype=torch.float32, device=device),
+        task.target_tensor(part.target).to(device),
+        weight_tensor(part.weight, device),
     )
 
 
@@ -145,15 +146,16 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             )
         return _recipe.hidden_units(depth2, n_features)
 
-    def _new_network(self, X_train, c_train, w_train, task, seed, device, depth):
-        """Screen the pairs and build the network of ``depth`` (on the CPU); return
-        ``(pairs, module)``."""
+    def _new_network(self, train, task, seed, device, depth):
+        """Screen the pairs on the training :class:`~sknd._data._parts.Part` ``train`` and
+        build the network of ``depth`` (on the CPU); return ``(pairs, module)``."""
+        X_train, w_train = train.X, train.weight
         n_features = X_train.shape[1]
         pairs = estimator_pairs(
             self.pairs,
             self.bands_,
             X_train,
-            c_train,
+            train.target,
             n_outputs=task.n_outputs,
             mlp_width=default_hidden_units(n_features * (n_features - 1) // 2),
             classification=isinstance(task, ClassificationTask),
@@ -209,7 +211,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
                 standardize=self._uses_recipe(),
             )
 
-    def _network(self, continuing, X_train, c_train, w_train, task, seed, device, depth=None):
+    def _network(self, continuing, train, task, seed, device, depth=None):
         """``(pairs, module)`` to train: a copy of the fitted network, or a new one of
         ``depth`` (None: :meth:`_plain_depth`).
 
@@ -219,13 +221,13 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         if continuing:
             return self.pairs_, copy.deepcopy(self._module).cpu()
         depth = self._plain_depth() if depth is None else depth
-        return self._new_network(X_train, c_train, w_train, task, seed, device, depth)
+        return self._new_network(train, task, seed, device, depth)
 
     def _plain_depth(self):
         """The depth built when none is chosen on validation: ``depth``, or 2 for "auto"."""
         return AUTO_PLAIN_DEPTH if self.depth == "auto" else self.depth
 
-    def _auto_depth(self, continuing, X_valid):
+    def _auto_depth(self, continuing, valid):
         """``(chooses, why_not)``: whether ``depth="auto"`` chooses between depths 2 and 3
         on the validation part, and why it cannot (None when it can, or was not asked)."""
         if self.depth != "auto" or continuing:
@@ -233,11 +235,11 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         if not self._uses_recipe():
             why = f"the {self.architecture!r} network under recipe={self.recipe!r} has no tuned "
             return False, why + "depth-2 model for a deeper one to start at"
-        if X_valid is None or not self.early_stopping:
+        if valid is None or not self.early_stopping:
             return False, "no validation part to choose on (early_stopping=False, no X_val)"
         if self.callbacks:
             return False, "callbacks follow one training run (pass depth=3 for the deeper one)"
-        if len(X_valid) < MIN_SELECTION_ROWS:
+        if valid.n_rows < MIN_SELECTION_ROWS:
             return False, f"fewer than {MIN_SELECTION_ROWS} validation rows"
         return True, None
 
@@ -292,52 +294,48 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
     def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
         """``fit``: train a new network, or continue the fitted one with ``warm_start``."""
         continuing = self.warm_start and hasattr(self, "_module")
-        X, codes, weight, task, groups = self._start_fit(
+        data, task, groups = self._start_fit(
             X, y, sample_weight, continuing=continuing, how="warm_start=True", groups=groups
         )
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         device = resolve_device(self.device)
-        X_train, c_train, X_valid, c_valid, w_train, w_valid = self._validation_split(
-            X, codes, task, X_val, y_val, seed, groups, weight
-        )
+        train, valid = self._validation_split(data, task, X_val, y_val, seed, groups)
         recipe = self._uses_recipe()
-        auto, why_not = self._auto_depth(continuing, X_valid)
-        pairs, module = self._network(
-            continuing, X_train, c_train, w_train, task, seed, device, 3 if auto else None
-        )
+        auto, why_not = self._auto_depth(continuing, valid)
+        pairs, module = self._network(continuing, train, task, seed, device, 3 if auto else None)
         rows = rows_per_pass(module)
-        valid = None
-        if recipe and X_valid is not None:
-            valid = (X_valid, self._convex_target(task, c_valid), w_valid)
+        # The recipe's validation part: the targets its convex fits learn.
+        scored = None
+        if recipe and valid is not None:
+            scored = valid.with_target(self._convex_target(task, valid.target))
         clock = _recipe.Stopwatch()
         with torch_threads(1):
             start = selected = penalty = tuned = None
             linear = module
             if recipe:
                 start, selected, penalty, tuned, linear = self._recipe_start(
-                    module, continuing, X_train, c_train, w_train, task, valid, clock, auto
+                    module, continuing, train, task, scored, clock, auto
                 )
             if self.verbose and recipe and not continuing:
                 _report_recipe(task, penalty, tuned, start, selected)
-            train_part, valid_part = (X_train, c_train, w_train), (X_valid, c_valid, w_valid)
-            train = functools.partial(self._train, task, device, seed, train_part, valid, clock)
+            fit_net = functools.partial(self._train, task, device, seed, train, scored, clock)
             net = None
             if auto:
                 net = self._wide_head_net(
-                    linear, pairs, train_part, task, seed, selected, valid, train
+                    linear, pairs, train, task, seed, selected, scored, fit_net
                 )
             if auto and net is None:
-                net = self._auto_depth_net(linear, module, train, task, selected, valid, valid_part)
+                net = self._auto_depth_net(linear, module, fit_net, task, selected, scored, valid)
             elif not auto:
-                net = train(linear, selected, valid_part)
+                net = fit_net(linear, selected, valid)
             gain = None
             if start is not None:
-                gain = _refinement.validation(net.module_, task, valid, rows).score - start.score
+                gain = _refinement.validation(net.module_, task, scored, rows).score - start.score
             if recipe:
                 with clock.stage("refit"):
-                    self._recipe_refit(net.module_, task, rows, penalty, train_part, valid_part)
+                    self._recipe_refit(net.module_, task, rows, penalty, train, valid)
 
-        self._set_fitted_state(net, task, pairs, X_train, w_train)
+        self._set_fitted_state(net, task, pairs, train.X, train.weight)
         if not continuing:
             self.depth_ = _depth_of(net.module_, self.architecture)
         self.learning_gain_ = gain
@@ -351,28 +349,26 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         self._finish_fit()
 
     def _train(
-        self, task, device, seed, train, valid, clock, module, selected, valid_part, max_epochs=None
+        self, task, device, seed, train, scored, clock, module, selected, valid, max_epochs=None
     ):
         """Train ``module`` with Adam and early stopping; return the skorch net.
 
-        ``train`` and ``valid_part`` are ``(X, codes, weight)``; ``valid`` is the recipe's
-        validation triple (None outside the recipe) and ``selected`` the
-        :class:`~sknd._training._refinement.Validation` of ``module`` when it is the recipe's start.
-        ``max_epochs`` overrides the estimator's (0: the net of ``module`` as it is).
+        ``train`` and ``valid`` (or None) are the :class:`~sknd._data._parts.Part` of the
+        training and validation rows; ``scored`` is the recipe's validation part (its
+        targets the convex fits', None outside the recipe) and ``selected`` the
+        :class:`~sknd._training._refinement.Validation` of ``module`` when it is the recipe's
+        start. ``max_epochs`` overrides the estimator's (0: the net of ``module`` as it is).
         """
-        X_valid, c_valid, w_valid = valid_part
         rows = rows_per_pass(module)
-        callbacks = self._fit_callbacks(task, X_valid, valid, selected, rows)
-        valid_data = None
-        if X_valid is not None:
-            valid_data = _tensors(X_valid, c_valid, w_valid, task, device)
+        callbacks = self._fit_callbacks(task, valid, scored, selected, rows)
+        valid_data = None if valid is None else _tensors(valid, task, device)
         max_epochs = self.max_epochs if max_epochs is None else max_epochs
         net = self._net(module, task, device, seed, max_epochs, callbacks, valid_data)
-        with clock.stage("epochs"), self._device_memory(len(train[0])):
-            net.fit(_tensors(*train, task, device), None)
+        with clock.stage("epochs"), self._device_memory(train.n_rows):
+            net.fit(_tensors(train, task, device), None)
         return net
 
-    def _wide_head_net(self, linear, pairs, train_part, task, seed, selected, valid, train):
+    def _wide_head_net(self, linear, pairs, train, task, seed, selected, scored, fit_net):
         """``depth="auto"``'s first candidate: a depth-3 network of
         :data:`~sknd._training._wide_head.WIDTH` hidden units (or ``hidden_units``) on the depth-2
         start's first block and Standardize layer (its indices as the tuned start and the
@@ -388,31 +384,28 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         (Adam at ``lr``) never beat it on satimage-36 and more than doubled the fit's time
         (benchmarks/RESULTS.md).
         """
-        X_train, c_train, w_train = train_part
-        why_not = _wide_head.why_not(task, len(X_train))
+        why_not = _wide_head.why_not(task, train.n_rows)
         if why_not is not None:
             if self.verbose:
                 print(f"depth='auto': no wide head: {why_not}")
             return None
         width = _wide_head.WIDTH if self.hidden_units is None else self.hidden_units
-        passthrough = self._passthrough_scaling(X_train, w_train)
-        wide = self._build(X_train.shape[1], task, pairs, passthrough, 3, width, seed, "cpu")
+        passthrough = self._passthrough_scaling(train.X, train.weight)
+        wide = self._build(train.X.shape[1], task, pairs, passthrough, 3, width, seed, "cpu")
         wide[0], wide[1] = copy.deepcopy(linear[0]), copy.deepcopy(linear[1])
         level = getattr(self, "train_noise", 0.0)
-        head = _wide_head.train_head(
-            wide, X_train, c_train, task, rows_per_pass(wide), w_train, valid, level, seed
-        )
-        keep = _wide_head.beats(head, selected, valid[2])
+        head = _wide_head.train_head(wide, train, task, rows_per_pass(wide), scored, level, seed)
+        keep = _wide_head.beats(head, selected, scored.weight)
         if self.verbose:
             print(
                 f"depth='auto': wide head of {width} units: validation {head.score:.4f} "
                 f"against {selected.score:.4f} at the depth-2 start: "
                 + ("kept" if keep else "not kept: within a standard error")
             )
-        # For class labels the recipe's validation triple is the validation part itself.
-        return train(wide, head, valid, max_epochs=0) if keep else None
+        # For class labels the recipe's validation part is the validation part itself.
+        return fit_net(wide, head, scored, max_epochs=0) if keep else None
 
-    def _auto_depth_net(self, linear, module, train, task, selected, valid, valid_part):
+    def _auto_depth_net(self, linear, module, fit_net, task, selected, scored, valid):
         """``depth="auto"``: train the depth-3 ``module`` from the depth-2 start ``linear``
         and keep it where validation confirms a gain; otherwise train ``linear``.
 
@@ -430,9 +423,9 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         """
         module[0], module[1] = copy.deepcopy(linear[0]), copy.deepcopy(linear[1])
         _recipe.carry(module, linear)
-        net = train(module, selected, valid_part)
+        net = fit_net(module, selected, valid)
         stopper = dict(net.callbacks_).get("early_stopping")
-        deep = _refinement.validation(net.module_, task, valid, rows_per_pass(module))
+        deep = _refinement.validation(net.module_, task, scored, rows_per_pass(module))
         scores = [selected.monitored(task), deep.monitored(task)]
         better = (scores[1] < scores[0]) if task.lower_is_better else (scores[1] > scores[0])
         keep = bool(stopper.best_epoch_) and better
@@ -442,44 +435,41 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
                 f"{stopper.best_epoch_} of its run, 0 being the depth-2 start; validation "
                 f"{scores[0]:.4f} at the depth-2 start, {scores[1]:.4f} at depth 3)"
             )
-        return net if keep else train(linear, selected, valid_part)
+        return net if keep else fit_net(linear, selected, valid)
 
-    def _recipe_start(
-        self, module, continuing, X_train, c_train, w_train, task, valid, clock, auto=False
-    ):
+    def _recipe_start(self, module, continuing, train, task, scored, clock, auto=False):
         """Steps 1-3 of the recipe on ``module``: ``(start, selected, penalty, tuned,
         trained)``.
 
         ``start`` and ``selected`` are the :class:`~sknd._training._refinement.Validation` of the
-        tuned start and of the model training starts from (None without ``valid``). A warm start
+        tuned start and of the model training starts from (None without ``scored``, the
+        recipe's validation :class:`~sknd._data._parts.Part`). A warm start
         keeps the fitted conditioning and head: both are the fitted model. ``trained`` is
         ``module`` started at the depth-2 model, or with ``auto`` (``depth="auto"``) that
         depth-2 model itself, which :meth:`_auto_depth_net` starts ``module`` at.
         """
         rows = rows_per_pass(module)
         if continuing:
-            start = None if valid is None else _refinement.validation(module, task, valid, rows)
+            start = None if scored is None else _refinement.validation(module, task, scored, rows)
             return start, start, self.start_regularization_, True, module
         linear = _recipe.linear_part(module)
-        target = self._convex_target(task, c_train)
+        train = train.with_target(self._convex_target(task, train.target))
         copies = self._noisy_copies(task)
-        penalty, tuned = _recipe.prepare(
-            linear, X_train, target, task, rows, copies, w_train, valid, clock
-        )
+        penalty, tuned = _recipe.prepare(linear, train, task, rows, copies, scored, clock)
         start = selected = None
-        if valid is not None:
+        if scored is not None:
             with clock.stage("refinement"):
                 start, selected = _refinement.refine(
-                    linear, X_train, target, task, rows, penalty, w_train, valid, copies
+                    linear, train, task, rows, penalty, scored, copies
                 )
         if auto:
             return start, selected, penalty, tuned, linear
         _recipe.carry(module, linear)
         return start, selected, penalty, tuned, module
 
-    def _fit_callbacks(self, task, X_valid, valid, selected, rows):
+    def _fit_callbacks(self, task, valid, scored, selected, rows):
         """sknd's callbacks of ``fit``: the validation score and early stopping."""
-        if X_valid is None:
+        if valid is None:
             return []
         callbacks = [("valid_score", ValidationScore(task.score))]
         if self.early_stopping:
@@ -487,7 +477,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             # load other weights than those the recipe selected.
             start_score = None
             if selected is not None:
-                start_score = functools.partial(_start_score, task=task, valid=valid, rows=rows)
+                start_score = functools.partial(_start_score, task=task, valid=scored, rows=rows)
             stopper = EarlyStopping(
                 task.monitor, task.lower_is_better, self.patience, start_score=start_score
             )
@@ -502,15 +492,9 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
 
     def _recipe_refit(self, module, task, rows, penalty, train, valid):
         """Step 5 of the recipe: the output layer refitted on all rows."""
-        (X_all, c_all, w_all), (X_valid, c_valid, w_valid) = train, valid
-        if X_valid is not None:
-            X_all = np.concatenate([X_all, X_valid])
-            c_all = np.concatenate([c_all, c_valid])
-            if w_all is not None:  # an explicit X_val is not weighted
-                ones = np.ones(len(X_valid))
-                w_all = np.concatenate([w_all, ones if w_valid is None else w_valid])
-        target = self._convex_target(task, c_all)
-        _recipe.refit(module, X_all, target, task, rows, penalty, self._noisy_copies(task), w_all)
+        data = train if valid is None else train.joined(valid)
+        data = data.with_target(self._convex_target(task, data.target))
+        _recipe.refit(module, data, task, rows, penalty, self._noisy_copies(task))
 
     def _partial_fit(self, X, y, classes=None, sample_weight=None):
         """``partial_fit``: one epoch over ``X``; the first call builds the network."""
@@ -530,7 +514,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
                 "sklearn.utils.class_weight.compute_class_weight('balanced', classes=classes, "
                 "y=y) and pass them as a dict: class_weight=dict(zip(classes, weights))."
             )
-        X, codes, weight, task, _ = self._start_fit(
+        data, task, _ = self._start_fit(
             X, y, sample_weight, continuing=continuing, how="partial_fit", classes=classes
         )
         n_calls = self.n_iter_ if continuing else 0
@@ -538,13 +522,13 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
         seed = (seed + n_calls) % np.iinfo(np.int32).max
         device = resolve_device(self.device)
-        pairs, module = self._network(continuing, X, codes, weight, task, seed, device)
+        pairs, module = self._network(continuing, data, task, seed, device)
         with torch_threads(1):
             if self._uses_recipe() and not continuing:
                 linear = _recipe.linear_part(module)
-                target = self._convex_target(task, codes)
+                learned = data.with_target(self._convex_target(task, data.target))
                 self.start_regularization_, _ = _recipe.prepare(
-                    linear, X, target, task, rows_per_pass(module), self._noisy_copies(task), weight
+                    linear, learned, task, rows_per_pass(module), self._noisy_copies(task)
                 )
                 _recipe.carry(module, linear)
             elif not continuing:
@@ -565,9 +549,9 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
                 net.history = copy.deepcopy(self.net_.history)
                 for group in net.optimizer_.param_groups:
                     group.setdefault("initial_lr", group["lr"])
-            with self._device_memory(len(X)):
-                net.partial_fit(_tensors(X, codes, weight, task, device), None)
-        self._set_fitted_state(net, task, pairs, X, weight)
+            with self._device_memory(data.n_rows):
+                net.partial_fit(_tensors(data, task, device), None)
+        self._set_fitted_state(net, task, pairs, data.X, data.weight)
         if not continuing:
             self.depth_ = self._plain_depth()
         self.learning_gain_ = None  # no validation part to measure it on

@@ -62,6 +62,7 @@ import time
 import numpy as np
 import torch
 
+from .._data._parts import Part
 from .._data._tasks import ClassificationTask
 from ..networks import MAX_DEFAULT_HIDDEN_UNITS, describe, forward_rows
 from . import _convex_start
@@ -185,15 +186,15 @@ def carry(module, linear):
     output.weight[:, :k], output.weight[:, k : 2 * k] = eye, -eye
 
 
-def _sample(X, target, task, output, sample_weight, parts=1):
-    """``(X, target, sample_weight)`` restricted to
-    :func:`~sknd._training._convex_start.convex_rows` of the data (``parts`` as there)."""
+def _sample(data, task, output, parts=1):
+    """The :class:`~sknd._data._parts.Part` ``data`` restricted to
+    :func:`~sknd._training._convex_start.convex_rows` of it (``parts`` as there)."""
     rows, weight = _convex_start.convex_rows(
-        target, task, output.weight.numel() + output.bias.numel(), sample_weight, parts
+        data.target, task, output.weight.numel() + output.bias.numel(), data.weight, parts
     )
     if rows is None:
-        return X, target, sample_weight
-    return X[rows], target[rows], weight
+        return data
+    return Part(data.X[rows], data.target[rows], weight)
 
 
 def _features(module, X, rows):
@@ -203,17 +204,16 @@ def _features(module, X, rows):
     return forward_rows(module[:-1], X, rows)
 
 
-def prepare(
-    module, X_train, target_train, task, rows, copies, sample_weight=None, valid=None, clock=None
-):
+def prepare(module, train, task, rows, copies, valid=None, clock=None):
     """Steps 1 and 2: standardize the first block's outputs, fit the tuned convex start.
 
-    ``target_train`` is what the convex fit learns: class codes, or the standardized
-    regression targets. ``sample_weight`` weights the statistics and the fit (weight
-    ``k`` counts as ``k`` copies of the sample, as in scikit-learn's linear models).
-    Both use :func:`~sknd._training._convex_start.convex_rows` of the training rows; the fit also
-    trains on their ``copies`` (:class:`~sknd._training._refinement.NoisyCopies`). ``valid`` is
-    ``(X, target, sample_weight)`` of the validation part, or None.
+    ``train`` and ``valid`` (or None) are the :class:`~sknd._data._parts.Part` of the
+    training and validation rows, their target what the convex fit learns: class codes, or
+    the standardized regression targets. Sample weights weight the statistics and the fit
+    (weight ``k`` counts as ``k`` copies of the sample, as in scikit-learn's linear
+    models). Both use :func:`~sknd._training._convex_start.convex_rows` of the training
+    rows; the fit also trains on their ``copies``
+    (:class:`~sknd._training._refinement.NoisyCopies`).
 
     Returns ``(penalty, tuned)``: the logistic regression's ``C`` or the ridge's
     ``alpha``, and whether it was chosen from the data (False: too few rows to select
@@ -224,59 +224,55 @@ def prepare(
     clock = Stopwatch() if clock is None else clock
     first, standardize, output = _parts(module)
     with clock.stage("standardize"):
-        X_train, target_train, sample_weight = _sample(
-            X_train, target_train, task, output, sample_weight, copies.parts
-        )
-        indices = torch.as_tensor(forward_rows(first, X_train, rows))
-        standardize.fit(indices, sample_weight)
+        train = _sample(train, task, output, copies.parts)
+        indices = torch.as_tensor(forward_rows(first, train.X, rows))
+        standardize.fit(indices, train.weight)
         # The standardized indices from the same first-block pass, in float64 as forward_rows'.
         features = forward_rows(standardize, indices.numpy(), rows)
-        noisy, target_train, sample_weight = copies(X_train, target_train, sample_weight)
-        if len(noisy) > len(X_train):  # the copies' standardized indices
-            features = np.concatenate([features, _features(module, noisy[len(X_train) :], rows)])
+        noisy = copies(train)
+        if noisy.n_rows > train.n_rows:  # the copies' standardized indices
+            features = np.concatenate([features, _features(module, noisy.X[train.n_rows :], rows)])
     name = "C path" if isinstance(task, ClassificationTask) else "alpha path"
     with clock.stage(name):
-        return _tune(module, features, target_train, task, rows, sample_weight, valid, copies)
+        return _tune(module, noisy.with_features(features), task, rows, valid, copies)
 
 
-def _tune(module, features, target_train, task, rows, sample_weight, valid, copies):
-    """:func:`prepare`'s step 2 on the standardized ``features``: ``(penalty, tuned)``."""
+def _tune(module, fitted, task, rows, valid, copies):
+    """:func:`prepare`'s step 2 on ``fitted``, the :class:`~sknd._data._parts.Part` of the
+    training rows (and copies) whose ``X`` holds their standardized features:
+    ``(penalty, tuned)``."""
     output = module[-1]
+    features, target, weight = fitted
     if not isinstance(task, ClassificationTask):
         if len(features) >= MIN_SELECTION_ROWS:
-            return _convex_start.tuned_ridge(
-                output, features, target_train, task, sample_weight
-            ), True
-        _convex_start.convex_fit(features, target_train, task, output, DEFAULT_ALPHA, sample_weight)
+            return _convex_start.tuned_ridge(output, features, target, task, weight), True
+        _convex_start.convex_fit(features, target, task, output, DEFAULT_ALPHA, weight)
         return DEFAULT_ALPHA, False
-    if valid is not None and len(valid[0]) >= MIN_SELECTION_ROWS:
+    if valid is not None and valid.n_rows >= MIN_SELECTION_ROWS:
         # The validation rows' features, as the training rows', from a sample on large data.
-        X_valid, target_valid, w_valid = _sample(valid[0], valid[1], task, output, valid[2])
-        valid_features = _features(module, X_valid, rows)
+        valid = _sample(valid, task, output)
         C = _convex_start.tuned_logistic(
             output,
             features,
-            target_train,
+            target,
             len(task.classes),
-            sample_weight,
-            (valid_features, target_valid, w_valid),
+            weight,
+            valid.with_features(_features(module, valid.X, rows)),
             copies.parts,
         )
         if C is not None:
             return C, True
-    _convex_start.convex_fit(
-        features, target_train, task, output, DEFAULT_C, sample_weight, copies.parts
-    )
+    _convex_start.convex_fit(features, target, task, output, DEFAULT_C, weight, copies.parts)
     return DEFAULT_C, False
 
 
-def refit(module, X, target, task, rows, penalty, copies, sample_weight=None):
-    """Step 5: refit the output layer on what it reads from ``X`` (all rows, or
-    :func:`~sknd._training._convex_start.convex_rows` of them) with the start's ``penalty``: the
-    learned standardized indices at depth 2, the last hidden layer's outputs in deeper
+def refit(module, data, task, rows, penalty, copies):
+    """Step 5: refit the output layer on what it reads from the rows of ``data`` (a
+    :class:`~sknd._data._parts.Part`: all rows, or
+    :func:`~sknd._training._convex_start.convex_rows` of them) with the start's ``penalty``:
+    the learned standardized indices at depth 2, the last hidden layer's outputs in deeper
     networks; with their ``copies`` (:class:`~sknd._training._refinement.NoisyCopies`)."""
     output = module[-1]
-    X, target, sample_weight = _sample(X, target, task, output, sample_weight, copies.parts)
-    X, target, sample_weight = copies(X, target, sample_weight)
+    X, target, weight = copies(_sample(data, task, output, copies.parts))
     features = _features(module, X, rows)
-    _convex_start.convex_fit(features, target, task, output, penalty, sample_weight, copies.parts)
+    _convex_start.convex_fit(features, target, task, output, penalty, weight, copies.parts)

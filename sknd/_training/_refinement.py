@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from scipy.optimize import minimize
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
+from .._data._parts import Part
 from .._data._tasks import ClassificationTask
 from ..networks import describe, first_nd_layer, forward_rows
 from ._convex_start import MIN_SELECTION_ROWS, one_standard_error, past_best, sample_rows
@@ -93,7 +94,8 @@ class NoisyCopies(namedtuple("NoisyCopies", "level n_copies")):
     Examples
     --------
     >>> copies = NoisyCopies(0.1, 2)
-    >>> X, target, weight = copies(np.ones((2, 3)), np.array([0, 1]), None)
+    >>> from sknd._data._parts import Part
+    >>> X, target, weight = copies(Part(np.ones((2, 3)), np.array([0, 1])))
     >>> X.shape, target.tolist(), round(float(weight.sum()), 9), copies.parts
     ((6, 3), [0, 1, 0, 1, 0, 1], 2.0, 3)
     """
@@ -110,16 +112,18 @@ class NoisyCopies(namedtuple("NoisyCopies", "level n_copies")):
         count them, so that its cost on large data stays put."""
         return self.n_copies + 1
 
-    def __call__(self, X, target, sample_weight):
-        """``(X, target, sample_weight)``: the rows, then each copy (a new draw of
-        :func:`noisy_copy`) with the same targets, every row weighted ``1 / parts`` times
-        its weight, so that the total weight, and with it the meaning of the convex fits'
-        penalty, stays that of the rows. The rows unchanged without copies."""
+    def __call__(self, data):
+        """The :class:`~sknd._data._parts.Part` of the rows of ``data``, then each copy (a
+        new draw of :func:`noisy_copy`) with the same targets, every row weighted
+        ``1 / parts`` times its weight, so that the total weight, and with it the meaning of
+        the convex fits' penalty, stays that of the rows. ``data`` unchanged without
+        copies."""
         if not self.n_copies:
-            return X, target, sample_weight
+            return data
+        X, target, sample_weight = data
         copies = [noisy_copy(X, seed, self.level) for seed in range(1, self.parts)]
         weight = np.ones(len(X)) if sample_weight is None else np.asarray(sample_weight, float)
-        return (
+        return Part(
             np.concatenate([np.asarray(X, dtype=np.float64), *copies]),
             np.tile(target, self.parts),
             np.tile(weight / self.parts, self.parts),
@@ -149,16 +153,17 @@ class Validation(namedtuple("Validation", "score loss row_losses")):
 
 
 class Evaluation:
-    """:class:`Validation` of networks on one validation part."""
+    """:class:`Validation` of networks on one validation part, ``valid`` (a
+    :class:`~sknd._data._parts.Part`), ``rows`` rows per forward pass."""
 
-    def __init__(self, task, X, target, sample_weight, rows):
+    def __init__(self, task, valid, rows):
         self.task = task
-        self.X = X
+        self.X = valid.X
         self.rows = rows
-        self.target = torch.tensor(target)
+        self.target = torch.tensor(valid.target)
         if isinstance(task, ClassificationTask):
             self.target = self.target.to(torch.int64)
-        self.weight = None if sample_weight is None else torch.tensor(sample_weight).double()
+        self.weight = None if valid.weight is None else torch.tensor(valid.weight).double()
 
     def __call__(self, module):
         output = torch.as_tensor(forward_rows(module, self.X, self.rows))
@@ -173,8 +178,8 @@ class Evaluation:
 
 
 def validation(module, task, valid, rows):
-    """The :class:`Validation` of ``module`` on ``valid``, ``(X, target, sample_weight)``."""
-    return Evaluation(task, *valid, rows)(module)
+    """The :class:`Validation` of ``module`` on ``valid``, a :class:`~sknd._data._parts.Part`."""
+    return Evaluation(task, valid, rows)(module)
 
 
 def _objective(task, penalty, X, target, weight, n_rows):
@@ -240,7 +245,7 @@ def _minimize(module, objective):
         p.grad = None
 
 
-def refine(module, X_train, target_train, task, rows, penalty, sample_weight, valid, copies):
+def refine(module, train, task, rows, penalty, valid, copies):
     """Step 3: learn the indices from the tuned start, and keep what validation confirms.
 
     Trains copies of ``module`` (the tuned start, in place of which the selected model
@@ -248,27 +253,25 @@ def refine(module, X_train, target_train, task, rows, penalty, sample_weight, va
     model warm-starting the next, until the selection loss rises (weaker priors only fit
     the training rows closer). Keeps, among the start and the refined models that score
     at least as well as the start, the strongest prior by the one-standard-error rule on
-    the validation rows' losses. ``valid`` is ``(X, target, sample_weight)``, targets as
-    for :func:`~sknd._training._recipe.prepare`; ``copies`` (:class:`NoisyCopies`) come with the
+    the validation rows' losses. ``train`` and ``valid`` are the
+    :class:`~sknd._data._parts.Part` of the training and validation rows, targets as for
+    :func:`~sknd._training._recipe.prepare`; ``copies`` (:class:`NoisyCopies`) come with the
     training rows. Returns the :class:`Validation` of the start and of
     the selected model, which is the start when there was nothing to refine (too few
     validation rows, no ND layer, or a first block too large for full batches).
     """
-    X_valid, target_valid, w_valid = valid
-    weight = None if w_valid is None else np.asarray(w_valid, dtype=np.float64)
-    evaluate = Evaluation(task, X_valid, target_valid, w_valid, rows)
+    weight = None if valid.weight is None else np.asarray(valid.weight, dtype=np.float64)
+    evaluate = Evaluation(task, valid, rows)
     start = copy.deepcopy(module).double()
     start_score = evaluate(start)
     width = describe(module)[-1].module.in_features
-    if first_nd_layer(module) is None or len(X_valid) < MIN_SELECTION_ROWS:
+    if first_nd_layer(module) is None or valid.n_rows < MIN_SELECTION_ROWS:
         return start_score, start_score
     budget = MAX_REFINE_ELEMENTS // width // copies.parts  # copies included
-    chosen, sample_weight = sample_rows(
-        target_train, task, budget, REFINE_CLASS_ROWS, sample_weight
-    )
+    chosen, sample_weight = sample_rows(train.target, task, budget, REFINE_CLASS_ROWS, train.weight)
     if chosen is not None:
-        X_train, target_train = X_train[chosen], target_train[chosen]
-    X_train, target_train, sample_weight = copies(X_train, target_train, sample_weight)
+        train = Part(train.X[chosen], train.target[chosen], sample_weight)
+    X_train, target_train, sample_weight = copies(train)
     # Copies: the caller's arrays may be read-only (memory-mapped by joblib).
     X = torch.tensor(X_train, dtype=torch.float64)
     target = torch.tensor(target_train)

@@ -136,19 +136,21 @@ def _loss_target(task, target):
     return target.float().reshape(-1, 1) if task.binary else target.long()
 
 
-def train_head(module, X, target, task, rows, sample_weight, valid, level, seed):
+def train_head(module, train, task, rows, valid, level, seed):
     """Train the hidden and output layers of the depth-3 ``module`` as the invariant peer
     is trained, on its first block's outputs held fixed; return the
     :class:`~sknd._training._refinement.Validation` of the trained ``module``.
 
     ``module`` is a depth-3 classification network (first block, Standardize, Linear,
     ReLU, Linear) whose first block and Standardize layer are the recipe's start; its
-    hidden and output layers are replaced by the best epoch's. ``target`` holds class
-    codes; ``valid`` is ``(X, codes, sample_weight)`` of the validation part; ``level``
+    hidden and output layers are replaced by the best epoch's. ``train`` and ``valid`` are
+    the :class:`~sknd._data._parts.Part` of the training and validation rows, their
+    targets class codes; ``level``
     the noise level of each epoch's noisy copy (``train_noise``; 0 for none); ``seed``
     seeds the head's initial weights, the batches' order and the copies.
     """
     first = module[:2]
+    X, target, sample_weight = train
     features = forward_rows(first, X, rows)
     components = Components(features, sample_weight)
     hidden = next(layer.module for layer in describe(module) if layer.kind == "linear")
@@ -157,9 +159,8 @@ def train_head(module, X, target, task, rows, sample_weight, valid, level, seed)
     targets = _loss_target(task, torch.as_tensor(target))
     # Of mean 1, as training's (sknd._data._weights): the steps' size does not scale with them.
     weights = weight_tensor(np.ones(len(X)) if sample_weight is None else sample_weight, "cpu")
-    X_valid, target_valid, weight_valid = valid
     evaluate = Evaluation(
-        task, components(forward_rows(first, X_valid, rows)), target_valid, weight_valid, rows
+        task, valid.with_features(components(forward_rows(first, valid.X, rows))), rows
     )
     optimizer = FlatAdam(head.parameters(), lr=LR, weight_decay=ALPHA / BATCH_SIZE)
     criterion = task.criterion()
@@ -184,7 +185,7 @@ def train_head(module, X, target, task, rows, sample_weight, valid, level, seed)
                 break
     head.load_state_dict(best_state)
     _fold(module, head, components)
-    return Evaluation(task, *valid, rows)(module)
+    return Evaluation(task, valid, rows)(module)
 
 
 def _better(new, old):
