@@ -603,3 +603,49 @@ def test_the_documentation_describes_every_field_of_the_format():
     missing = sorted(name for name in fields if f"`{name}`" not in page)
     assert missing == []
     assert f"(version {_format.FORMAT_VERSION})" in page
+
+
+def test_a_file_written_before_the_package_moves_loads_and_predicts_as_it_did():
+    # Written by commit bb4425f (sknd 0.1.0.dev0, before the private modules moved into stage
+    # packages): NDClassifier(max_epochs=5, random_state=0) on forest type, then save_model.
+    # The outputs below are that commit's, on this machine; here the same evaluator reads the
+    # same file, but another CPU may round the float64 sums differently (a few ulps).
+    from sknd.datasets import load_forest_type
+
+    X, _ = load_forest_type(return_X_y=True)
+    model = sknd.load_model(os.path.join(os.path.dirname(__file__), "data", "model_bb4425f.sknd"))
+    rows = np.asarray(X)[:5]
+    np.testing.assert_array_equal(model.predict(rows), model.classes_[[0, 1, 3, 3, 0]])
+    expected = [
+        [
+            8.7902666179900923e-01,
+            8.1494045519367583e-04,
+            1.0404439916186289e-01,
+            1.6113998583934166e-02,
+        ],
+        [
+            2.9582728262245051e-03,
+            7.7280677751621663e-01,
+            8.7501898676319565e-04,
+            2.2335993067079557e-01,
+        ],
+        [
+            8.0678115238405294e-03,
+            2.9566967168502146e-02,
+            1.4036224522384815e-03,
+            9.6096159885541899e-01,
+        ],
+        [
+            7.5406860870118582e-03,
+            1.6101015860650347e-01,
+            1.5521366743334901e-03,
+            8.2989701863215126e-01,
+        ],
+        [
+            9.3370206171767633e-01,
+            6.7150641865758613e-04,
+            5.6163834812390581e-02,
+            9.4625970512755148e-03,
+        ],
+    ]
+    np.testing.assert_allclose(model.predict_proba(rows), expected, rtol=1e-9, atol=1e-15)
