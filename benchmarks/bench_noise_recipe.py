@@ -2,7 +2,7 @@
 the paper's 10 % multiplicative noise (issues 33 and 46).
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_noise_recipe.py
-[--dataset NAME ...] [--folds N] [--draws N] [--peer]``
+[--dataset NAME ...] [--folds N] [--draws N] [--peer] [--model NAME ...]``
 
 Stratified K-fold (5 by default) on the shipped data: forest type (9 bands), satimage's
 centre pixel (4 bands) and all 36 satimage features (630 pairs). Per fold and model: the
@@ -15,7 +15,8 @@ fold, 3 by default). Models: ``NDClassifier()`` (the default: ``recipe="sknd"``,
 copies of the training rows), ``NDClassifier(depth=2, recipe="paper")``, scikit-learn's
 ``MLPClassifier()`` on standardized bands and, with ``--peer``, the illumination-invariant
 peer: the MLP on the standardized classic indices of all pairs, its ``alpha`` tuned by
-3-fold ``GridSearchCV`` (13 MLP fits per fold). Printed: means over folds (accuracy and
+3-fold ``GridSearchCV`` (13 MLP fits per fold); ``--model`` fits only the named ones (and
+the MLP, which the times are relative to). Printed: means over folds (accuracy and
 drop in points, time in seconds and relative to the MLP's), and the default's chosen
 depths.
 """
@@ -114,9 +115,13 @@ def main():
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--draws", type=int, default=3, help="noise draws per fold")
     parser.add_argument("--peer", action="store_true", help="also fit the invariant MLP peer")
+    parser.add_argument("--model", nargs="*", choices=[*MODELS, PEER], help="only these models")
     args = parser.parse_args()
     if args.peer:
         MODELS[PEER] = invariant_peer
+    for name in list(MODELS):
+        if args.model and name not in args.model and not name.startswith("scikit-learn"):
+            del MODELS[name]
     warnings.simplefilter("ignore", ConvergenceWarning)
     results = pd.concat([run(name, args.folds, args.draws) for name in args.dataset])
     print(summary(results).to_markdown())

@@ -319,9 +319,9 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             if self.verbose and recipe and not continuing:
                 _report_recipe(task, penalty, tuned, start, selected)
             fit_net = functools.partial(self._train, task, device, seed, train, scored, clock)
-            net = None
+            net = head = None
             if auto:
-                net = self._wide_head_net(
+                net = head = self._wide_head_net(
                     linear, pairs, train, task, seed, selected, scored, fit_net
                 )
             if auto and net is None:
@@ -331,7 +331,10 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             gain = None
             if start is not None:
                 gain = _refinement.validation(net.module_, task, scored, rows).score - start.score
-            if recipe:
+            # A kept wide head's output layer is refitted only with passthrough: without it,
+            # the refit at the start's penalty cost a third of the fit and clean accuracy
+            # (benchmarks/RESULTS.md).
+            if recipe and (head is None or self.passthrough):
                 with clock.stage("refit"):
                     self._recipe_refit(net.module_, task, rows, penalty, train, valid)
 
@@ -375,7 +378,8 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         refinement left them), its head trained as the invariant peer is trained
         (:func:`~sknd._training._wide_head.train_head`).
 
-        Returns its net (no Adam epochs: early stopping's epoch 0 is the head) where the
+        Returns its net (no Adam epochs: early stopping's epoch 0 is the head; step 5's refit
+        follows only with ``passthrough``) where the
         head's validation losses beat the depth-2 start ``selected``'s by more than their
         standard error (:func:`~sknd._training._convex_start.one_standard_error`, which keeps the
         simpler model otherwise); None where they do not, or where no head is trained
