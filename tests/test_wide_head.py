@@ -72,6 +72,24 @@ def test_the_folded_head_reads_the_indices_and_stays_illumination_invariant():
     assert clf.best_epoch_ == 0 and clf.n_iter_ == 0  # no Adam epochs after the head
 
 
+@pytest.mark.parametrize("passthrough", [False, True])
+def test_a_kept_head_is_refitted_only_with_passthrough(monkeypatch, passthrough):
+    from sknd._training import _recipe
+
+    refitted = []
+    refit = _recipe.refit
+    monkeypatch.setattr(_recipe, "refit", lambda *args: refitted.append(args) or refit(*args))
+    X = _spectra(600, seed=2)
+    clf = NDClassifier(passthrough=passthrough, random_state=0).fit(X, _ring(X))
+    widths = [layer.width for layer in describe(clf._module) if layer.kind == "linear"]
+    assert widths[0] == _wide_head.WIDTH  # the head was kept
+    assert len(refitted) == passthrough
+    # The depth-2 start without a kept head is refitted as always.
+    refitted.clear()
+    NDClassifier(random_state=0).fit(X, _linear(X))
+    assert len(refitted) == 1
+
+
 def test_auto_depth_keeps_the_wide_head_only_beyond_a_standard_error(capsys):
     X = _spectra(600, seed=3)
     NDClassifier(random_state=0, verbose=1).fit(X, _ring(X))
