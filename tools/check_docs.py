@@ -75,21 +75,8 @@ def check_site(site):
 # everything else mathjax_ignore. A $, \( or \[ or a LaTeX command elsewhere is raw LaTeX.
 _RAW_MATH = re.compile(r"\$|\\[()\[\]]|\\[A-Za-z]{2,}")
 _LITERAL_TAGS = {"pre", "code", "kbd", "samp", "tt", "script", "style", "textarea", "head"}
-_VOID_TAGS = {
-    "area",
-    "base",
-    "br",
-    "col",
-    "embed",
-    "hr",
-    "img",
-    "input",
-    "link",
-    "meta",
-    "source",
-    "track",
-    "wbr",
-}
+_VOID_TAGS = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+              "source", "track", "wbr"}
 
 
 class _ProseText(HTMLParser):
@@ -121,16 +108,15 @@ class _ProseText(HTMLParser):
 def raw_math(site):
     """Problems: raw LaTeX in the text of the site's pages; MathJax not bundled."""
     problems = []
-    pages = sorted(
-        page for page in site.rglob("*.html") if "_modules" not in page.relative_to(site).parts
-    )  # highlighted source
+    pages = sorted(page for page in site.rglob("*.html")
+                   if "_modules" not in page.relative_to(site).parts)  # highlighted source
     for page in pages:
         html = page.read_text(encoding="utf-8")
         parser = _ProseText()
         parser.feed(html)
         text = " ".join(" ".join(parser.text).split())
         for match in list(_RAW_MATH.finditer(text))[:3]:
-            snippet = text[max(0, match.start() - 40) : match.end() + 40]
+            snippet = text[max(0, match.start() - 40):match.end() + 40]
             problems.append(f"{page.relative_to(site)}: raw math in the text: ...{snippet}...")
         for src in re.findall(r'<script[^>]+src="([^"]*mathjax[^"]*)"', html, re.IGNORECASE):
             script = (page.parent / src.split("?")[0]).resolve()
@@ -156,28 +142,15 @@ def screenshots(site, out):
 
     out.mkdir(parents=True, exist_ok=True)
     problems = []
-    pages = {
-        "ndclassifier": site / "api" / "generated" / "sknd.NDClassifier.html",
-        "gallery": site / "auto_examples" / "index.html",
-    }
+    pages = {"ndclassifier": site / "api" / "generated" / "sknd.NDClassifier.html",
+             "gallery": site / "auto_examples" / "index.html"}
     for name, page in pages.items():
         png = out / f"{name}.png"
         png.unlink(missing_ok=True)
-        subprocess.run(
-            [
-                browser,
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--hide-scrollbars",
-                f"--screenshot={png}",
-                "--window-size=1280,900",
-                page.resolve().as_uri(),
-            ],
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
+        subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu",
+                        "--hide-scrollbars", f"--screenshot={png}", "--window-size=1280,900",
+                        page.resolve().as_uri()],
+                       capture_output=True, timeout=120, check=False)
         if not png.is_file():
             problems.append(f"screenshot of {page} not written")
             continue
@@ -198,10 +171,8 @@ def main(argv=None):
     for problem in problems:
         print(f"check_docs: {problem}", file=sys.stderr)
     if not problems:
-        print(
-            f"check_docs: {args.site} has the NDClassifier API page and the gallery, "
-            "bundled MathJax and no raw math"
-        )
+        print(f"check_docs: {args.site} has the NDClassifier API page and the gallery, "
+              "bundled MathJax and no raw math")
     return 1 if problems else 0
 
 
