@@ -13,6 +13,9 @@ modules on shared ground.
 - No test module imports another test module: shared data and fixtures live in
   ``tests/conftest.py`` or in helper modules that are not test modules (``nd_oracle.py``).
 - No module in ``sknd/`` has more than 600 lines (physical lines).
+- The package root holds at most 14 modules (the public ones, ``__init__``, ``_version``
+  and a few every part uses), and no folder of ``sknd`` holds more than 17: the private
+  code lives in one package per stage (docs/architecture.md).
 - The import graph of ``sknd``'s modules (a package's ``__init__`` counted as a module;
   top-level and function-level imports, relative and absolute) has no cycle, and no module
   imports from a package ``__init__`` above it (``from .. import name`` of a name the
@@ -317,6 +320,35 @@ def test_module_length():
     """No module in sknd/ over 600 lines."""
     found = long_modules()
     assert not found, "modules over 600 lines:\n" + "\n".join(found)
+
+
+MAX_ROOT_MODULES = 14
+MAX_FOLDER_MODULES = 17
+
+
+def crowded_folders(root=PACKAGE):
+    """``folder (n modules)`` for the root over :data:`MAX_ROOT_MODULES` modules and each
+    folder below it over :data:`MAX_FOLDER_MODULES`."""
+    found = []
+    for folder in sorted({root, *(path.parent for path in _modules(root))}):
+        count = len(list(folder.glob("*.py")))
+        limit = MAX_ROOT_MODULES if folder == root else MAX_FOLDER_MODULES
+        if count > limit:
+            found.append(f"{folder.relative_to(root.parent)} ({count} modules)")
+    return found
+
+
+def test_folders_hold_few_modules(tmp_path):
+    """At most 14 modules in the package root, at most 17 in any folder below it."""
+    assert crowded_folders() == []
+    package = tmp_path / "sknd"
+    (package / "stage").mkdir(parents=True)
+    for name in range(MAX_ROOT_MODULES + 1):
+        (package / f"m{name}.py").write_text("")
+    for name in range(MAX_FOLDER_MODULES):
+        (package / "stage" / f"m{name}.py").write_text("")
+    # The root one over, the stage folder at its limit.
+    assert crowded_folders(package) == ["sknd (15 modules)"]
 
 
 def test_no_import_cycle_or_upward_import():
