@@ -703,6 +703,11 @@ def test_train_noise_sets_the_copies_of_class_label_fits(estimator, monkeypatch)
     made.clear()
     estimator(train_noise=0, max_epochs=1, random_state=0).fit(X, y)
     assert set(made) == {_refinement.NoisyCopies(0, 0)}
+    # "auto" (the default): the paper's 10 %, half of it with passthrough.
+    for passthrough, level in [(False, 0.1), (True, 0.05)]:
+        made.clear()
+        estimator(passthrough=passthrough, max_epochs=1, random_state=0).fit(X, y)
+        assert set(made) == {_refinement.NoisyCopies(level, 2)}
     made.clear()
     regressor = NDTransformer if estimator is NDTransformer else NDRegressor
     regressor(max_epochs=1, random_state=0).fit(X, X[:, 0] / X[:, 1])

@@ -68,7 +68,7 @@ def _on_cpu(state):
 #: Parameters of the estimators that take class labels (NDClassifier, NDTransformer).
 CLASS_LABEL_CONSTRAINTS = {
     "class_weight": [dict, StrOptions({"balanced"}), None],
-    "train_noise": [Interval(Real, 0, None, closed="left")],
+    "train_noise": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
 }
 
 

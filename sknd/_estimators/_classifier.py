@@ -97,7 +97,7 @@ class NDClassifier(ClassifierMixin, LearnedIndicesMixin, BaseND):
         warm_start=False,
         callbacks=None,
         class_weight=None,
-        train_noise=0.1,
+        train_noise="auto",
     ):
         super().__init__(
             depth=depth,

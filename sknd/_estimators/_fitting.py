@@ -397,7 +397,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         passthrough = self._passthrough_scaling(train.X, train.weight)
         wide = self._build(train.X.shape[1], task, pairs, passthrough, 3, width, seed, "cpu")
         wide[0], wide[1] = copy.deepcopy(linear[0]), copy.deepcopy(linear[1])
-        level = getattr(self, "train_noise", 0.0)
+        level = self._noisy_copies(task).level
         head = _wide_head.train_head(wide, train, task, rows_per_pass(wide), scored, level, seed)
         keep = _wide_head.beats(head, selected, scored.weight)
         if self.verbose:
@@ -492,7 +492,10 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         """The :class:`~sknd._training._refinement.NoisyCopies` of the training rows that the
         recipe's convex fits, refinement and refit also train on: ``train_noise`` (a
         classifier's and the transformer's parameter) for class labels, none otherwise."""
-        return _refinement.NoisyCopies.of(task, getattr(self, "train_noise", 0.0))
+        level = _refinement.NoisyCopies.level_of(
+            getattr(self, "train_noise", 0.0), self.passthrough
+        )
+        return _refinement.NoisyCopies.of(task, level)
 
     def _recipe_refit(self, module, task, rows, penalty, train, valid):
         """Step 5 of the recipe: the output layer refitted on all rows."""

@@ -110,7 +110,7 @@ class NDTransformer(TransformerMixin, BaseND):
         warm_start=False,
         callbacks=None,
         class_weight=None,
-        train_noise=0.1,
+        train_noise="auto",
     ):
         super().__init__(
             depth=depth,

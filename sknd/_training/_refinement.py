@@ -28,6 +28,10 @@ __all__ = []
 #: The default level of the training rows' noisy copies (the estimators' ``train_noise``):
 #: the paper's noise model, ``b + 0.1 |b| z`` per band value (``z`` standard normal).
 NOISE_LEVEL = 0.1
+#: ``train_noise="auto"``'s level with ``passthrough=True``: a network that also reads the
+#: standardized bands needs less of the copies' robustness, and gains clean accuracy
+#: (benchmarks/RESULTS.md).
+PASSTHROUGH_NOISE_LEVEL = 0.05
 #: Prior strengths of the band weights' logarithms (per training set, like the ridge
 #: penalty of the output layer), strongest first: each refined model warm-starts the next.
 PRIOR_PATH = np.logspace(2, -2, 3)
@@ -102,9 +106,17 @@ class NoisyCopies(namedtuple("NoisyCopies", "level n_copies")):
 
     @classmethod
     def of(cls, task, level):
-        """The copies of a fit of ``task`` with ``train_noise=level``."""
+        """The copies of a fit of ``task`` with ``train_noise=level`` (a number)."""
         classifies = isinstance(task, ClassificationTask)
         return cls(level, TRAIN_NOISE_COPIES if classifies and level > 0 else 0)
+
+    @staticmethod
+    def level_of(train_noise, passthrough):
+        """The level ``train_noise`` sets: itself, or for ``"auto"``
+        :data:`NOISE_LEVEL` (:data:`PASSTHROUGH_NOISE_LEVEL` with ``passthrough``)."""
+        if isinstance(train_noise, str):  # "auto"
+            return PASSTHROUGH_NOISE_LEVEL if passthrough else NOISE_LEVEL
+        return train_noise
 
     @property
     def parts(self):
