@@ -1,8 +1,8 @@
 """Checks of what the raster functions take: image values, ``nodata`` and ``fill_value``.
 
-Band values must be real numbers (booleans, integers, floats); masked arrays
-(what rasterio's ``read(masked=True)`` returns) have their masked pixels
-treated as no-data. ``nodata`` and ``fill_value`` are single values of a kind
+Band values must be real numbers (booleans, integers, floats), whatever
+their container (whose adapter reads them, see :mod:`sknd.raster._arrays`).
+``nodata`` and ``fill_value`` are single values of a kind
 that can meet the image and the output: anything else would silently match
 nothing or rewrite every output value. A class map's ``fill_value`` is no
 class label: its no-data pixels would read as that class, and that class as
@@ -15,30 +15,6 @@ from numbers import Complex, Integral, Real
 import numpy as np
 
 __all__ = []
-
-
-def image_values(image):
-    """``image`` as an array of real band values; masked pixels become NaN (no-data)."""
-    if np.ma.isMaskedArray(image):
-        mask = np.ma.getmaskarray(image)
-        dtype = np.result_type(image.dtype, np.float32) if image.dtype.kind in "biuf" else None
-        check_image_dtype(np.dtype(dtype) if dtype is not None else image.dtype)
-        return np.ma.filled(image.astype(dtype), np.nan) if mask.any() else image.data
-    try:
-        image = np.asarray(image)
-    except ValueError as exc:  # ragged nested lists
-        raise ValueError(
-            f"image must be an array of band values with one shape, got a ragged sequence ({exc})."
-        ) from None
-    if image.dtype == object:
-        try:
-            image = image.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"image must hold numeric band values, but some are not numbers ({exc})."
-            ) from None
-    check_image_dtype(image.dtype)
-    return image
 
 
 def check_image_dtype(dtype):
