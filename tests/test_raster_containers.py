@@ -25,7 +25,13 @@ RASTER = pathlib.Path(raster.__file__).parent
 # Names that make a container test: the modules of containers looked up, their types,
 # numpy's masked arrays, and the old helpers (is_dataarray, _is_dask_array, ...).
 _CONTAINER_MODULES = {"xarray", "xr", "pandas", "pd", "dask", "da", "ma"}
-_CONTAINER_HELPERS = {"isMaskedArray", "is_dataarray", "is_dataset", "_is_dataframe", "_is_dask_array"}
+_CONTAINER_HELPERS = {
+    "isMaskedArray",
+    "is_dataarray",
+    "is_dataset",
+    "_is_dataframe",
+    "_is_dask_array",
+}
 _CONTAINER_TYPES = {"DataArray", "Dataset", "DataFrame", "Series", "Array", "MaskedArray"}
 
 

@@ -37,7 +37,8 @@ class PixelJob(NamedTuple):
     ``func`` maps a table ``(n, n_inputs)`` to the method's output, laid out
     as ``spec`` (an :class:`sknd._pixels.OutputSpec`) says; ``columns`` picks
     the model's inputs among the image's bands (None: all, in order);
-    ``nodata`` is one value or one per band. ``classes`` is the estimator's
+    ``nodata`` is the ``nodata`` option, one value (None: the image's own no-data
+    value, where its container has one). ``classes`` is the estimator's
     ``classes_`` (None for other estimators) and ``codes`` the
     :class:`~sknd.raster._categorical.CodeTable` of a class map.
     """
@@ -60,10 +61,13 @@ class NumpyImage:
     #: ``sys.modules``, never imported. None: the adapter of what no other takes.
     container = None
 
+    #: The names the image gives its bands (None: none), set by :meth:`with_bands`
+    #: with ``n_bands`` and ``dtype``.
+    names = None
+
     def __init__(self, image):
         self.image = image
-        self.axis = None
-        self.pixels = None
+        self.axis = self.pixels = self.n_bands = self.dtype = None
 
     # ---------------------------------------------------------- arrays of values
     @property
@@ -96,23 +100,8 @@ class NumpyImage:
         """
         self.pixels = self.band_values()
         self.axis = band_axis(self.pixels.ndim, band_dim)
+        self.n_bands, self.dtype = self.pixels.shape[self.axis], self.pixels.dtype
         return self
-
-    @property
-    def n_bands(self):
-        return self.pixels.shape[self.axis]
-
-    @property
-    def dtype(self):
-        return self.pixels.dtype
-
-    def band_names(self):
-        """The names the image gives its bands, or None."""
-        return None
-
-    def nodata(self, nodata):
-        """The no-data value: ``nodata``, or the image's own when None (it has none)."""
-        return nodata
 
     def band_values(self):
         """The image as an array of real band values (object arrays converted)."""
@@ -177,13 +166,12 @@ class DataFrameImage(NumpyImage):
     container = ("pandas", "DataFrame")
 
     def with_bands(self, band_dim, output_dim):
-        return super().with_bands(-1, output_dim)  # the columns are the bands
+        super().with_bands(-1, output_dim)  # the columns are the bands
+        self.names = [str(column) for column in self.image.columns]
+        return self
 
     def band_values(self):
         return NumpyImage(self.image.to_numpy()).band_values()
-
-    def band_names(self):
-        return [str(column) for column in self.image.columns]
 
     def apply(self, job):
         """A Series on the frame's index, or a DataFrame with a column per output."""

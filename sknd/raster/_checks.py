@@ -17,6 +17,30 @@ import numpy as np
 __all__ = []
 
 
+def check_options(method, estimator, *, chunk_pixels, output_dim, sensor, n_jobs, **options):
+    """The options the image functions share, checked: a dict of them.
+
+    ``options`` holds ``nodata``, ``fill_value`` (checked here), ``bands``
+    (checked against the image's bands, by :func:`sknd.raster._matching.check_bands`),
+    ``dtype`` (of the output, when not the estimator's) and ``codes`` (a
+    :class:`~sknd.raster._categorical.CodeTable`: labels written as class codes).
+    """
+    if not isinstance(chunk_pixels, Integral) or isinstance(chunk_pixels, bool) or chunk_pixels < 1:
+        raise ValueError(f"chunk_pixels must be a positive integer, got {chunk_pixels!r}.")
+    if not isinstance(output_dim, str):
+        raise TypeError(f"output_dim must be a string, got {output_dim!r}.")
+    if sensor is not None and not isinstance(sensor, str):
+        raise TypeError(f"sensor must be a preset name (str) or None, got {sensor!r}.")
+    n_jobs = check_n_jobs(n_jobs)
+    options["nodata"] = check_scalar(options["nodata"], "nodata", numeric=True)
+    options["fill_value"] = check_scalar(
+        options["fill_value"], "fill_value", numeric=method != "predict"
+    )
+    if method == "predict" and options["codes"] is None:  # codes keep their fill apart
+        check_fill_not_a_class(options["fill_value"], estimator)
+    return {**options, "chunk_pixels": int(chunk_pixels), "sensor": sensor, "n_jobs": n_jobs}
+
+
 def check_image_dtype(dtype):
     """Raise a ``TypeError`` unless ``dtype`` holds real band values."""
     if dtype.kind in "biuf":

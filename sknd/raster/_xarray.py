@@ -56,25 +56,14 @@ class DataArrayImage(NumpyImage):
             raise TypeError(f"band_dim must be a dimension name for a DataArray, got {band_dim!r}.")
         _check_dims(self.image, band_dim, output_dim)
         self.band_dim, self.output_dim = band_dim, output_dim
+        self.n_bands, self.dtype = self.image.sizes[band_dim], self.image.dtype
+        self.names = image_band_names(self.image, band_dim)
         return self
-
-    @property
-    def n_bands(self):
-        return self.image.sizes[self.band_dim]
-
-    @property
-    def dtype(self):
-        return self.image.dtype
-
-    def band_names(self):
-        return image_band_names(self.image, self.band_dim)
-
-    def nodata(self, nodata):
-        return _image_nodata(self.image, self.band_dim, nodata)
 
     def apply(self, job):
         """A DataArray on the image's grid (lazy when the image is), its attributes its own."""
         image, spec = self.image, job.spec
+        nodata = _image_nodata(image, self.band_dim, job.nodata)  # the file's, when not given
         lazy = image.chunks is not None
         if lazy:
             # apply_ufunc needs each pixel's bands in one block. Rechunk the data only:
@@ -85,7 +74,7 @@ class DataArrayImage(NumpyImage):
             "func": job.func,
             "spec": spec,
             "chunk_pixels": job.chunk_pixels,
-            "nodata": job.nodata,
+            "nodata": nodata,
             "n_jobs": 1 if lazy else job.n_jobs,
             "single_threaded_blas": lazy,
             "columns": job.columns,
@@ -129,6 +118,7 @@ class DaskImage(NumpyImage):
         check_image_dtype(self.image.dtype)
         self.pixels = self.image
         self.axis = band_axis(self.image.ndim, band_dim)
+        self.n_bands, self.dtype = self.image.shape[self.axis], self.image.dtype
         return self
 
     def apply(self, job):
