@@ -14,10 +14,11 @@ An adapter has two sides. For :func:`sknd.raster.class_labels`, any array of
 values: its attributes, its values and a function mapped over them (a block at
 a time when lazy), and the result in the container. For the image functions
 (:func:`sknd.raster.predict` and the others), an image of bands:
-:meth:`NumpyImage.with_bands` checks the band axis and the values, and gives
-the number of bands, their dtype and names, the image's no-data value; then
-:meth:`NumpyImage.apply` runs a :class:`PixelJob` over its pixel tables
-(:func:`sknd._pixels.apply_pixels`) and builds the result.
+:meth:`NumpyImage.with_bands` checks the band axis and the values, and sets
+the number of bands, their dtype and names; then :meth:`NumpyImage.apply`
+runs a :class:`PixelJob` over its pixel tables
+(:func:`sknd._pixels.apply_pixels`), with the image's own no-data value
+where the job has none, and builds the result.
 """
 
 from numbers import Integral
