@@ -1,8 +1,8 @@
 """Checks of what the raster functions take: image values, ``nodata`` and ``fill_value``.
 
-Band values must be real numbers (booleans, integers, floats); masked arrays
-(what rasterio's ``read(masked=True)`` returns) have their masked pixels
-treated as no-data. ``nodata`` and ``fill_value`` are single values of a kind
+Band values must be real numbers (booleans, integers, floats), whatever
+their container (whose adapter reads them, see :mod:`sknd.raster._arrays`).
+``nodata`` and ``fill_value`` are single values of a kind
 that can meet the image and the output: anything else would silently match
 nothing or rewrite every output value. A class map's ``fill_value`` is no
 class label: its no-data pixels would read as that class, and that class as
@@ -17,28 +17,28 @@ import numpy as np
 __all__ = []
 
 
-def image_values(image):
-    """``image`` as an array of real band values; masked pixels become NaN (no-data)."""
-    if np.ma.isMaskedArray(image):
-        mask = np.ma.getmaskarray(image)
-        dtype = np.result_type(image.dtype, np.float32) if image.dtype.kind in "biuf" else None
-        check_image_dtype(np.dtype(dtype) if dtype is not None else image.dtype)
-        return np.ma.filled(image.astype(dtype), np.nan) if mask.any() else image.data
-    try:
-        image = np.asarray(image)
-    except ValueError as exc:  # ragged nested lists
-        raise ValueError(
-            f"image must be an array of band values with one shape, got a ragged sequence ({exc})."
-        ) from None
-    if image.dtype == object:
-        try:
-            image = image.astype(np.float64)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(
-                f"image must hold numeric band values, but some are not numbers ({exc})."
-            ) from None
-    check_image_dtype(image.dtype)
-    return image
+def check_options(method, estimator, *, chunk_pixels, output_dim, sensor, n_jobs, **options):
+    """The options the image functions share, checked: a dict of them.
+
+    ``options`` holds ``nodata``, ``fill_value`` (checked here), ``bands``
+    (checked against the image's bands, by :func:`sknd.raster._matching.check_bands`),
+    ``dtype`` (of the output, when not the estimator's) and ``codes`` (a
+    :class:`~sknd.raster._categorical.CodeTable`: labels written as class codes).
+    """
+    if not isinstance(chunk_pixels, Integral) or isinstance(chunk_pixels, bool) or chunk_pixels < 1:
+        raise ValueError(f"chunk_pixels must be a positive integer, got {chunk_pixels!r}.")
+    if not isinstance(output_dim, str):
+        raise TypeError(f"output_dim must be a string, got {output_dim!r}.")
+    if sensor is not None and not isinstance(sensor, str):
+        raise TypeError(f"sensor must be a preset name (str) or None, got {sensor!r}.")
+    n_jobs = check_n_jobs(n_jobs)
+    options["nodata"] = check_scalar(options["nodata"], "nodata", numeric=True)
+    options["fill_value"] = check_scalar(
+        options["fill_value"], "fill_value", numeric=method != "predict"
+    )
+    if method == "predict" and options["codes"] is None:  # codes keep their fill apart
+        check_fill_not_a_class(options["fill_value"], estimator)
+    return {**options, "chunk_pixels": int(chunk_pixels), "sensor": sensor, "n_jobs": n_jobs}
 
 
 def check_image_dtype(dtype):

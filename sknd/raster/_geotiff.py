@@ -244,9 +244,10 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
     ...     src.colormap(1)[0], src.tags()["flag_meanings"], src.transform.c
     ((31, 119, 180, 255), 'water land', 500000.0)
     """
-    from ._xarray import is_dataarray
+    from ._containers import container_of
+    from ._xarray import DataArrayImage
 
-    if not is_dataarray(class_map):
+    if container_of(class_map) is not DataArrayImage:
         raise TypeError(f"class_map must be an xarray.DataArray, got {type(class_map).__name__}.")
     table = read_categories(class_map.attrs)
     if table is None:

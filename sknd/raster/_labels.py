@@ -9,7 +9,8 @@ lazily on dask.
 import numpy as np
 
 from ._categorical import CodeTable, check_categories, decode, read_categories
-from ._xarray import GRID_ATTRS, is_dataarray
+from ._containers import adapt, container_of
+from ._xarray import GRID_ATTRS, DataArrayImage
 
 __all__ = []
 
@@ -54,7 +55,7 @@ def class_map_from_proba(proba, *, class_dim="class", fill_value=None):
     >>> codes.values.tolist(), codes.attrs["flag_meanings"]
     ([[0, 255]], 'water land')
     """
-    if not is_dataarray(proba):
+    if container_of(proba) is not DataArrayImage:
         raise TypeError(
             f"proba must be an xarray.DataArray with a {class_dim!r} dimension, got "
             f"{type(proba).__name__}; for arrays use numpy's argmax."
@@ -133,7 +134,8 @@ def class_labels(codes, categories=None, *, fill_value=None, fill_label=None):
     ...                     fill_value=255, fill_label="").tolist()
     [['water', 'land'], ['', 'land']]
     """
-    attrs = codes.attrs if is_dataarray(codes) else {}
+    codes_image = adapt(codes)
+    attrs = codes_image.attrs
     if categories is None:
         table = read_categories(attrs)
         if table is None:
@@ -152,18 +154,8 @@ def class_labels(codes, categories=None, *, fill_value=None, fill_label=None):
     if fill_value is not None:
         fill_value = int(fill_value)
     dtype = decode(np.zeros(0, dtype=np.int64), table, fill_value, fill_label).dtype
-    data = codes.data if is_dataarray(codes) else codes
-    if not hasattr(data, "map_blocks"):
-        data = np.asarray(data)
-    if data.dtype.kind not in "iu":
-        raise TypeError(f"codes must be integers, got dtype {data.dtype}.")
-    if hasattr(data, "map_blocks"):  # dask: a block at a time
-        labels = data.map_blocks(decode, table, fill_value, fill_label, dtype=dtype)
-    else:
-        labels = decode(data, table, fill_value, fill_label)
-    if not is_dataarray(codes):
-        return labels
-    result = codes.copy(data=labels)
-    result.attrs = {"long_name": "class"}
-    result.encoding = {}
-    return result
+    data = adapt(codes_image.array())  # numpy, or dask: decoded a block at a time
+    if data.values().dtype.kind not in "iu":
+        raise TypeError(f"codes must be integers, got dtype {data.values().dtype}.")
+    labels = data.map_values(decode, table, fill_value, fill_label, dtype=dtype)
+    return codes_image.like(labels, {"long_name": "class"})

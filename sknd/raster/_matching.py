@@ -112,7 +112,7 @@ def band_columns(estimator, image_names, n_bands, *, bands, sensor):
         warnings.warn(
             f"Bands matched by common name from {source} to {target}: {pairs}.",
             BandMatchWarning,
-            stacklevel=5,  # band_columns < _apply_ndarray | apply_dataarray < apply_image < predict
+            stacklevel=5,  # band_columns < _apply_tables < apply_image < predict < the caller
         )
     if positions == list(range(n_bands)):
         return None
@@ -138,7 +138,7 @@ def _warn_if_names_disagree(estimator, model, image_names, sensor):
             f"model's bands {model}, but their names match the model's bands at positions "
             f"{positions}. Leave bands out to match them by name.",
             BandPositionWarning,
-            stacklevel=5,  # band_columns < _apply_ndarray | apply_dataarray < apply_image < predict
+            stacklevel=6,  # here < band_columns < _apply_tables < apply_image < predict < caller
         )
 
 

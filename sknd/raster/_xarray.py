@@ -1,4 +1,11 @@
-"""xarray images: band names, lazy application and what the result keeps.
+"""xarray and dask images: their adapters, band names, lazy application, what the result keeps.
+
+The adapters (see :mod:`sknd.raster._arrays`) of a :class:`xarray.DataArray`
+(:class:`DataArrayImage`), of a :class:`xarray.Dataset` with one variable per
+band (:class:`DatasetImage`, taken as the DataArray of its variables) and of
+a bare dask array (:class:`DaskImage`, taken as a DataArray without
+coordinates). Their pixel tables are made a block at a time, lazily for
+dask, by :func:`xarray.apply_ufunc`.
 
 The result of :mod:`sknd.raster` on a DataArray is a map of the same place: it
 keeps the non-band coordinates *with their attributes* (rioxarray keeps the
@@ -8,14 +15,12 @@ attributes describing itself instead of the input's (whose band descriptions,
 scale factors and nodata describe the bands, not the output).
 """
 
-import sys
-
 import numpy as np
 
-from .._inference._pixels import apply_block, prepare
-from ._categorical import adjust_output
-from ._checks import band_nodata
-from ._matching import band_columns, band_name
+from .._inference._pixels import apply_block
+from ._arrays import NumpyImage, band_axis
+from ._checks import band_nodata, check_image_dtype
+from ._matching import band_name
 
 __all__ = []
 
@@ -27,15 +32,102 @@ _TMP_OUTPUT_DIM = "__sknd_output__"
 GRID_ATTRS = ("AREA_OR_POINT", "grid_mapping")
 
 
-def is_dataarray(image):
-    # Look xarray up without importing it: numpy users need neither xarray nor dask.
-    xr = sys.modules.get("xarray")
-    return xr is not None and isinstance(image, xr.DataArray)
+class DataArrayImage(NumpyImage):
+    """A :class:`xarray.DataArray`, its bands along a named dimension in any position."""
+
+    container = ("xarray", "DataArray")
+
+    @property
+    def attrs(self):
+        return self.image.attrs
+
+    def array(self):
+        return self.image.data
+
+    def like(self, values, attrs):
+        result = self.image.copy(data=values)
+        result.attrs = attrs
+        result.encoding = {}
+        return result
+
+    def with_bands(self, band_dim, output_dim):
+        check_image_dtype(self.image.dtype)
+        if not isinstance(band_dim, str):
+            raise TypeError(f"band_dim must be a dimension name for a DataArray, got {band_dim!r}.")
+        _check_dims(self.image, band_dim, output_dim)
+        self.band_dim, self.output_dim = band_dim, output_dim
+        self.n_bands, self.dtype = self.image.sizes[band_dim], self.image.dtype
+        self.names = image_band_names(self.image, band_dim)
+        return self
+
+    def apply(self, job):
+        """A DataArray on the image's grid (lazy when the image is), its attributes its own."""
+        image, spec = self.image, job.spec
+        nodata = _image_nodata(image, self.band_dim, job.nodata)  # the file's, when not given
+        lazy = image.chunks is not None
+        if lazy:
+            # apply_ufunc needs each pixel's bands in one block. Rechunk the data only:
+            # DataArray.chunk would also turn numpy coordinates (e.g. 2-D lat/lon) into dask.
+            axis = image.get_axis_num(self.band_dim)
+            image = image.copy(deep=False, data=image.data.rechunk({axis: -1}))
+        block_kwargs = {
+            "func": job.func,
+            "spec": spec,
+            "chunk_pixels": job.chunk_pixels,
+            "nodata": nodata,
+            "n_jobs": 1 if lazy else job.n_jobs,
+            "single_threaded_blas": lazy,
+            "columns": job.columns,
+        }
+        result = _apply_blocks(image, self.band_dim, self.output_dim, spec, block_kwargs)
+        result.attrs = _output_attrs(job.method, job.classes, image, spec)
+        _write_fill(result, spec)
+        if job.codes is not None:
+            del result.attrs["classes"]  # the code table says it
+            result.attrs.update(job.codes.attrs())
+        if "grid_mapping" in image.encoding:
+            result.encoding["grid_mapping"] = image.encoding["grid_mapping"]
+        result.name = job.method
+        return result
 
 
-def is_dataset(image):
-    xr = sys.modules.get("xarray")
-    return xr is not None and isinstance(image, xr.Dataset)
+class DatasetImage(NumpyImage):
+    """A :class:`xarray.Dataset` of one variable per band: the DataArray of its variables."""
+
+    container = ("xarray", "Dataset")
+
+    def with_bands(self, band_dim, output_dim):
+        if not isinstance(band_dim, str):
+            raise TypeError(f"band_dim must be a dimension name for a Dataset, got {band_dim!r}.")
+        image = DataArrayImage(dataset_bands(self.image, band_dim))
+        return image.with_bands(band_dim, output_dim)
+
+
+class DaskImage(NumpyImage):
+    """A bare dask array, bands on one axis: lazy, a block at a time, a dask array back."""
+
+    container = ("dask.array", "Array")
+
+    def values(self):
+        return self.image
+
+    def map_values(self, func, *args, dtype):
+        return self.image.map_blocks(func, *args, dtype=dtype)
+
+    def with_bands(self, band_dim, output_dim):
+        check_image_dtype(self.image.dtype)
+        self.pixels = self.image
+        self.axis = band_axis(self.image.ndim, band_dim)
+        self.n_bands, self.dtype = self.image.shape[self.axis], self.image.dtype
+        return self
+
+    def apply(self, job):
+        import xarray as xr
+
+        dims = [f"dim_{i}" for i in range(self.image.ndim)]
+        dims[self.axis] = "band"
+        image = DataArrayImage(xr.DataArray(self.image, dims=dims)).with_bands("band", "output")
+        return image.apply(job).data  # lazy: one thread a block, whatever job.n_jobs
 
 
 def dataset_bands(dataset, band_dim):
@@ -161,47 +253,6 @@ def _image_nodata(image, band_dim, nodata):
     return band_nodata([value])
 
 
-def apply_dataarray(method, estimator, image, band_dim, output_dim, n_jobs, options):
-    _check_dims(image, band_dim, output_dim)
-    n_bands = image.sizes[band_dim]
-    columns = band_columns(
-        estimator,
-        image_band_names(image, band_dim),
-        n_bands,
-        bands=options["bands"],
-        sensor=options["sensor"],
-    )
-    n_inputs = n_bands if columns is None else len(columns)
-    func, spec = adjust_output(
-        *prepare(method, estimator, n_inputs, image.dtype, options["fill_value"]), options
-    )
-    lazy = image.chunks is not None
-    if lazy:
-        # apply_ufunc needs each pixel's bands in one block. Rechunk the data only:
-        # DataArray.chunk would also turn numpy coordinates (e.g. 2-D lat/lon) into dask.
-        axis = image.get_axis_num(band_dim)
-        image = image.copy(deep=False, data=image.data.rechunk({axis: -1}))
-    block_kwargs = {
-        "func": func,
-        "spec": spec,
-        "chunk_pixels": options["chunk_pixels"],
-        "nodata": _image_nodata(image, band_dim, options["nodata"]),
-        "n_jobs": 1 if lazy else n_jobs,
-        "single_threaded_blas": lazy,
-        "columns": columns,
-    }
-    result = _apply_blocks(image, band_dim, output_dim, spec, block_kwargs)
-    result.attrs = _output_attrs(method, estimator, image, spec)
-    _write_fill(result, spec)
-    if options["codes"] is not None:
-        del result.attrs["classes"]  # the code table says it
-        result.attrs.update(options["codes"].attrs())
-    if "grid_mapping" in image.encoding:
-        result.encoding["grid_mapping"] = image.encoding["grid_mapping"]
-    result.name = method
-    return result
-
-
 def _check_dims(image, band_dim, output_dim):
     if band_dim not in image.dims:
         raise ValueError(
@@ -247,10 +298,9 @@ def _apply_blocks(image, band_dim, output_dim, spec, block_kwargs):
     return result
 
 
-def _output_attrs(method, estimator, image, spec):
-    """What the output holds: its name(s) and the classes."""
+def _output_attrs(method, classes, image, spec):
+    """What the output holds: its name(s) and the classes (``classes_``, or None)."""
     attrs = {key: image.attrs[key] for key in GRID_ATTRS if key in image.attrs}
-    classes = getattr(estimator, "classes_", None)
     if spec.n_outputs is not None:
         # One name per output band: rioxarray writes them as band descriptions.
         attrs["long_name"] = tuple(str(label) for label in spec.output_labels)
