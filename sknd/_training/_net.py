@@ -1,9 +1,8 @@
 """Training machinery on top of skorch: tensor batches, scoring and early stopping.
 
-(The checks of a user's own callbacks are in :mod:`sknd._training._user_callbacks`.)
-
-skorch provides the loop, the history and the callback protocol; this module
-keeps them and removes per-batch overhead that dominates small networks:
+skorch provides the loop, the history and the callback protocol (the checks of a user's
+own callbacks are in :mod:`sknd._training._user_callbacks`); this module keeps them and
+removes per-batch overhead that dominates small networks:
 
 - data loading slices whole tensors (at batch 32 the ``Dataset.__getitem__`` +
   collate path costs more than the step itself);
@@ -23,18 +22,9 @@ batch-level callbacks read. A user's ``KeyboardInterrupt`` propagates
 instead of silently ending ``fit``; skorch's ``EarlyStopping``, which stops
 by raising one, ends training as sknd's does.
 
-Events of each path, as the estimators document them (the user guide's
-training page, "Callbacks"):
-
-- fast path (the fused epoch): ``on_train_begin``, ``on_epoch_begin``,
-  ``on_batch_begin`` / ``on_batch_end`` of validation batches only,
-  ``on_epoch_end``, ``on_train_end``; with a user's callbacks, each training
-  batch gets a per-batch record holding its size (``train_batch_size``) but
-  no loss;
-- plain path (skorch's ``train_step``, autograd), taken for the whole fit
-  when a callback implements a batch-level event for training batches (or
-  averages their per-batch losses, ``PassthroughScoring(on_train=True)``):
-  every skorch event, ``on_grad_computed`` included.
+The events each path sends (the fused epoch, or skorch's ``train_step`` for the whole fit
+when a callback acts on training batches) are tabled once, in the user guide's training
+page ("Callbacks, the fitted net and its history", "Events").
 
 Once trained, a :class:`Net` is the estimator's ``net_``: it refuses to train
 again or load weights (:meth:`Net.initialize`, ``fit``, ``partial_fit``,
@@ -178,6 +168,14 @@ class ValidationScore(Callback):
 SCORE_TOLERANCE = 1e-4
 
 
+def improves(score, loss, best_score, best_loss, lower_is_better=False, tolerance=0.0):
+    """Whether ``(score, loss)`` beats the best so far (:class:`EarlyStopping`, the wide head):
+    a better score beyond ``tolerance``, else a lower loss (an unknown one, None, ties)."""
+    if abs(score - best_score) > tolerance:
+        return score < best_score if lower_is_better else score > best_score
+    return loss is not None and best_loss is not None and loss < best_loss
+
+
 class EarlyStopping(Callback):
     """Stop after ``patience`` epochs without improvement and restore the best weights.
 
@@ -226,11 +224,10 @@ class EarlyStopping(Callback):
     def _improves(self, score, loss):
         if self.best_score_ is None:
             return True
-        tolerance = 0.0 if loss is None else SCORE_TOLERANCE
-        if abs(score - self.best_score_) > tolerance:
-            return score < self.best_score_ if self.lower_is_better else score > self.best_score_
         # A tie: the lower loss wins (the starting model's loss is unknown: it keeps its tie).
-        return loss is not None and self.best_loss_ is not None and loss < self.best_loss_
+        tolerance = 0.0 if loss is None else SCORE_TOLERANCE
+        best = self.best_score_, self.best_loss_
+        return improves(score, loss, *best, self.lower_is_better, tolerance)
 
     def on_epoch_end(self, net, **kwargs):
         row = net.history[-1]

@@ -34,7 +34,7 @@ from .._data._weights import weight_tensor
 from ..networks import describe, forward_rows
 from ._adam import FlatAdam
 from ._convex_start import Components, one_standard_error
-from ._net import weighted_loss
+from ._net import improves, weighted_loss
 from ._refinement import Evaluation, noisy_copy
 
 __all__ = []
@@ -177,7 +177,7 @@ def train_head(module, train, task, rows, valid, level, seed):
             loss.backward()
             optimizer.step()
         scored = evaluate(head)
-        if best is None or _better(scored, best):
+        if best is None or improves(scored.score, scored.loss, best.score, best.loss):
             best, best_state, waited = scored, copy.deepcopy(head.state_dict()), 0
         else:
             waited += 1
@@ -186,11 +186,3 @@ def train_head(module, train, task, rows, valid, level, seed):
     head.load_state_dict(best_state)
     _fold(module, head, components)
     return Evaluation(task, valid, rows)(module)
-
-
-def _better(new, old):
-    """Whether the :class:`~sknd._training._refinement.Validation` ``new`` beats ``old``: a higher
-    score, then (a tie) a lower loss."""
-    if new.score != old.score:
-        return new.score > old.score
-    return new.loss < old.loss
