@@ -2,7 +2,7 @@
 the paper's 10 % multiplicative noise (issues 33 and 46).
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_noise_recipe.py
-[--dataset NAME ...] [--folds N] [--draws N] [--peer] [--model NAME ...]``
+[--dataset NAME ...] [--folds N] [--draws N] [--peer] [--line] [--model NAME ...]``
 
 Stratified K-fold (5 by default) on the shipped data: forest type (9 bands), satimage's
 centre pixel (4 bands) and all 36 satimage features (630 pairs). Per fold and model: the
@@ -16,9 +16,14 @@ copies of the training rows), ``NDClassifier(depth=2, recipe="paper")``, scikit-
 ``MLPClassifier()`` on standardized bands and, with ``--peer``, the illumination-invariant
 peer: the MLP on the standardized classic indices of all pairs, its ``alpha`` tuned by
 3-fold ``GridSearchCV`` (13 MLP fits per fold); ``--model`` fits only the named ones (and
-the MLP, which the times are relative to). Printed: means over folds (accuracy and
-drop in points, time in seconds and relative to the MLP's), and the default's chosen
-depths.
+the MLP, which the times are relative to); ``--line`` adds to them other illumination-invariant
+models on the standardized classic indices, each trained on the rows alone and on the rows
+plus two noisy copies of them (the paper's noise at 0.05 or 0.1): the MLP at a fixed
+``alpha``, a random forest, gradient boosting and 15 nearest neighbours, and the default
+at ``train_noise=0.05``; with them a reader sees where clean accuracy and the drop under
+noise lie for invariant models, and whether the default sits on that line. Printed: means
+over folds (accuracy and drop in points, time in seconds and relative to the MLP's), and
+the default's chosen depths.
 """
 
 import argparse
@@ -27,8 +32,11 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from sklearn.base import clone
+from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import GridSearchCV, StratifiedKFold
+from sklearn.neighbors import KNeighborsClassifier
 from sklearn.neural_network import MLPClassifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -61,8 +69,59 @@ ALPHAS = [1e-4, 1e-2, 1.0, 10.0]
 def invariant_peer(seed):
     """The MLP on standardized classic indices, its L2 penalty chosen by 3-fold CV."""
     mlp = MLPClassifier(random_state=seed)
-    search = GridSearchCV(mlp, {"alpha": ALPHAS}, cv=3)
-    return make_pipeline(ClassicNDFeatures(), StandardScaler(), search)
+    return invariant(GridSearchCV(mlp, {"alpha": ALPHAS}, cv=3))
+
+
+class WithNoisyCopies:
+    """``estimator`` fitted on the rows and ``copies`` copies of them under the paper's
+    noise at ``level`` (seeded by ``seed``), as the default's ``train_noise`` does."""
+
+    def __init__(self, estimator, level, seed, copies=2):
+        self.estimator, self.level, self.seed, self.copies = estimator, level, seed, copies
+
+    def fit(self, X, y):
+        noisy = [
+            add_multiplicative_noise(X, self.level, random_state=self.seed + k)
+            for k in range(self.copies)
+        ]
+        rows = np.vstack([X, *noisy])
+        self.fitted_ = clone(self.estimator).fit(rows, np.tile(y, 1 + self.copies))
+        return self
+
+    def score(self, X, y):
+        return self.fitted_.score(X, y)
+
+
+def invariant(estimator):
+    """``estimator`` on the standardized classic indices of all pairs."""
+    return make_pipeline(ClassicNDFeatures(), StandardScaler(), estimator)
+
+
+def line_models():
+    """``--line``'s invariant models: name -> factory of the fold's seed."""
+    learners = {
+        "MLP, alpha 0.01": lambda seed: MLPClassifier(alpha=1e-2, random_state=seed),
+        "MLP, alpha 1": lambda seed: MLPClassifier(alpha=1.0, random_state=seed),
+        "random forest": lambda seed: RandomForestClassifier(
+            300, min_samples_leaf=5, random_state=seed
+        ),
+        "gradient boosting": lambda seed: HistGradientBoostingClassifier(random_state=seed),
+        "15 neighbours": lambda seed: KNeighborsClassifier(15),
+    }
+    models = {
+        "ND default, train_noise=0.05": lambda seed: NDClassifier(
+            train_noise=0.05, random_state=seed
+        )
+    }
+    for learner, make in learners.items():
+        for level in (0, 0.05, 0.1):
+
+            def model(seed, make=make, level=level):
+                fitted = invariant(make(seed))
+                return WithNoisyCopies(fitted, level, 100 + seed) if level else fitted
+
+            models[f"invariant {learner}, copies {level}"] = model
+    return models
 
 
 def run(name, folds, draws=3):
@@ -115,6 +174,7 @@ def main():
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--draws", type=int, default=3, help="noise draws per fold")
     parser.add_argument("--peer", action="store_true", help="also fit the invariant MLP peer")
+    parser.add_argument("--line", action="store_true", help="also fit other invariant models")
     parser.add_argument("--model", nargs="*", choices=[*MODELS, PEER], help="only these models")
     args = parser.parse_args()
     if args.peer:
@@ -122,6 +182,8 @@ def main():
     for name in list(MODELS):
         if args.model and name not in args.model and not name.startswith("scikit-learn"):
             del MODELS[name]
+    if args.line:
+        MODELS.update(line_models())
     warnings.simplefilter("ignore", ConvergenceWarning)
     results = pd.concat([run(name, args.folds, args.draws) for name in args.dataset])
     print(summary(results).to_markdown())
