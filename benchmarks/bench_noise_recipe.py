@@ -77,7 +77,11 @@ def invariant_peer(seed):
 
 class WithNoisyCopies:
     """``estimator`` fitted on the rows and ``copies`` copies of them under the paper's
-    noise at ``level`` (seeded by ``seed``), as the default's ``train_noise`` does."""
+    noise at ``level``, each row and copy weighing the same: the default's noisy copies
+    (``sknd._training._refinement.NoisyCopies``), here drawn by
+    :func:`~sknd.experiments.add_multiplicative_noise` with seeds from ``seed`` (the
+    default's are 1 and 2) and not clipped at 0 (at 0.1, a value goes negative only where
+    ``z < -10``)."""
 
     def __init__(self, estimator, level, seed, copies=2):
         self.estimator, self.level, self.seed, self.copies = estimator, level, seed, copies
