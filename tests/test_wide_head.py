@@ -10,6 +10,7 @@ from sknd import NDClassifier, NDRegressor
 from sknd._data._parts import Part
 from sknd._data._tasks import ClassificationTask
 from sknd._training import _wide_head
+from sknd._training._fused import FusedTrainer
 from sknd._training._refinement import Evaluation
 from sknd.networks import build_network, describe, forward_rows
 
@@ -38,21 +39,27 @@ def _network(X, y, width):
     return network
 
 
-def test_train_head_returns_the_validation_of_the_network_it_leaves():
-    X = _spectra(600, seed=1)
+def _head(seed=1, width=32):
+    """A network, its wide head (450 training, 150 validation rows) and the validation rows."""
+    X = _spectra(600, seed=seed)
     y = _ring(X)
-    task = ClassificationTask(y)
-    network = _network(X, y, width=32)
-    rows, held = slice(0, 450), slice(450, None)
+    network = _network(X, y, width=width)
+    train, valid = Part(X[:450], y[:450]), Part(X[450:], y[450:])
+    return network, _wide_head.WideHead(network, train, valid, ClassificationTask(y), 1000, 0.1, 0)
+
+
+def test_train_returns_the_validation_of_the_network_it_leaves():
+    network, head = _head()
+    valid, task = head.valid, head.task
+    y = valid.target
     first = [p.detach().clone() for p in network[0].parameters()]
-    train, valid = Part(X[rows], y[rows]), Part(X[held], y[held])
-    result = _wide_head.train_head(network, train, task, 1000, valid, 0.1, seed=0)
+    result = head.train(network)
     # What it returns is the trained network's own validation (the folded head), ...
     again = Evaluation(task, valid, 1000)(network)
     assert result.score == again.score
     assert_allclose(result.row_losses, again.row_losses, rtol=1e-12)
     # ... the ring, which a linear model on the indices cannot draw, is learned, ...
-    assert result.score > 0.9 > max(y[held].mean(), 1 - y[held].mean())
+    assert result.score > 0.9 > max(y.mean(), 1 - y.mean())
     # ... and the first block (the indices) is held fixed.
     for before, after in zip(first, network[0].parameters()):
         assert torch.equal(before, after)
@@ -72,22 +79,64 @@ def test_the_folded_head_reads_the_indices_and_stays_illumination_invariant():
     assert clf.best_epoch_ == 0 and clf.n_iter_ == 0  # no Adam epochs after the head
 
 
+def test_refit_trains_a_new_head_on_all_rows_for_the_epochs_train_kept(monkeypatch):
+    network, head = _head()
+    epochs = []  # the rows of each epoch's dataset
+    run_epoch = FusedTrainer.run_epoch
+    monkeypatch.setattr(
+        FusedTrainer,
+        "run_epoch",
+        lambda self, it: epochs.append(len(it.dataset)) or run_epoch(self, it),
+    )
+    head.train(network)
+    trained = len(epochs)
+    assert set(epochs) == {450} and head.epochs == trained - _wide_head.PATIENCE
+    kept = [p.detach().clone() for p in network.parameters()]
+    epochs.clear()
+    head.refit(network)
+    assert epochs == [600] * head.epochs
+    # A new head (the same first block), and still the ring's.
+    changed = [not torch.equal(a, b) for a, b in zip(kept, network.parameters())]
+    assert not any(changed[:2]) and all(changed[2:])
+    X, y = head.valid.X, head.valid.target
+    assert np.mean((forward_rows(network, X, 1000)[:, 0] > 0) == y) > 0.9
+
+
+def test_epochs_alternate_the_rows_and_their_noisy_copies():
+    _, head = _head()
+    epochs = head.data.epochs(450)
+    datasets = [next(epochs) for _ in range(2 * _wide_head.NOISY_COPIES + 2)]
+    clean = datasets[0]
+    assert all(dataset is clean for dataset in datasets[::2])
+    copies = datasets[1::2]
+    assert len({id(dataset) for dataset in copies}) == _wide_head.NOISY_COPIES
+    assert copies[-1] is copies[0]
+    assert all(len(dataset) == 450 and dataset.w is None for dataset in datasets)
+    assert not torch.equal(copies[0].X, clean.X)
+    assert torch.equal(copies[0].y, clean.y)
+
+
 @pytest.mark.parametrize("passthrough", [False, True])
-def test_a_kept_head_is_refitted_only_with_passthrough(monkeypatch, passthrough):
+def test_a_kept_head_is_refitted_on_all_rows_and_not_by_step_5(monkeypatch, passthrough):
     from sknd._training import _recipe
 
-    refitted = []
-    refit = _recipe.refit
-    monkeypatch.setattr(_recipe, "refit", lambda *args: refitted.append(args) or refit(*args))
+    calls = []
+    refit, head_refit = _recipe.refit, _wide_head.WideHead.refit
+    monkeypatch.setattr(_recipe, "refit", lambda *args: calls.append("step 5") or refit(*args))
+    monkeypatch.setattr(
+        _wide_head.WideHead,
+        "refit",
+        lambda *args: calls.append("head") or head_refit(*args),
+    )
     X = _spectra(600, seed=2)
     clf = NDClassifier(passthrough=passthrough, random_state=0).fit(X, _ring(X))
     widths = [layer.width for layer in describe(clf._module) if layer.kind == "linear"]
     assert widths[0] == _wide_head.WIDTH  # the head was kept
-    assert len(refitted) == passthrough
-    # The depth-2 start without a kept head is refitted as always.
-    refitted.clear()
+    assert calls == ["head"]
+    # The depth-2 start without a kept head is refitted by step 5, as always.
+    calls.clear()
     NDClassifier(random_state=0).fit(X, _linear(X))
-    assert len(refitted) == 1
+    assert calls == ["step 5"]
 
 
 def test_auto_depth_keeps_the_wide_head_only_beyond_a_standard_error(capsys):

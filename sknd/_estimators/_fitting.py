@@ -319,10 +319,10 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             if self.verbose and recipe and not continuing:
                 _report_recipe(task, penalty, tuned, start, selected)
             fit_net = functools.partial(self._train, task, device, seed, train, scored, clock)
-            net = head = None
+            net = wide_head = None
             if auto:
-                net = head = self._wide_head_net(
-                    linear, pairs, train, task, seed, selected, scored, fit_net
+                net, wide_head = self._wide_head_net(
+                    linear, pairs, train, task, seed, selected, scored, fit_net, clock
                 )
             if auto and net is None:
                 net = self._auto_depth_net(linear, module, fit_net, task, selected, scored, valid)
@@ -331,10 +331,13 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             gain = None
             if start is not None:
                 gain = _refinement.validation(net.module_, task, scored, rows).score - start.score
-            # A kept wide head's output layer is refitted only with passthrough: without it,
-            # the refit at the start's penalty cost a third of the fit and clean accuracy
-            # (benchmarks/RESULTS.md).
-            if recipe and (head is None or self.passthrough):
+            # A kept wide head is trained anew on all rows for the epochs validation kept (as
+            # scikit-learn's MLP trains on all of them); step 5 refits any other network's
+            # output layer (benchmarks/RESULTS.md).
+            if wide_head is not None:
+                with clock.stage("refit"):
+                    wide_head.refit(net.module_)
+            elif recipe:
                 with clock.stage("refit"):
                     self._recipe_refit(net.module_, task, rows, penalty, train, valid)
 
@@ -371,20 +374,21 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             net.fit(_tensors(train, task, device), None)
         return net
 
-    def _wide_head_net(self, linear, pairs, train, task, seed, selected, scored, fit_net):
+    def _wide_head_net(self, linear, pairs, train, task, seed, selected, scored, fit_net, clock):
         """``depth="auto"``'s first candidate: a depth-3 network of
         :data:`~sknd._training._wide_head.WIDTH` hidden units (or ``hidden_units``) on the depth-2
         start's first block and Standardize layer (its indices as the tuned start and the
         refinement left them), its head trained as the invariant peer is trained
-        (:func:`~sknd._training._wide_head.train_head`).
+        (:class:`~sknd._training._wide_head.WideHead`; ``clock``'s stage "wide head").
 
-        Returns its net (no Adam epochs: early stopping's epoch 0 is the head; step 5's refit
-        follows only with ``passthrough``) where the
+        Returns ``(net, head)``: its net (no Adam epochs: early stopping's epoch 0 is the
+        head) and the :class:`~sknd._training._wide_head.WideHead`, whose ``refit`` then
+        trains it anew on all rows, where the
         head's validation losses beat the depth-2 start ``selected``'s by more than their
         standard error (:func:`~sknd._training._convex_start.one_standard_error`, which keeps the
-        simpler model otherwise); None where they do not, or where no head is trained
-        (regression, fewer than :data:`~sknd._training._wide_head.MIN_ROWS` training rows), and
-        :meth:`_auto_depth_net` decides. Training the whole network on from the head
+        simpler model otherwise); ``(None, None)`` where they do not, or where no head is
+        trained (regression, fewer than :data:`~sknd._training._wide_head.MIN_ROWS` training
+        rows), and :meth:`_auto_depth_net` decides. Training the whole network on from the head
         (Adam at ``lr``) never beat it on satimage-36 and more than doubled the fit's time
         (benchmarks/RESULTS.md).
         """
@@ -392,13 +396,18 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         if why_not is not None:
             if self.verbose:
                 print(f"depth='auto': no wide head: {why_not}")
-            return None
+            return None, None
         width = _wide_head.WIDTH if self.hidden_units is None else self.hidden_units
         passthrough = self._passthrough_scaling(train.X, train.weight)
         wide = self._build(train.X.shape[1], task, pairs, passthrough, 3, width, seed, "cpu")
         wide[0], wide[1] = copy.deepcopy(linear[0]), copy.deepcopy(linear[1])
         level = self._noisy_copies(task).level
-        head = _wide_head.train_head(wide, train, task, rows_per_pass(wide), scored, level, seed)
+        with clock.stage("wide head"):
+            # For class labels the recipe's validation part is the validation part itself.
+            trainer = _wide_head.WideHead(
+                wide, train, scored, task, rows_per_pass(wide), level, seed
+            )
+            head = trainer.train(wide)
         keep = _wide_head.beats(head, selected, scored.weight)
         if self.verbose:
             print(
@@ -406,8 +415,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
                 f"against {selected.score:.4f} at the depth-2 start: "
                 + ("kept" if keep else "not kept: within a standard error")
             )
-        # For class labels the recipe's validation part is the validation part itself.
-        return fit_net(wide, head, scored, max_epochs=0) if keep else None
+        return (fit_net(wide, head, scored, max_epochs=0), trainer) if keep else (None, None)
 
     def _auto_depth_net(self, linear, module, fit_net, task, selected, scored, valid):
         """``depth="auto"``: train the depth-3 ``module`` from the depth-2 start ``linear``

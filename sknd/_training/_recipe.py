@@ -47,7 +47,7 @@ while training's does.
 
 ``depth="auto"`` first tries a wide head on the depth-2 start's indices, trained as
 scikit-learn trains its MLP (:mod:`sknd._training._wide_head`), and keeps it where validation
-confirms it (step 5 then refits its output layer only with passthrough); otherwise a deeper
+confirms it (then trained anew on all rows in place of step 5); otherwise a deeper
 network carried from the start, or the start itself.
 
 Standardization alone (without 2) lost 2.5-3.4 points on two data sets. Deeper networks
