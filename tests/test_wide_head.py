@@ -1,6 +1,8 @@
 """The recipe's wide head (sknd._training._wide_head): the invariant peer inside the ND network, and
 how depth="auto" keeps it."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -39,12 +41,13 @@ def _network(X, y, width):
     return network
 
 
-def _head(seed=1, width=32):
-    """A network, its wide head (450 training, 150 validation rows) and the validation rows."""
+def _head(seed=1, width=32, weight=None):
+    """A network and its wide head: 450 training rows, 150 validation rows."""
     X = _spectra(600, seed=seed)
     y = _ring(X)
     network = _network(X, y, width=width)
-    train, valid = Part(X[:450], y[:450]), Part(X[450:], y[450:])
+    weight = (None, None) if weight is None else (weight[:450], weight[450:])
+    train, valid = Part(X[:450], y[:450], weight[0]), Part(X[450:], y[450:], weight[1])
     return network, _wide_head.WideHead(network, train, valid, ClassificationTask(y), 1000, 0.1, 0)
 
 
@@ -95,7 +98,7 @@ def test_refit_trains_a_new_head_on_all_rows_for_the_epochs_train_kept(monkeypat
     epochs.clear()
     head.refit(network)
     assert epochs == [600] * head.epochs
-    # A new head (the same first block), and still the ring's.
+    # A new head (the same first block), and still the ring's (on rows it now trained on).
     changed = [not torch.equal(a, b) for a, b in zip(kept, network.parameters())]
     assert not any(changed[:2]) and all(changed[2:])
     X, y = head.valid.X, head.valid.target
@@ -114,6 +117,16 @@ def test_epochs_alternate_the_rows_and_their_noisy_copies():
     assert all(len(dataset) == 450 and dataset.w is None for dataset in datasets)
     assert not torch.equal(copies[0].X, clean.X)
     assert torch.equal(copies[0].y, clean.y)
+
+
+def test_weighted_rows_weigh_their_epochs_with_mean_one_weights():
+    weight = np.random.default_rng(0).integers(1, 4, size=600).astype(float)
+    _, head = _head(weight=weight)
+    for n_rows in (450, 600):  # training, then training and validation rows
+        clean, noisy = itertools.islice(head.data.epochs(n_rows), 2)
+        expected = weight[:n_rows] / weight[:n_rows].mean()
+        assert_allclose(clean.w.numpy().ravel(), expected, rtol=1e-6)
+        assert noisy.w is clean.w
 
 
 @pytest.mark.parametrize("passthrough", [False, True])
