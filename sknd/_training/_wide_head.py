@@ -136,8 +136,7 @@ class _Rows:
             coordinates(forward_rows(first, noisy_copy(X, seed + k, level), rows))
             for k in range(NOISY_COPIES if level > 0 else 0)
         ]
-        target = torch.as_tensor(target)
-        self.target = target.float().reshape(-1, 1) if task.binary else target.long()
+        self.target = task.target_tensor(target)
         self.weight = weight
 
     def epochs(self, n_rows):
