@@ -408,13 +408,9 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
                 wide, train, scored, task, rows_per_pass(wide), level, seed
             )
             head = trainer.train(wide)
-        keep = _wide_head.beats(head, selected, scored.weight)
+        keep, words = _wide_head.beats(head, selected, scored.weight)
         if self.verbose:
-            print(
-                f"depth='auto': wide head of {width} units: validation {head.score:.4f} "
-                f"against {selected.score:.4f} at the depth-2 start: "
-                + ("kept" if keep else "not kept: within a standard error")
-            )
+            print(f"depth='auto': wide head of {width} units: {words}")
         return (fit_net(wide, head, scored, max_epochs=0), trainer) if keep else (None, None)
 
     def _auto_depth_net(self, linear, module, fit_net, task, selected, scored, valid):

@@ -83,9 +83,24 @@ def beats(head, start, sample_weight):
     """Whether the :class:`~sknd._training._refinement.Validation` ``head`` beats ``start`` by
     more than the standard error of its validation losses: the one-standard-error rule
     (:func:`~sknd._training._convex_start.one_standard_error`) keeps the simpler ``start``
-    otherwise."""
+    otherwise. Returns ``(kept, words)``, ``words`` what ``verbose`` prints: the two mean
+    validation losses the rule compares and the standard error it compares them by."""
     losses = np.stack([start.row_losses, head.row_losses])
-    return one_standard_error(losses, sample_weight) == 1
+    kept = one_standard_error(losses, sample_weight) == 1
+    # The rule's standard error is the better model's (the mean of the lower losses).
+    better = losses[int(head.loss < start.loss)]
+    n = len(better) if sample_weight is None else np.sum(sample_weight)
+    error = np.sqrt(np.cov(better, aweights=sample_weight, bias=True) / n)
+    words = (
+        f"validation loss {head.loss:.4f} against {start.loss:.4f} at the depth-2 start, "
+        f"standard error {error:.4f}: "
+        + (
+            "kept, lower by more than a standard error"
+            if kept
+            else "not kept: not lower by more than a standard error"
+        )
+    )
+    return kept, words
 
 
 def _head(n_inputs, width, n_outputs, seed):
