@@ -38,6 +38,7 @@ OUTPUTS = [
     ("README.md", "The demo prints", ("script", "examples/demo.py", [])),
     ("docs/quickstart.md", "It prints (", ("block", 0)),
     ("docs/quickstart.md", "It prints the five", ("block", 1)),
+    ("docs/quickstart.md", "It prints the mean accuracy", ("block", 2)),
     (
         "docs/interpretation.md",
         "The example prints (",
