@@ -8,7 +8,7 @@ import sklearn
 from sklearn.ensemble import AdaBoostClassifier
 from sklearn.model_selection import cross_validate
 from sklearn.utils import shuffle
-from sklearn.utils.class_weight import compute_sample_weight
+from sklearn.utils.class_weight import compute_class_weight, compute_sample_weight
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
 from sknd._data._parts import Part
@@ -82,6 +82,27 @@ def test_balanced_class_weight_is_sample_weight(Estimator):
     by_dict = Estimator(class_weight=weights, **FAST).fit(X, y, sample_weight=np.full(len(y), 2))
     by_product = Estimator(**FAST).fit(X, y, sample_weight=2 * np.where(y == 1, 3.0, 1.0))
     np.testing.assert_array_equal(by_dict.coef_a_, by_product.coef_a_)
+
+
+@pytest.mark.parametrize("Estimator", [NDClassifier, NDTransformer])
+def test_balanced_class_weight_counts_weighted_rows(Estimator):
+    X, (X_weighted, y_weighted, weight), (X_repeated, y_repeated) = _weighted_and_repeated(1)
+    # The class weights of the repeated rows, as scikit-learn computes them from weights.
+    expected = compute_class_weight(
+        "balanced", classes=np.unique(y_weighted), y=y_weighted, sample_weight=weight
+    )
+    np.testing.assert_allclose(
+        fit_weights(weight, X_weighted, y_weighted, "balanced"),
+        weight * expected[y_weighted],
+    )
+    weighted = Estimator(class_weight="balanced", **FULL_BATCH).fit(
+        X_weighted, y_weighted, sample_weight=weight
+    )
+    repeated = Estimator(class_weight="balanced", **FULL_BATCH).fit(X_repeated, y_repeated)
+    output = "predict_proba" if Estimator is NDClassifier else "transform"
+    np.testing.assert_allclose(
+        getattr(weighted, output)(X), getattr(repeated, output)(X), rtol=1e-5, atol=1e-6
+    )
 
 
 def test_class_weight_needs_class_labels():
@@ -189,12 +210,33 @@ def test_split_of_rows_all_needed_in_training_validates_on_them():
     np.testing.assert_array_equal(valid.weight, train.weight)
 
 
+def test_split_of_copies_of_a_few_pixels_trains_and_validates_on_all():
+    # Four pixels, three classes: the one pixel held out could not score the classes, and
+    # an epoch predicting it right may predict every training pixel wrong.
+    X = np.random.default_rng(0).uniform(0.05, 0.6, (4, 5))
+    codes, weight = np.array([0, 1, 2, 0]), np.full(4, 30.0)
+    task = types.SimpleNamespace(stratified=True)
+    classifier = NDClassifier(validation_fraction=0.2)
+    train, valid = classifier._validation_split(Part(X, codes, weight), task, None, None, 0)
+    assert sorted(train.target) == [0, 0, 1, 2]
+    np.testing.assert_array_equal(valid.X, train.X)
+
+
+def test_fit_on_copies_of_a_few_pixels_predicts_them():
+    rng = np.random.default_rng(0)
+    pixels, labels = rng.uniform(0.05, 0.6, (4, 5)), np.array([0, 1, 2, 0])
+    X, y = np.repeat(pixels, 30, 0), np.repeat(labels, 30)
+    clf = NDClassifier(depth=2, max_epochs=150, random_state=0, recipe="paper").fit(X, y)
+    np.testing.assert_array_equal(clf.predict(pixels), labels)
+
+
 def test_fit_weights_multiplies_and_keeps_the_input():
     X, y = _bands(6)
     y = np.array([0, 0, 0, 0, 1, 1])
     weight = np.arange(1.0, 7.0)
     got = fit_weights(weight, X, y, class_weight="balanced")
-    np.testing.assert_allclose(got, weight * compute_sample_weight("balanced", y))
+    # Class 0 weighs 10, class 1 weighs 11: balanced weights 21 / (2 * 10) and 21 / (2 * 11).
+    np.testing.assert_allclose(got, weight * np.where(y == 0, 21 / 20, 21 / 22))
     np.testing.assert_array_equal(weight, np.arange(1.0, 7.0))
     assert fit_weights(None, X, y) is None
     assert fit_weights([1, 1, 1, 1, 1, 1], X, y) is None

@@ -146,10 +146,12 @@ class FitDataMixin:
             np.arange(n_samples), test_size=n_valid, random_state=seed, stratify=stratify
         )
         train, valid = _keep_in_training(rows.target, train, valid, task.stratified, rows.weight)
-        if len(valid) == 0:
+        if len(valid) < (len(np.unique(rows.target)) if task.stratified else 1):
             # Every distinct row is needed in training (a handful of pixels, each a class
-            # of its own): early stopping watches the training rows themselves.
-            valid = train
+            # of its own), or fewer are left than there are classes to score (copies of a
+            # few pixels, where an epoch that gets its one validation pixel right may get
+            # its training pixels wrong): early stopping watches the training rows.
+            train = valid = np.concatenate([train, valid])
         return rows.take(train), rows.take(valid)
 
     # ---------------------------------------------------------- network parameters
