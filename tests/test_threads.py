@@ -114,3 +114,99 @@ def test_torch_threads_is_safe_across_threads():
         assert torch.get_num_threads() == 2
     finally:
         torch.set_num_threads(previous)
+
+
+# ------------------------------------------------------- the caller's own settings
+def _blas_threads():
+    from sknd._threads import threadpool_controller
+
+    return [p["num_threads"] for p in threadpool_controller().select(user_api="blas").info()]
+
+
+def _mkl_threads():
+    """MKL's threads inside torch (None without MKL): only ``torch.set_num_threads`` sets them."""
+    for line in torch.__config__.parallel_info().splitlines():
+        if "mkl_get_max_threads()" in line:
+            return int(line.split(":")[1])
+    return None
+
+
+def test_a_fit_runs_every_pool_in_one_thread_under_the_callers_limits(binary_data):
+    from threadpoolctl import threadpool_limits
+
+    from sknd._training import _convex_start
+
+    X, y = binary_data()
+    seen = []
+    original = _convex_start.Components.__init__
+
+    def spy(self, *args, **kwargs):
+        seen.append((torch.get_num_threads(), _mkl_threads(), set(_blas_threads())))
+        original(self, *args, **kwargs)
+
+    previous = torch.get_num_threads()
+    try:
+        _convex_start.Components.__init__ = spy
+        torch.set_num_threads(2)
+        # An outer OpenMP limit makes torch report one thread while MKL keeps its own:
+        # the policy sets torch's threads anyway (a fit was 10x slower under load).
+        with threadpool_limits(2, user_api="blas"), threadpool_limits(1, user_api="openmp"):
+            blas, threads = _blas_threads(), torch.get_num_threads()
+            NDClassifier(depth=2, max_epochs=2, random_state=0).fit(X, y)
+            assert (_blas_threads(), torch.get_num_threads()) == (blas, threads)
+        assert torch.get_num_threads() == 2
+    finally:
+        _convex_start.Components.__init__ = original
+        torch.set_num_threads(previous)
+    assert seen
+    for torch_count, mkl_count, blas_counts in seen:
+        assert torch_count == 1 and blas_counts == {1}
+        assert mkl_count in (None, 1)
+
+
+def test_an_interrupted_fit_leaves_the_callers_settings(binary_data):
+    from threadpoolctl import threadpool_limits
+
+    from sknd import _threads
+
+    X, y = binary_data()
+    original = FusedTrainer.run_epoch
+
+    def interrupt(self, iterator):
+        raise KeyboardInterrupt
+
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        FusedTrainer.run_epoch = interrupt
+        with threadpool_limits(2, user_api="blas"):
+            blas = _blas_threads()
+            with pytest.raises(KeyboardInterrupt):
+                NDClassifier(depth=2, max_epochs=2, random_state=0).fit(X, y)
+            assert _blas_threads() == blas
+        assert torch.get_num_threads() == 2
+    finally:
+        FusedTrainer.run_epoch = original
+        torch.set_num_threads(previous)
+    assert (_threads._threads_users, _threads._single_threaded_blas.users) == (0, 0)
+
+
+_LATE_LIBRARY = """
+import numpy as np
+from sknd._threads import single_threaded_blas, threadpool_controller
+
+threadpool_controller()  # built while numpy's BLAS alone is loaded
+import scipy.linalg  # loads scipy's own BLAS, where the wheels vendor one
+
+with single_threaded_blas():
+    pools = threadpool_controller().select(user_api="blas").info()
+    assert {p["num_threads"] for p in pools} == {1}, pools
+"""
+
+
+@pytest.mark.slow
+def test_a_library_loaded_after_the_first_limit_is_limited_too():
+    result = subprocess.run(
+        [sys.executable, "-c", _LATE_LIBRARY], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr

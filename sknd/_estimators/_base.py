@@ -33,7 +33,7 @@ from .._data._validation import (
 )
 from .._inference._device_choice import inference_device
 from .._nd._formula import EPSILON_RANGE, VARIANTS
-from .._threads import torch_threads
+from .._threads import one_thread
 from .._training._recipe import RECIPES
 from .._version import __version__
 from ..inspection import index_table
@@ -381,8 +381,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
         """
         module = self._module if module is None else module
         self._module.to(self._inference_device())
-        with torch_threads(1):
-            return forward_rows(module, X, rows_per_pass(self._module))
+        return forward_rows(module, X, rows_per_pass(self._module))
 
     def _fast_evaluator(self, method):
         """A fast evaluator of ``method`` on pixel tables, or None (internal hook).
@@ -480,6 +479,7 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
         if self.verbose and note:
             print(f"indices_: {note}")
 
+    @one_thread()
     def _network_output(self, X):
         """Validate ``X`` and return the raw network outputs (always finite).
 

@@ -23,7 +23,7 @@ from .._data._weights import weight_tensor
 from .._inference._device import device_memory
 from .._inference._device_choice import resolve_device
 from .._nd._pairs import estimator_pairs
-from .._threads import torch_threads
+from .._threads import one_thread
 from .._training import _recipe, _refinement, _wide_head
 from .._training._adam import FlatAdam
 from .._training._convex_start import MIN_SELECTION_ROWS, convex_budget
@@ -291,6 +291,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             f"while training on {n_samples} samples", f"batch_size (now {self.batch_size})"
         )
 
+    @one_thread()
     def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
         """``fit``: train a new network, or continue the fitted one with ``warm_start``."""
         continuing = self.warm_start and hasattr(self, "_module")
@@ -309,37 +310,36 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         if recipe and valid is not None:
             scored = valid.with_target(self._convex_target(task, valid.target))
         clock = _recipe.Stopwatch()
-        with torch_threads(1):
-            start = selected = penalty = tuned = None
-            linear = module
-            if recipe:
-                start, selected, penalty, tuned, linear = self._recipe_start(
-                    module, continuing, train, task, scored, clock, auto
-                )
-            if self.verbose and recipe and not continuing:
-                _report_recipe(task, penalty, tuned, start, selected)
-            fit_net = functools.partial(self._train, task, device, seed, train, scored, clock)
-            net = wide_head = None
-            if auto:
-                net, wide_head = self._wide_head_net(
-                    linear, pairs, train, task, seed, selected, scored, fit_net, clock
-                )
-            if auto and net is None:
-                net = self._auto_depth_net(linear, module, fit_net, task, selected, scored, valid)
-            elif not auto:
-                net = fit_net(linear, selected, valid)
-            gain = None
-            if start is not None:
-                gain = _refinement.validation(net.module_, task, scored, rows).score - start.score
-            # A kept wide head is trained anew on all rows for the epochs validation kept (as
-            # scikit-learn's MLP trains on all of them); step 5 refits any other network's
-            # output layer (benchmarks/RESULTS.md).
-            if wide_head is not None:
-                with clock.stage("refit"):
-                    wide_head.refit(net.module_)
-            elif recipe:
-                with clock.stage("refit"):
-                    self._recipe_refit(net.module_, task, rows, penalty, train, valid)
+        start = selected = penalty = tuned = None
+        linear = module
+        if recipe:
+            start, selected, penalty, tuned, linear = self._recipe_start(
+                module, continuing, train, task, scored, clock, auto
+            )
+        if self.verbose and recipe and not continuing:
+            _report_recipe(task, penalty, tuned, start, selected)
+        fit_net = functools.partial(self._train, task, device, seed, train, scored, clock)
+        net = wide_head = None
+        if auto:
+            net, wide_head = self._wide_head_net(
+                linear, pairs, train, task, seed, selected, scored, fit_net, clock
+            )
+        if auto and net is None:
+            net = self._auto_depth_net(linear, module, fit_net, task, selected, scored, valid)
+        elif not auto:
+            net = fit_net(linear, selected, valid)
+        gain = None
+        if start is not None:
+            gain = _refinement.validation(net.module_, task, scored, rows).score - start.score
+        # A kept wide head is trained anew on all rows for the epochs validation kept (as
+        # scikit-learn's MLP trains on all of them); step 5 refits any other network's
+        # output layer (benchmarks/RESULTS.md).
+        if wide_head is not None:
+            with clock.stage("refit"):
+                wide_head.refit(net.module_)
+        elif recipe:
+            with clock.stage("refit"):
+                self._recipe_refit(net.module_, task, rows, penalty, train, valid)
 
         self._set_fitted_state(net, task, pairs, train.X, train.weight)
         if not continuing:
@@ -507,6 +507,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         data = data.with_target(self._convex_target(task, data.target))
         _recipe.refit(module, data, task, rows, penalty, self._noisy_copies(task))
 
+    @one_thread()
     def _partial_fit(self, X, y, classes=None, sample_weight=None):
         """``partial_fit``: one epoch over ``X``; the first call builds the network."""
         continuing = hasattr(self, "_module")
@@ -534,34 +535,33 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         seed = (seed + n_calls) % np.iinfo(np.int32).max
         device = resolve_device(self.device)
         pairs, module = self._network(continuing, data, task, seed, device)
-        with torch_threads(1):
-            if self._uses_recipe() and not continuing:
-                linear = _recipe.linear_part(module)
-                learned = data.with_target(self._convex_target(task, data.target))
-                self.start_regularization_, _ = _recipe.prepare(
-                    linear, learned, task, rows_per_pass(module), self._noisy_copies(task)
-                )
-                _recipe.carry(module, linear)
-            elif not continuing:
-                self.start_regularization_ = None
-            net = self._net(module, task, device, seed, 1, [], how="partial_fit")
-            net.initialize()
-            state = getattr(self, "_optimizer_state", None) if continuing else None
-            if state is not None:
-                net.optimizer_.load_state_dict(state)
-                # set_params may have changed them; otherwise the optimizer keeps its values
-                # (a callback such as LRScheduler may have set the learning rate).
-                if (self.lr, self.weight_decay) != self._optimizer_params:
-                    for group in net.optimizer_.param_groups:
-                        group["lr"], group["weight_decay"] = self.lr, self.weight_decay
-            if continuing:
-                # The epochs so far: skorch callbacks continue from them (a scheduler's step;
-                # torch schedulers resume from the groups' initial_lr, set by the first one).
-                net.history = copy.deepcopy(self.net_.history)
+        if self._uses_recipe() and not continuing:
+            linear = _recipe.linear_part(module)
+            learned = data.with_target(self._convex_target(task, data.target))
+            self.start_regularization_, _ = _recipe.prepare(
+                linear, learned, task, rows_per_pass(module), self._noisy_copies(task)
+            )
+            _recipe.carry(module, linear)
+        elif not continuing:
+            self.start_regularization_ = None
+        net = self._net(module, task, device, seed, 1, [], how="partial_fit")
+        net.initialize()
+        state = getattr(self, "_optimizer_state", None) if continuing else None
+        if state is not None:
+            net.optimizer_.load_state_dict(state)
+            # set_params may have changed them; otherwise the optimizer keeps its values
+            # (a callback such as LRScheduler may have set the learning rate).
+            if (self.lr, self.weight_decay) != self._optimizer_params:
                 for group in net.optimizer_.param_groups:
-                    group.setdefault("initial_lr", group["lr"])
-            with self._device_memory(data.n_rows):
-                net.partial_fit(_tensors(data, task, device), None)
+                    group["lr"], group["weight_decay"] = self.lr, self.weight_decay
+        if continuing:
+            # The epochs so far: skorch callbacks continue from them (a scheduler's step;
+            # torch schedulers resume from the groups' initial_lr, set by the first one).
+            net.history = copy.deepcopy(self.net_.history)
+            for group in net.optimizer_.param_groups:
+                group.setdefault("initial_lr", group["lr"])
+        with self._device_memory(data.n_rows):
+            net.partial_fit(_tensors(data, task, device), None)
         self._set_fitted_state(net, task, pairs, data.X, data.weight)
         if not continuing:
             self.depth_ = self._plain_depth()
