@@ -73,10 +73,13 @@ def pyplot():
     return plt
 
 
-def _axes(ax):
+def _axes(ax, height=None):
+    """``ax``, or the Axes of a new figure (``height`` inches high, matplotlib's default
+    when None) whose constrained layout keeps long or rotated tick labels inside it."""
     plt = pyplot()
     if ax is None:
-        _, ax = plt.subplots()
+        width, default_height = plt.rcParams["figure.figsize"]
+        _, ax = plt.subplots(figsize=(width, height or default_height), layout="constrained")
     return ax
 
 
@@ -375,7 +378,8 @@ def plot_top_asymmetric_pairs(estimator, k=15, ax=None):
         labels.append(f"{label}  ({known})" if known else label)
     values = log2k[order]
 
-    ax = _axes(ax)
+    # A new figure grows with the bars, one line of label each (15 fit matplotlib's default).
+    ax = _axes(ax, height=max(4.8, 1.6 + 0.22 * len(order)))
     positions = np.arange(len(order))
     colors = np.where(values >= 0, "tab:red", "tab:blue")
     ax.barh(positions, values, color=colors)

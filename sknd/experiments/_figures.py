@@ -291,8 +291,9 @@ def plot_coefficients(estimator, k=15, title=None):
     from ..plotting import plot_coefficient_matrix, plot_top_asymmetric_pairs
 
     plt = _pyplot()
-    # Room for one readable tick label per band in the matrix (36 for satimage).
-    height = max(5.5, 0.22 * estimator.n_features_in_)
+    # Room for one readable tick label per band in the matrix (36 for satimage), up to 40
+    # bands; beyond, the matrix labels every few bands (sknd.plotting) on a page-sized figure.
+    height = min(max(5.5, 0.22 * estimator.n_features_in_), 8.8)
     fig, (left, right) = plt.subplots(
         1, 2, figsize=(5 + height * 1.45, height), layout="constrained", width_ratios=[1, 1.15]
     )
