@@ -56,8 +56,14 @@ PY
     rm -f "$report"
 }
 
-if "$venv/bin/python" -c "import torch" 2>/dev/null; then
-    say "torch $("$venv/bin/python" -c 'import torch; print(torch.__version__)') already installed, kept"
+# torch's version and build come from its distribution's metadata: importing torch before
+# numpy is installed warns "Failed to initialize NumPy" (a fresh install, `make demo`).
+torch_version_installed() {
+    "$venv/bin/python" -c 'from importlib.metadata import version; print(version("torch"))' 2>/dev/null
+}
+
+if installed=$(torch_version_installed); then
+    say "torch $installed already installed, kept"
 elif [ -n "${TORCH_INDEX_URL:-}" ]; then
     say "installing torch $torch_version from TORCH_INDEX_URL=$TORCH_INDEX_URL"
     "${install[@]}" --index-url "$TORCH_INDEX_URL" "torch==$torch_version"
@@ -83,12 +89,23 @@ else
         fi
     fi
 fi
-"$venv/bin/python" -c "import torch; print(f'install.sh: torch {torch.__version__}, CUDA build: {torch.version.cuda is not None}')"
+# A CUDA build ships libtorch_cuda (torch/lib/libtorch_cuda.so, torch_cuda.dll).
+"$venv/bin/python" - <<'PY'
+from importlib.metadata import distribution
+
+torch = distribution("torch")
+cuda = any(file.stem.startswith(("libtorch_cuda", "torch_cuda")) for file in torch.files)
+print(f"install.sh: torch {torch.version}, CUDA build: {cuda}")
+PY
 [ "${TORCH_ONLY:-0}" = 1 ] && exit 0
+# setuptools announces every editable install with an information-only warning ("Editable
+# installation. Please be careful with folders in your working directory with the same name
+# as your package"), which pip shows as a BuildBackendWarning: nothing to act on, left out.
+editable=(env PYTHONWARNINGS="ignore:Editable installation" "${install[@]}" -e)
 if [ -n "$extras" ]; then
-    "${install[@]}" -e ".[$extras]"
+    "${editable[@]}" ".[$extras]"
 else
-    "${install[@]}" -e .
+    "${editable[@]}" .
 fi
 
 # Bytecode for the modules a first fit imports (about 2,900 of torch, scikit-learn, scipy,
