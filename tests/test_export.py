@@ -12,6 +12,7 @@ import json
 import pathlib
 import re
 import sys
+import time
 import types
 
 import numpy as np
@@ -214,8 +215,8 @@ def test_openeo_graph_reproduces_saved_model(model):
     pixels = _pixels(12 * 10)
     cube = _cube(pixels, (12, 10))
     for output in _outputs(saved):
-        process = saved.export_model("openeo", output=output)
-        assert process == estimator.export_model("openeo", output=output)
+        process = saved.export_model("openeo", output=output, form="graph")
+        assert process == estimator.export_model("openeo", output=output, form="graph")
         result = run_openeo(process, cube)
         expected = _expected(saved, output, pixels)
         if output == "class":
@@ -225,6 +226,27 @@ def test_openeo_graph_reproduces_saved_model(model):
         if expected.shape[1] > 1:
             labels = result.coords["bands"].values.tolist()
             assert labels == _labels(saved, output)
+
+
+def test_openeo_udf_reproduces_saved_model(model):
+    """The run_udf form: three nodes, the model as data, equal to the model file's methods."""
+    estimator, saved = model
+    pixels = _pixels(12 * 10)
+    cube = _cube(pixels, (12, 10))
+    for output in _outputs(saved):
+        process = saved.export_model("openeo", output=output, form="udf")
+        assert process == estimator.export_model("openeo", output=output, form="udf")
+        processes = [node["process_id"] for node in process["process_graph"].values()]
+        assert processes[:2] == ["filter_bands", "apply_dimension"]
+        result = run_openeo(process, cube)
+        expected = _expected(saved, output, pixels)
+        if output == "class":
+            assert result.dims == ("y", "x")
+            np.testing.assert_array_equal(_as_table(result, len(pixels)), expected)
+        else:
+            np.testing.assert_allclose(_as_table(result, len(pixels)), expected, rtol=0, atol=1e-9)
+        if expected.shape[1] > 1:
+            assert result.coords["bands"].values.tolist() == _labels(saved, output)
 
 
 def _labels(saved, output):
@@ -293,6 +315,25 @@ def test_export_refuses_bad_requests(kwargs, message):
 
 
 # ------------------------------------------------------------------ Earth Engine
+class _Pixels(np.ndarray):
+    """Pixel values whose comparisons give 0/1 numbers, as Earth Engine's do."""
+
+    def _compare(self, other, compare):
+        return compare(np.asarray(self), np.asarray(other)).astype(float).view(_Pixels)
+
+    def __eq__(self, other):
+        return self._compare(other, np.equal)
+
+    def __ne__(self, other):
+        return self._compare(other, np.not_equal)
+
+    def __gt__(self, other):
+        return self._compare(other, np.greater)
+
+    def __ge__(self, other):
+        return self._compare(other, np.greater_equal)
+
+
 class _Image:
     """The ``ee.Image`` calls of the exported code, on numpy arrays."""
 
@@ -308,9 +349,9 @@ class _Image:
         return _Image({name: values.astype(float) for name, values in self.bands.items()})
 
     def expression(self, text, variables):
-        values = {name: next(iter(image.bands.values())) for name, image in variables.items()}
+        values = {name: image._value().view(_Pixels) for name, image in variables.items()}
         value = eval(text, {"__builtins__": {}}, {**self.functions, **values})  # noqa: S307
-        return _Image({"constant": np.asarray(value, dtype=float)})
+        return _Image({"constant": np.asarray(value, dtype=float).view(np.ndarray)})
 
     @staticmethod
     def cat(images):
@@ -318,6 +359,18 @@ class _Image:
 
     def rename(self, names):
         return _Image(dict(zip(names, self.bands.values())))
+
+    def _value(self):
+        return next(iter(self.bands.values()))
+
+    def Not(self):  # noqa: N802 (Earth Engine's name)
+        return _Image({"constant": (self._value() == 0).astype(float)})
+
+    def updateMask(self, mask):  # noqa: N802 (masked pixels here as NaN)
+        return _Image({"constant": np.where(mask._value() != 0, self._value(), np.nan)})
+
+    def where(self, test, value):
+        return _Image({"constant": np.where(test._value() != 0, value, self._value())})
 
 
 def run_earthengine(code, bands):
@@ -403,7 +456,7 @@ def test_wide_models_export_and_run(n_bands):
     cube = _cube(pixels, (4, 5), names)
     codes = raster.class_map(clf, pixels.reshape(4, 5, n_bands), bands=names)
     for output in ("class", "proba"):
-        process = clf.export_model("openeo", output=output)
+        process = clf.export_model("openeo", output=output, form="graph")
         if output == "proba":  # the larger graph (25,000 nodes for 46 bands): parsing takes s
             assert _parsed_completely(process)
         result = _as_table(walk_openeo(process, cube), len(pixels))
@@ -420,15 +473,54 @@ def test_wide_models_export_and_run(n_bands):
             np.testing.assert_allclose(values, expected, rtol=0, atol=1e-6)
 
 
+def _default_model(n_bands):
+    """The default NDClassifier of satimage's 36 features (630 pairs, a kept 100-unit head),
+    of the 8 Landsat 8 bands, or of 46 synthetic bands (1,024 of their 1,035 pairs)."""
+    from sknd.datasets import load_landsat8_samples, load_satimage
+
+    if n_bands == 36:
+        X, y = load_satimage(return_X_y=True)
+    elif n_bands == 8:
+        X, y = load_landsat8_samples(return_X_y=True)
+    else:
+        rng = np.random.default_rng(0)
+        X = rng.uniform(0.02, 0.6, (600, n_bands))
+        y = np.digitize(X[:, 0] - X[:, 1] + X[:, 2] * X[:, 3], [0.0, 0.15])
+    return NDClassifier(random_state=0).fit(X, y), X
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_bands", [8, 36, 46])
+def test_default_models_run_on_the_openeo_executor(n_bands):
+    """The target of issue 62: the default model's openEO process (the run_udf form) is at
+    most 2 MB and runs on openeo-processes-dask's own executor, parsing included, on a
+    24 x 24 cube within 60 s, its class codes equal to sknd.raster.class_map's."""
+    clf, X = _default_model(n_bands)
+    names = [str(name) for name in clf.band_names_]
+    rng = np.random.default_rng(1)
+    pixels = rng.uniform(X.min(axis=0), X.max(axis=0), (24 * 24, n_bands))
+    cube = _cube(pixels, (24, 24), names)
+    start = time.perf_counter()
+    text = json.dumps(clf.export_model("openeo"))
+    codes = _run_locally()(json.loads(text), cube)
+    seconds = time.perf_counter() - start
+    assert len(text) <= 2e6
+    assert seconds <= 60
+    np.testing.assert_array_equal(
+        codes.values, raster.class_map(clf, cube, band_dim="bands").values
+    )
+
+
+@pytest.mark.parametrize("form", ["graph", "udf"])
 @pytest.mark.parametrize("variant", ["reflectance", "signed", "softplus"])
-def test_integer_cubes_compute_in_floating_point(variant):
+def test_integer_cubes_compute_in_floating_point(variant, form):
     """Digital numbers (uint16, int16, as back-ends serve Sentinel-2 L2A): b * b and
     b + |b| would overflow in the cube's type (fuzz4 repro_03); the graph casts first."""
     rng = np.random.default_rng(0)
     X = rng.uniform(200, 6000, (200, len(BANDS)))
     y = np.digitize((X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2]), [-0.2, 0.2])
     clf = NDClassifier(bands=BANDS, variant=variant, **FAST).fit(X, y)
-    process = clf.export_model("openeo", output="proba")
+    process = clf.export_model("openeo", output="proba", form=form)
     code = clf.export_model("earthengine", output="proba")
     for dtype in (np.uint16, np.int16):
         pixels = rng.uniform(100, 10000, (20, len(BANDS))).astype(dtype)
@@ -439,7 +531,8 @@ def test_integer_cubes_compute_in_floating_point(variant):
         np.testing.assert_allclose(np.column_stack(list(values.values())), expected, atol=1e-5)
 
 
-def test_scale_and_offset_run_a_reflectance_model_on_digital_numbers():
+@pytest.mark.parametrize("form", ["graph", "udf"])
+def test_scale_and_offset_run_a_reflectance_model_on_digital_numbers(form):
     """Sentinel-2 L2A: DN = 10000 (reflectance + 0.1); per band (Landsat's 2.75e-5, -0.2 on
     two bands here) or one number for all."""
     X, y = _data()
@@ -448,12 +541,123 @@ def test_scale_and_offset_run_a_reflectance_model_on_digital_numbers():
     for scale, offset in [(1e-4, -0.1), ([1e-4, 1e-4, 2.75e-5, 2.75e-5], [-0.1, -0.1, -0.2, -0.2])]:
         reflectance = dn * np.asarray(scale) + np.asarray(offset)
         expected = clf.predict_proba(reflectance)
-        process = clf.export_model("openeo", output="proba", scale=scale, offset=offset)
+        process = clf.export_model("openeo", output="proba", scale=scale, offset=offset, form=form)
         result = _as_table(run_openeo(process, _cube(dn, (5, 6))), len(dn))
         np.testing.assert_allclose(result, expected, rtol=0, atol=1e-6)
         code = clf.export_model("earthengine", output="proba", scale=scale, offset=offset)
         _, values = run_earthengine(code, dict(zip(BANDS, dn.T)))
         np.testing.assert_allclose(np.column_stack(list(values.values())), expected, atol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["graph", "udf"])
+def test_openeo_nodata_pixels_get_no_class(form):
+    """nodata=0 (issue 64): pixels of zeros get no class (the fill code 255, NaN
+    probabilities), pixels with a NaN band too; the others the estimator's values, on
+    openeo-processes-dask, on float and integer cubes."""
+    X, y = _data()
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    pixels = _pixels(30) * 10000
+    pixels[:4] = 0
+    valid = np.ones(len(pixels), bool)
+    valid[:4] = False
+    for dtype in (np.uint16, np.float32):
+        cube = _cube(pixels.astype(dtype), (5, 6))
+        codes = run_openeo(clf.export_model("openeo", nodata=0, scale=1e-4, form=form), cube)
+        expected = clf.predict(pixels[valid] * 1e-4)
+        np.testing.assert_array_equal(_as_table(codes, 30)[valid, 0], expected)
+        np.testing.assert_array_equal(_as_table(codes, 30)[~valid, 0], 255)
+    pixels[5, 2] = np.nan
+    valid[5] = False
+    process = clf.export_model("openeo", output="proba", nodata=0, scale=1e-4, form=form)
+    proba = _as_table(run_openeo(process, _cube(pixels, (5, 6))), 30)
+    np.testing.assert_allclose(proba[valid], clf.predict_proba(pixels[valid] * 1e-4), atol=1e-6)
+    assert np.isnan(proba[~valid]).all()
+
+
+def test_earthengine_nodata_pixels_are_masked_or_filled():
+    """Earth Engine: outputs masked where a band holds nodata or NaN, class codes filled."""
+    X, y = _data()
+    clf = NDTransformer(bands=BANDS, **FAST).fit(X, y)
+    pixels = _pixels(20)
+    pixels[0], pixels[1, 3] = -1, np.nan
+    _, result = run_earthengine(
+        clf.export_model("earthengine", nodata=-1), dict(zip(BANDS, pixels.T))
+    )
+    values = np.column_stack(list(result.values()))
+    assert np.isnan(values[:2]).all()
+    np.testing.assert_allclose(values[2:], clf.transform(pixels[2:]), atol=1e-6)
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    _, codes = run_earthengine(
+        clf.export_model("earthengine", nodata=-1), dict(zip(BANDS, pixels.T))
+    )
+    np.testing.assert_array_equal(codes["class"], [255, 255, *clf.predict(pixels[2:])])
+
+
+def test_auto_form_keeps_small_graphs_and_runs_large_models_in_a_udf():
+    """form="auto": the pure process graph up to GRAPH_MAX_NODES, run_udf beyond."""
+    from sknd._inference._export import GRAPH_MAX_NODES
+
+    X, y = _data()
+    small = NDClassifier(bands=BANDS, depth=2, **FAST).fit(X, y)
+    large = NDClassifier(bands=BANDS, depth=3, hidden_units=100, **FAST).fit(X, y)
+    for clf, udf in [(small, False), (large, True)]:
+        graph = clf.export_model("openeo", form="graph")
+        assert (_n_nodes(graph["process_graph"]) > GRAPH_MAX_NODES) == udf
+        assert clf.export_model("openeo") == (
+            clf.export_model("openeo", form="udf") if udf else graph
+        )
+
+
+def test_openeo_udf_runs_without_sknd():
+    """The UDF imports numpy and xarray only: it runs where sknd is not installed."""
+    import builtins
+
+    from openeo.udf.run_code import run_udf_code
+    from openeo.udf.udf_data import UdfData
+    from openeo.udf.xarraydatacube import XarrayDataCube
+
+    X, y = _data()
+    clf = NDRegressor(bands=BANDS, **FAST).fit(X, X[:, 0])
+    process = clf.export_model("openeo", form="udf")
+    model = process["process_graph"]["model"]["arguments"]
+    code = model["process"]["process_graph"]["udf"]["arguments"]["udf"]
+    real_import = builtins.__import__
+
+    def refuse_sknd(name, *args, **kwargs):
+        if name.split(".")[0] == "sknd":
+            raise ImportError("sknd is not installed on this back-end")
+        return real_import(name, *args, **kwargs)
+
+    pixels = _pixels(20)
+    data = UdfData(
+        datacube_list=[XarrayDataCube(_cube(pixels, (4, 5)))], user_context=model["context"]
+    )
+    builtins.__import__ = refuse_sknd
+    try:
+        result = run_udf_code(code, data).get_datacube_list()[0].get_array()
+    finally:
+        builtins.__import__ = real_import
+    np.testing.assert_allclose(_as_table(result, 20)[:, 0], clf.predict(pixels), atol=1e-9)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, message",
+    [
+        ({"form": "onnx"}, ValueError, "form must be one of"),
+        (
+            {"form": "udf", "format": "earthengine"},
+            ValueError,
+            "form chooses the form of an openEO",
+        ),
+        ({"nodata": "0"}, TypeError, "nodata must be a number"),
+        ({"nodata": True}, TypeError, "nodata must be a number"),
+    ],
+)
+def test_export_refuses_bad_form_and_nodata(kwargs, error, message):
+    X, y = _data()
+    clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
+    with pytest.raises(error, match=message):
+        clf.export_model(**kwargs)
 
 
 @pytest.mark.parametrize(

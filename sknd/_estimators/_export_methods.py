@@ -101,6 +101,8 @@ class ExportMixin:
         dimension="bands",
         scale=1.0,
         offset=0.0,
+        form="auto",
+        nodata=None,
     ):
         """The whole model as an openEO process graph or as Earth Engine code.
 
@@ -127,6 +129,13 @@ class ExportMixin:
             Each band is read as ``band * scale + offset`` (one number for all
             bands, or one per band in the order of ``band_names_``): a model
             fitted on reflectances runs on digital numbers.
+        form : {"auto", "graph", "udf"}, default="auto"
+            openEO only: the pure process graph, a ``run_udf`` process with
+            the model as data, or the graph where it is small and the UDF
+            beyond.
+        nodata : float, default=None
+            The bands' no-data value: where a band holds it or NaN, the
+            outputs are no-data and class codes the fill code.
 
         Returns
         -------
@@ -152,4 +161,6 @@ class ExportMixin:
             dimension=dimension,
             scale=scale,
             offset=offset,
+            form=form,
+            nodata=nodata,
         )

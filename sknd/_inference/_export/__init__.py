@@ -1,11 +1,13 @@
-"""The whole fitted model where the data lives: openEO process graphs and Earth Engine code.
+"""The whole fitted model where the data lives: openEO processes and Earth Engine code.
 
 :func:`export_model` writes what a model computes per pixel (standardization,
 ND layers, hidden and output layers, and the class codes, probabilities,
 regression values or learned indices) in another system's language, from
 the model file's network (:mod:`._program` turns it into scalar arithmetic
-once; :mod:`._openeo` and :mod:`._earthengine` spell it). The estimators'
-and :class:`sknd.SavedModel`'s ``export_model`` methods call it.
+once; :mod:`._openeo` and :mod:`._earthengine` spell it), or, for openEO, as
+a UDF that computes it with numpy from the model as data (:mod:`._openeo_udf`,
+:mod:`._udf`). The estimators' and :class:`sknd.SavedModel`'s ``export_model``
+methods call it.
 """
 
 import numbers
@@ -14,16 +16,35 @@ import numpy as np
 
 from ...bands import match_bands
 from ._earthengine import earthengine_code
-from ._openeo import process_graph
-from ._program import OUTPUTS, build
+from ._openeo import graph_nodes, process_graph
+from ._openeo_udf import udf_context, udf_nodes
+from ._program import OUTPUTS, build, output_labels
 
 __all__ = []
 
 FORMATS = ("openeo", "earthengine")
+FORMS = ("auto", "graph", "udf")
+
+#: ``form="auto"`` writes the pure process graph up to this many nodes, the UDF beyond:
+#: openeo-processes-dask's executor takes time quadratic in a graph's nodes (benchmarks/
+#: RESULTS.md, "openEO processes at every size").
+GRAPH_MAX_NODES = 1500
 
 
 def export_model(
-    model, fields, *, format, output, bands, sensor, collection, dimension, scale=1.0, offset=0.0
+    model,
+    fields,
+    *,
+    format,
+    output,
+    bands,
+    sensor,
+    collection,
+    dimension,
+    scale=1.0,
+    offset=0.0,
+    form="auto",
+    nodata=None,
 ):
     """The model (a :class:`sknd.SavedModel` and its checked ``fields``) in ``format``.
 
@@ -50,19 +71,55 @@ def export_model(
     offset = _per_band("offset", offset, model_bands)
     if not all(scale):
         raise ValueError(f"scale must not be 0 (the bands would all read 0), got {scale}.")
-    program = build(fields, output, model_bands, scale, offset)
-    what = {"class": "class codes (positions in classes_)", "proba": "class probabilities"}
-    summary = f"{what.get(output, output)} of an sknd {model.estimator} on the bands {names}"
-    if format == "openeo":
-        return process_graph(
-            program, collection=collection, bands=names, dimension=dimension, summary=summary
-        )
-    if collection is not None:
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
+    if format != "openeo" and form != "auto":
+        raise ValueError("form chooses the form of an openEO process: leave it out here.")
+    if format != "openeo" and collection is not None:
         raise ValueError(
             "collection names an openEO collection; Earth Engine code takes an ee.Image: "
             "leave collection out with format='earthengine'."
         )
-    return earthengine_code(program, bands=names, summary=summary)
+    nodata = _nodata(nodata)
+    fill = _fill_code(len(fields["classes"])) if output == "class" else None
+    what = {"class": "class codes (positions in classes_)", "proba": "class probabilities"}
+    summary = f"{what.get(output, output)} of an sknd {model.estimator} on the bands {names}"
+    if nodata is not None:
+        summary += f", no-data where a band is {nodata} or NaN" + (
+            f" (class code {fill})" if fill is not None else ""
+        )
+    labels = output_labels(fields, output, model_bands)
+    where = {"collection": collection, "bands": names, "dimension": dimension, "summary": summary}
+    program = None
+    if form != "udf":
+        program = build(fields, output, model_bands, scale, offset, nodata, fill)
+    if format == "earthengine":
+        return earthengine_code(program, bands=names, summary=summary)
+    if program is not None and (form == "graph" or program.size() <= GRAPH_MAX_NODES):
+        return process_graph(graph_nodes(program, dimension, names), labels, **where)
+    context = udf_context(fields, output, labels, dimension, scale, offset, nodata, fill)
+    return process_graph(udf_nodes(context, dimension), labels, **where)
+
+
+def _nodata(value):
+    """``nodata`` as a float (NaN allowed), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, numbers.Real) or isinstance(value, bool):
+        raise TypeError(
+            f"nodata must be a number (the bands' no-data value) or None, got {value!r}."
+        )
+    return float(value)
+
+
+def _fill_code(n_classes):
+    """The code of no-data pixels in class codes: as the scene command's default fill, the
+    largest value of the smallest unsigned integer type holding the codes and itself."""
+    return next(
+        int(np.iinfo(t).max)
+        for t in (np.uint8, np.uint16, np.uint32)
+        if n_classes <= np.iinfo(t).max
+    )
 
 
 def _per_band(name, value, model_bands):

@@ -6,14 +6,25 @@ images, digital numbers, would overflow in the arithmetic), computes each value 
 one ``image.expression(...)`` over the bands and earlier values (variables
 ``v0``, ``v1``, ...), and returns the outputs as one ``ee.Image`` with a band
 per output. Truth values are 0/1 numbers (``if`` multiplies by one, ``and``
-multiplies two).
+multiplies two, ``or`` is ``a + b - a * b``). An output that is no-data where
+a condition fails (``where``) is masked there (``updateMask``), the masked
+pixels of Earth Engine, or holds the fill code there (``where``).
 """
 
 from ..._version import __version__
+from ._program import NODATA
 
 __all__ = []
 
-_BINARY = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "gt": ">", "gte": ">="}
+_BINARY = {
+    "add": "+",
+    "subtract": "-",
+    "multiply": "*",
+    "divide": "/",
+    "gt": ">",
+    "gte": ">=",
+    "eq": "==",
+}
 _FUNCTIONS = {"exp": "exp", "ln": "log", "sqrt": "sqrt", "absolute": "abs", "tanh": "tanh"}
 
 
@@ -35,6 +46,12 @@ def _expression(expression, variables, used):
         return f"{_FUNCTIONS[kind]}({operands[0]})"
     if kind in ("if", "and"):
         return f"({operands[0]} * {operands[1]})"
+    if kind == "or":
+        return f"({operands[0]} + {operands[1]} - {operands[0]} * {operands[1]})"
+    if kind == "not":
+        return f"(1 - {operands[0]})"
+    if kind == "is_nan":
+        return f"({operands[0]} != {operands[0]})"
     return f"({operands[0]} {_BINARY[kind]} {operands[1]})"
 
 
@@ -47,12 +64,19 @@ def earthengine_code(program, *, bands, summary):
         lines.append(f"    v[{variables[name]!r}] = image.select({band!r}).toDouble()")
     for stage in program.stages:
         for name, expression in stage:
+            mask = ""
+            if expression[0] == "where":  # the output, and where it is valid
+                _, valid, expression, other = expression
+                valid = f"v[{variables[valid[1]]!r}]"
+                mask = f".updateMask({valid})"
+                if other != NODATA:
+                    mask = f".where({valid}.Not(), {_number(other[1])})"
             used = set()
             text = _expression(expression, variables, used)
             references = ", ".join(f"{ref!r}: v[{ref!r}]" for ref in sorted(used))
             variables[name] = f"v{len(variables)}"
             lines.append(
-                f"    v[{variables[name]!r}] = image.expression({text!r}, {{{references}}})"
+                f"    v[{variables[name]!r}] = image.expression({text!r}, {{{references}}}){mask}"
             )
     outputs = [name for name, _ in program.stages[-1]]
     images = ", ".join(f"v[{variables[name]!r}]" for name in outputs)

@@ -14,13 +14,15 @@ that implements these core processes runs the graph.
 
 import math
 
-from ._program import OPERATIONS
+from ._program import NODATA, OPERATIONS
 
 __all__ = []
 
 _ARGUMENTS = {1: ("x",), 2: ("x", "y")}
 # Operations whose openEO processes name their operands otherwise.
-_NAMES = {"exp": ("p",), "if": ("value", "accept")}
+_NAMES = {"exp": ("p",), "if": ("value", "accept"), "where": ("value", "accept", "reject")}
+# Operations spelled by another openEO process.
+_PROCESSES = {"where": "if"}
 
 
 class _Callback:
@@ -46,12 +48,13 @@ class _Callback:
         if kind == "in":
             index = self.position[expression[1]]
             return self.node("array_element", {"data": {"from_parameter": "data"}, "index": index})
-        operands = [self.value(operand) for operand in expression[1:]]
-        names = _NAMES.get(kind, _ARGUMENTS[OPERATIONS[kind]])
+        # openEO's null, the no-data value: if's default reject.
+        operands = [self.value(operand) for operand in expression[1:] if operand != NODATA]
+        names = _NAMES[kind] if kind in _NAMES else _ARGUMENTS[OPERATIONS[kind]]
         arguments = dict(zip(names, operands))
         if kind == "if":
             arguments["reject"] = 0
-        return self.node(kind, arguments)
+        return self.node(_PROCESSES.get(kind, kind), arguments)
 
     def graph(self, result):
         self.nodes[result["from_node"]]["result"] = True
@@ -85,8 +88,8 @@ def _chunks(values):
     return [values[start : start + size] for start in range(0, len(values), size)]
 
 
-def _model_nodes(nodes, program, dimension, bands):
-    """The model's nodes after ``nodes["select"]``; marks the result node.
+def graph_nodes(program, dimension, bands):
+    """The model's nodes after the node ``"select"``, the result node marked.
 
     Each stage but the last appends its values to every pixel's bands
     (``apply_dimension``, a few runs of values at a time, in a chain), so that
@@ -94,6 +97,7 @@ def _model_nodes(nodes, program, dimension, bands):
     dimension to the one output, or appends the outputs and keeps only them,
     named (``rename_labels``, ``filter_bands``).
     """
+    nodes = {}
     layout = list(program.bands)
     cube = {"from_node": "select"}
     *stages, outputs = program.stages
@@ -122,7 +126,7 @@ def _model_nodes(nodes, program, dimension, bands):
             },
             "result": True,
         }
-        return
+        return nodes
     nodes["named"] = {
         "process_id": "rename_labels",
         "arguments": {
@@ -136,12 +140,14 @@ def _model_nodes(nodes, program, dimension, bands):
         "arguments": {"data": {"from_node": "named"}, "bands": [label for label, _ in outputs]},
         "result": True,
     }
+    return nodes
 
 
-def process_graph(program, *, collection, bands, dimension, summary):
-    """The openEO process (a dict ready for ``json.dumps``) computing ``program``.
+def process_graph(body, labels, *, collection, bands, dimension, summary):
+    """The openEO process (a dict ready for ``json.dumps``) of the outputs ``labels``.
 
-    ``program.bands`` are read under the names ``bands`` (in the same order).
+    Its node ``"select"`` reads the model's bands under the names ``bands``
+    (in the model's order); the nodes ``body`` compute the outputs from it.
     """
     nodes = {}
     parameters = []
@@ -178,9 +184,7 @@ def process_graph(program, *, collection, bands, dimension, summary):
                 "bands": list(bands),
             },
         }
-    _model_nodes(nodes, program, dimension, bands)
-    outputs = program.stages[-1]
-    labels = [label for label, _ in outputs]
+    nodes.update(body)
     return {
         "id": "sknd_model",
         "summary": summary,

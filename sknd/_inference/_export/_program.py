@@ -35,8 +35,10 @@ from ..._nd._pairs import index_names
 
 __all__ = []
 
-#: Operation -> number of operands. ``gt``, ``gte`` and ``and`` give truth values;
-#: ``("if", condition, value)`` is ``value`` where the condition holds, else 0.
+#: Operation -> number of operands. ``gt``, ``gte``, ``eq``, ``is_nan``, ``and``, ``or`` and
+#: ``not`` give truth values; ``("if", condition, value)`` is ``value`` where the condition
+#: holds, else 0; ``("where", condition, value, other)`` is ``value`` where it holds, else
+#: ``other``: a constant, or :data:`NODATA`. ``where`` only wraps a whole output.
 OPERATIONS = {
     "add": 2,
     "subtract": 2,
@@ -51,7 +53,15 @@ OPERATIONS = {
     "gte": 2,
     "and": 2,
     "if": 2,
+    "eq": 2,
+    "is_nan": 1,
+    "or": 2,
+    "not": 1,
+    "where": 3,
 }
+
+#: The no-data value of the dialect (openEO's null, a masked Earth Engine pixel, NaN).
+NODATA = ("nodata",)
 
 #: The outputs each estimator's model exports, the default first.
 OUTPUTS = {
@@ -133,45 +143,76 @@ class Program:
             self.stages.append(named)
         return refs
 
+    def size(self):
+        """The number of operations and reads (constants aside) in the stages' expressions."""
+        count = 0
+        pending = [expression for stage in self.stages for _, expression in stage]
+        while pending:
+            expression = pending.pop()
+            count += expression[0] != "num"
+            pending.extend(item for item in expression[1:] if isinstance(item, tuple))
+        return count
 
-def build(fields, output, band_names, scale, offset):
+
+def build(fields, output, band_names, scale, offset, nodata=None, fill=None):
     """The :class:`Program` of a checked model file's ``fields`` for ``output``.
 
     Its first stage reads each band ``b`` as ``b * scale + offset`` (one number
     per band): the cast that makes integer data (digital numbers) floating point
     before any arithmetic, and the collection's rescaling to the model's units.
+    With a ``nodata`` value, each output is no-data (``fill`` for class codes)
+    where a band holds it or NaN, as read, before the rescaling.
     """
     program = Program(band_names)
-    values = program.stage(
-        [
-            _rescale(("in", name), band_scale, band_offset)
-            for name, band_scale, band_offset in zip(program.bands, scale, offset)
-        ]
-    )
-    estimator = fields["estimator"]
-    if estimator == "NDTransformer":
-        indices = fields["indices"]
-        outputs = _nd(indices, values)
-        labels = index_names(band_names, indices["pairs"]).tolist()
+    values = [
+        _rescale(("in", name), band_scale, band_offset)
+        for name, band_scale, band_offset in zip(program.bands, scale, offset)
+    ]
+    if nodata is not None:
+        values.append(_valid([("in", name) for name in program.bands], nodata))
+    values = program.stage(values)
+    valid = values.pop() if nodata is not None else None
+    if output == "indices":
+        outputs = _nd(fields["indices"], values)
     else:
         logits = program.stage(_layers(program, fields["network"], values))
-        if estimator == "NDRegressor":
+        if output == "predict":
             target = fields["target"]
             outputs = [
                 op("add", op("multiply", value, num(scale)), num(mean))
                 for value, scale, mean in zip(logits, target["scale"], target["mean"])
             ]
-            labels = [f"prediction_{k}" for k in range(len(outputs))]
-            if target["ndim"] == 1:
-                labels = ["prediction"]
         elif output == "proba":
             outputs = _probabilities(logits)
-            labels = [f"proba_{label}" for label in fields["classes"].tolist()]
         else:
             outputs = [_class_code(logits)]
-            labels = ["class"]
-    program.stages.append(list(zip(labels, outputs)))
+    if valid is not None:
+        other = NODATA if output != "class" else num(fill)
+        outputs = [op("where", valid, value, other) for value in outputs]
+    program.stages.append(list(zip(output_labels(fields, output, band_names), outputs)))
     return program
+
+
+def output_labels(fields, output, band_names):
+    """The names of the outputs: ``class``, ``proba_<class>``, ``prediction``, the indices'."""
+    if output == "indices":
+        return index_names(band_names, fields["indices"]["pairs"]).tolist()
+    if output == "predict":
+        target = fields["target"]
+        if target["ndim"] == 1:
+            return ["prediction"]
+        return [f"prediction_{k}" for k in range(len(target["mean"]))]
+    if output == "proba":
+        return [f"proba_{label}" for label in fields["classes"].tolist()]
+    return ["class"]
+
+
+def _valid(bands, nodata):
+    """Whether no band holds ``nodata`` or NaN (NaN as ``nodata``: whether none is NaN)."""
+    if np.isnan(nodata):
+        return op("not", balanced("or", [op("is_nan", band) for band in bands]))
+    missing = [op("or", op("is_nan", band), op("eq", band, num(nodata))) for band in bands]
+    return op("not", balanced("or", missing))
 
 
 def _rescale(band, scale, offset):

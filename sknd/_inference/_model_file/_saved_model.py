@@ -392,6 +392,8 @@ class SavedModel:
         dimension="bands",
         scale=1.0,
         offset=0.0,
+        form="auto",
+        nodata=None,
     ):
         """The whole model as an openEO process graph or as Earth Engine code.
 
@@ -405,7 +407,7 @@ class SavedModel:
         ----------
         format : {"openeo", "earthengine"}, default="openeo"
             ``"openeo"``: an openEO process (a dict, ``json.dumps`` writes
-            it) with the openEO API's core processes. ``"earthengine"``:
+            it), see ``form``. ``"earthengine"``:
             Python code (a str) defining ``sknd_model(image)``, which returns
             an ``ee.Image`` computed with ``ee.Image.expression``.
         output : {"class", "proba", "predict", "indices"}, default=None
@@ -435,6 +437,20 @@ class SavedModel:
             04.00: ``scale=1e-4, offset=-0.1``; Landsat Collection 2 Level-2:
             ``scale=2.75e-5, offset=-0.2``). Either way the data is computed
             as floating point: integer data never overflows.
+        form : {"auto", "graph", "udf"}, default="auto"
+            openEO only: ``"graph"`` spells every weight in openEO's core
+            processes (any back-end runs it, but its size grows with the
+            weights); ``"udf"`` runs the model in a Python UDF (``run_udf``
+            in ``apply_dimension``: numpy code, the model as data in its
+            ``context``; no sknd on the back-end) of a size about that of the
+            model file; ``"auto"`` writes the graph up to about 1,500 nodes
+            and the UDF beyond, where the graph grows slow to parse and run
+            (the documentation's "Run a model anywhere" page).
+        nodata : float, default=None
+            The bands' no-data value: where a band holds it, or NaN, the
+            outputs are no-data (NaN, a masked pixel in Earth Engine) and
+            class codes the fill code (255 up to 255 classes, as the
+            scene command's maps). None computes every pixel.
 
         Returns
         -------
@@ -445,7 +461,7 @@ class SavedModel:
         ------
         ValueError
             If ``bands`` lack a band of the model (the message names it), or
-            ``format`` or ``output`` is not one of the choices.
+            ``format``, ``output`` or ``form`` is not one of the choices.
 
         Examples
         --------
@@ -460,6 +476,9 @@ class SavedModel:
         ...                                            bands=["B02", "B04", "B08"])
         >>> graph["process_graph"]["select"]["arguments"]["bands"]
         ['B04', 'B08']
+        >>> udf = clf.export_model("openeo", form="udf", nodata=0)
+        >>> [node["process_id"] for node in udf["process_graph"].values()]
+        ['filter_bands', 'apply_dimension', 'reduce_dimension']
         """
         from .._export import export_model
 
@@ -474,4 +493,6 @@ class SavedModel:
             dimension=dimension,
             scale=scale,
             offset=offset,
+            form=form,
+            nodata=nodata,
         )
