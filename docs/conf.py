@@ -114,9 +114,28 @@ def _escape_fitted_names(app, what, name, obj, options, lines):
     lines[:] = [_TRAILING_UNDERSCORE.sub(r"\1\\_", line) for line in lines]
 
 
+_VIEWCODE_BACK = re.compile(r'(class="viewcode-back" href="[^"#]*/([\w.]+)\.html)#[\w.]+\.(\w+)"')
+
+
+def _fix_viewcode_anchors(app, pagename, templatename, context, doctree):
+    """Point the "[docs]" links of the highlighted sources at the objects' own anchors.
+
+    viewcode names a source module's objects after the first public module that documented
+    one of them (``sknd._nd._pairs``: ``sknd.bands`` for ``band_pair_indices``), so the link
+    of ``all_pairs``, documented under ``sknd.nn``, pointed at ``#sknd.bands.all_pairs``.
+    An autosummary page's anchor is its own name, ``sknd.nn.all_pairs``.
+    """
+    if pagename.startswith("_modules/") and "body" in context:
+        context["body"] = _VIEWCODE_BACK.sub(
+            lambda m: f'{m[1]}#{m[2]}"' if m[2].rsplit(".", 1)[-1] == m[3] else m[0],
+            context["body"],
+        )
+
+
 def setup(app):
     app.connect("autodoc-skip-member", _skip_foreign_members)
     app.connect("autodoc-process-docstring", _escape_fitted_names, priority=600)
+    app.connect("html-page-context", _fix_viewcode_anchors)
 
 # ---- gallery ----------------------------------------------------------------------------------
 sphinx_gallery_conf = {
@@ -144,7 +163,12 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
+    # Every top-level page in the header (the theme's default of 5 hid the API reference,
+    # the examples and the changelog under "More").
+    "header_links_before_dropdown": 8,
 }
+# Tables, code and gallery figures within the article column.
+html_css_files = ["sknd.css"]
 # _static/mathjax/LICENSE: MathJax's license (Apache-2.0, from MathJax 3.2.2, the version
 # sphinx-mathjax-offline copies next to it), which its wheel does not ship.
 html_static_path = ["_static"]

@@ -3,7 +3,9 @@ r"""Check a built docs site: the pages a reader needs are there, and render.
     python tools/check_docs.py [docs/_build/html] [--screenshots DIR]
 
 Fails (exit 1, one line per problem) if the API page of ``NDClassifier`` (or of another
-estimator, the target of its HTML repr's "?" link) is missing, if the gallery lacks a page
+estimator) is missing, if an estimator's HTML repr links anywhere (the docs are not hosted:
+its "?" and parameter links would lead nowhere), if a "[docs]" link of the highlighted
+sources points at an anchor its page lacks, if the gallery lacks a page
 for a script of ``examples/``, if the gallery shows no figure or prints a path of the build
 machine (the checkout, the temporary directory), if a page's text outside code and rendered
 math shows raw LaTeX (``$``, ``\(``, ``\[``, ``\frac``...: math MathJax will not render, such
@@ -23,7 +25,6 @@ import sys
 import tempfile
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,12 +34,11 @@ def check_site(site):
     from sknd import NDClassifier, NDRegressor, NDTransformer
 
     for estimator in (NDClassifier, NDRegressor, NDTransformer):
-        link = estimator()._get_doc_link()
-        # The repr links to .../api/generated/sknd.<Name>.html on the published site.
-        relative = urlsplit(link).path.split("/en/latest/", 1)[-1]
-        page = site / relative
-        if not link or not page.is_file():
-            problems.append(f"{estimator.__name__}: repr link {link!r} has no page {page}")
+        if "href=" in estimator()._repr_html_():
+            problems.append(f"{estimator.__name__}: the HTML repr links to an unhosted site")
+        page = site / "api" / "generated" / f"sknd.{estimator.__name__}.html"
+        if not page.is_file():
+            problems.append(f"{estimator.__name__}: no API page {page}")
             continue
         text = page.read_text(encoding="utf-8")
         for needed in (f"sknd.{estimator.__name__}", "Parameters", "fit"):
@@ -68,6 +68,23 @@ def check_site(site):
         if not figures:
             problems.append("gallery: no example shows a figure")
     problems += raw_math(site)
+    problems += broken_source_links(site)
+    return problems
+
+
+def broken_source_links(site):
+    """Problems: "[docs]" links of the highlighted sources (sphinx.ext.viewcode) to an anchor
+    their page lacks."""
+    problems, anchors = [], {}
+    for source in sorted((site / "_modules").rglob("*.html")):
+        for href in re.findall(r'class="viewcode-back" href="([^"]+)"', source.read_text("utf-8")):
+            path, _, anchor = href.partition("#")
+            page = (source.parent / path).resolve()
+            if page not in anchors:
+                text = page.read_text("utf-8") if page.is_file() else ""
+                anchors[page] = set(re.findall(r'\bid="([^"]+)"', text))
+            if not page.is_file() or (anchor and anchor not in anchors[page]):
+                problems.append(f"{source.relative_to(site)}: [docs] link {href} leads nowhere")
     return problems
 
 

@@ -81,15 +81,13 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
     own prediction methods and what ``_finish_fit`` adds.
     """
 
-    # The "?" link of the HTML repr (scikit-learn's _HTMLDocumentationLinkMixin) opens the
-    # estimator's API page of the docs site (docs/, `make docs`): api/generated/sknd.<Name>.html.
-    # PLACEHOLDER address: the site is not hosted yet. It is pyproject.toml's
-    # "Documentation (placeholder)" URL (tests/test_docs.py keeps the two equal): change both.
+    # The HTML repr's links (scikit-learn's _HTMLDocumentationLinkMixin: the "?" of the
+    # estimator, each parameter's name with its docstring as a pop-up) lead to the estimator's
+    # API page, api/generated/sknd.<Name>.html of the docs site (docs/, `make docs`). The site
+    # is not hosted yet: an empty template draws none of them. Once it is, the template is
+    # "<site>/api/generated/{estimator_module}.{estimator_name}.html".
     _doc_link_module = "sknd"
-    _doc_link_template = (
-        "https://sknd.readthedocs.io/en/latest/api/generated/"
-        "{estimator_module}.{estimator_name}.html"
-    )
+    _doc_link_template = ""
 
     _parameter_constraints = {
         "depth": [Interval(Integral, 2, None, closed="left"), StrOptions({"auto"})],
