@@ -1,5 +1,5 @@
-"""Learn spectral indices on real ASTER data and compare with the MLP baseline
-===========================================================================
+"""The demo: NDClassifier against the paper's MLP on forest type (make demo)
+=========================================================================
 
 Fits :class:`sknd.NDClassifier` on the UCI forest-type dataset (9 ASTER bands: green, red
 and NIR on three dates; CC BY 4.0, shipped with sknd), prints its test accuracy next to the

@@ -1,5 +1,5 @@
-"""Learned spectral indices for forest type mapping (UCI forest type dataset)
-==========================================================================
+"""Forest type: band noise and illumination, learned indices against logistic regression
+=====================================================================================
 
 Nine ASTER bands (green, red, near infrared on three dates) of a forest in Japan, four
 classes (Sugi, Hinoki, mixed deciduous, other). We fit a depth-2 ND network on the original

@@ -1,5 +1,5 @@
-"""Learned indices on multi-date data: the UCI forest type mapping dataset
-=======================================================================
+"""Forest type across three dates: change indices and text formulas
+================================================================
 
 Nine ASTER bands (green, red and near infrared on three dates: September
 2010, March 2011, May 2011) of a forested area in Japan, labelled sugi,

@@ -84,7 +84,8 @@ geotiff = raster.write_class_map(codes, output_dir / "landcover.tif", colors=col
 cog = raster.write_class_map(codes, output_dir / "landcover_cog.tif", colors=colours, cog=True)
 with rasterio.open(cog) as src:
     assert src.crs == scene.rio.crs and src.transform == scene.rio.transform()
-    print(f"wrote {geotiff} and {cog} ({src.tags(ns='IMAGE_STRUCTURE')['LAYOUT']} layout)")
+    layout = src.tags(ns="IMAGE_STRUCTURE")["LAYOUT"]
+    print(f"wrote {Path(geotiff).name} and {Path(cog).name} ({layout} layout)")
     print("  colour table:", {code: src.colormap(1)[code][:3] for code in range(len(classes))})
 
 labels = raster.class_labels(codes).values
@@ -120,5 +121,5 @@ ax_map.legend(
 for ax in (ax_rgb, ax_map):
     ax.set_axis_off()
 png = output_dir / "landcover.png"
-fig.savefig(png, dpi=100)
-print(f"wrote {png}")
+fig.savefig(png, dpi=80)  # 800 x 400 pixels, as docs/datasets.md shows it
+print(f"wrote {png.name}")

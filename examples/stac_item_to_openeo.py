@@ -96,7 +96,8 @@ item = {
         for key, (href, name, common) in assets.items()
     },
 }
-(folder / "item.json").write_text(json.dumps(item, indent=1))
+with open(folder / "item.json", "w") as file:
+    json.dump(item, file, indent=1)
 
 # %%
 # The map, with the scene command
@@ -116,16 +117,26 @@ command = [
 subprocess.run(command, check=True)
 with rasterio.open(folder / "map.tif") as src:
     codes = src.read(1)
+    palette = src.colormap(1)  # the colour table the command wrote, as a GIS shows it
     print(f"map: {src.width} x {src.height} pixels of {src.res[0]:g} m, {src.crs}")
 
+# One colour per class, from the file's colour table, and a legend that names them.
+from matplotlib.colors import ListedColormap  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+
 plt = pyplot()  # matplotlib, or the message that says how to install it
-fig, ax = plt.subplots(figsize=(5, 4.5))
-image = ax.imshow(codes, cmap="viridis", vmin=0, vmax=2, interpolation="nearest")
-colorbar = fig.colorbar(image, ticks=[0, 1, 2])
-colorbar.ax.set_yticklabels(clf.classes_.tolist())
+colours = [np.array(palette[code][:3]) / 255 for code in range(len(clf.classes_))]
+fig, ax = plt.subplots(figsize=(6, 4.5), layout="constrained")
+shown = np.ma.masked_greater_equal(codes, len(colours))  # no-data: left blank
+ax.imshow(
+    shown, cmap=ListedColormap(colours), vmin=-0.5, vmax=len(colours) - 0.5, interpolation="nearest"
+)
+fig.legend(
+    handles=[Patch(color=c, label=name) for c, name in zip(colours, clf.classes_)],
+    loc="outside right upper",
+)
 ax.set_title("class map from the STAC Item")
 ax.set_axis_off()
-fig.tight_layout()
 
 # %%
 # The same model as an openEO process graph

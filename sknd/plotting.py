@@ -457,8 +457,16 @@ def plot_training_curves(estimator, ax=None):
         handles.append(
             ax.axvline(best_epoch, color="grey", linestyle=":", label=f"best epoch ({best_epoch})")
         )
-    ax.legend(handles=handles, loc="best")
-    ax.set_title("Training curves")
+    # Above the plot, never over a curve: "best" inside would weigh the losses' Axes only,
+    # not the validation score on the twin Axes. Two entries a row; the title above them.
+    from matplotlib.font_manager import FontProperties
+
+    legend = ax.legend(
+        handles=handles, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncols=2, frameon=False
+    )
+    size = FontProperties(size=legend.get_texts()[0].get_fontsize()).get_size_in_points()
+    rows = -(-len(handles) // 2)
+    ax.set_title("Training curves", pad=rows * 1.6 * size + 10)
     return ax
 
 

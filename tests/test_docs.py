@@ -218,15 +218,19 @@ def test_license_metadata_covers_the_shipped_data():
         assert named and all(spdx in project["license"].split(" AND ") for spdx in named)
 
 
-def test_placeholder_urls_agree_with_the_html_repr():
-    """The repr's "?" link is pyproject's documentation URL, and both say placeholder."""
-    from sknd import NDClassifier
+def test_html_repr_links_nowhere_while_the_docs_are_not_hosted():
+    """pyproject's documentation URL says placeholder: the estimators' HTML repr has no "?"
+    link and no parameter links (whose pop-ups would show the docstrings' raw
+    reStructuredText) to it."""
+    from sknd import NDClassifier, NDRegressor, NDTransformer
 
     urls = _pyproject()["project"]["urls"]
     assert "Homepage" in urls  # `pip show sknd` lists it
-    (docs,) = [url for label, url in urls.items() if label.startswith("Documentation")]
     assert all(label == "Homepage" or "placeholder" in label for label in urls)
-    assert NDClassifier()._get_doc_link().startswith(docs.rstrip("/") + "/")
+    for estimator in (NDClassifier(), NDRegressor(depth=3), NDTransformer()):
+        assert estimator._get_doc_link() == ""
+        html = estimator._repr_html_()
+        assert "href=" not in html and 'class="param-doc-link"' not in html
 
 
 # ---- defaults and printed outputs: what the pages say the code does.
@@ -365,3 +369,49 @@ def test_readme_feature_pipeline_scores_as_the_classifier():
     model = eval(compile(ast.Expression(pipeline), "README.md", "eval"), namespace)
     X, y = load_forest_type(return_X_y=True, as_frame=True)
     assert cross_val_score(model, X, y, cv=5).mean() >= 0.87
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("image", [entry[0] for entry in REGEN.FIGURES])
+def test_pages_show_the_figures_their_code_draws(image):
+    stale = REGEN.stale_figures([entry for entry in REGEN.FIGURES if entry[0] == image])
+    assert not stale, "rerun python tools/regen_docs_outputs.py: " + "; ".join(stale)
+
+
+def test_every_image_of_the_pages_is_drawn_by_a_script():
+    """No page embeds a committed image that no script redraws (it could disagree with the
+    text beside it)."""
+    drawn = {ROOT / entry[0] for entry in REGEN.FIGURES}
+    embedded = {
+        (page.parent / source).resolve()
+        for page in PAGES
+        for source in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", page.read_text(encoding="utf-8"))
+    }
+    assert embedded <= drawn, sorted(str(p.relative_to(ROOT)) for p in embedded - drawn)
+    assert set((ROOT / "docs" / "images").glob("*.png")) == drawn
+
+
+def test_figures_compare_as_images():
+    pytest.importorskip("matplotlib")
+    import io
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    def png(cells):
+        fig, ax = plt.subplots(figsize=(4, 3), dpi=80)
+        ax.imshow(cells, cmap="RdBu_r", vmin=-1, vmax=1)
+        ax.set_title("k = 0.77")
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png")
+        plt.close(fig)
+        return buffer.getvalue()
+
+    cells = np.zeros((10, 10))
+    changed = cells.copy()
+    changed[3, 4] = 1.0  # one cell of a ratio matrix, red instead of white
+    assert REGEN.same_image(png(cells), png(cells))
+    assert not REGEN.same_image(png(cells), png(changed))

@@ -126,6 +126,21 @@ def test_training_curves(plt):
     fig.canvas.draw()
 
 
+def test_training_curves_legend_covers_no_curve(plt):
+    # The legend sits above the plot (the validation score, on the twin Axes, may run
+    # anywhere inside it), below the title.
+    ax = plot_training_curves(stand_in())
+    ax.figure.canvas.draw()
+    renderer = ax.figure.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert len(ax.get_legend().get_texts()) == 4
+    assert legend.y0 >= ax.get_window_extent(renderer).y1 - 1
+    assert legend.y1 <= ax.title.get_window_extent(renderer).y0 + 1
+    assert ax.figure.bbox.contains(legend.x0, legend.y0) and ax.figure.bbox.contains(
+        legend.x1, legend.y1
+    )
+
+
 def test_noise_robustness(plt):
     rows = [
         {"noise": noise, "accuracy": acc - slope * noise + 0.001 * fold, "model": name}

@@ -5,10 +5,10 @@ r"""Check a built docs site: the pages a reader needs are there, and render.
 Fails (exit 1, one line per problem) if the API page of ``NDClassifier`` (or of another
 estimator) is missing, if an estimator's HTML repr links anywhere (the docs are not hosted:
 its "?" and parameter links would lead nowhere), if a "[docs]" link of the highlighted
-sources points at an anchor its page lacks, if the gallery lacks a page
-for a script of ``examples/``, if the gallery shows no figure or prints a path of the build
-machine (the checkout, the temporary directory), if a page's text outside code and rendered
-math shows raw LaTeX (``$``, ``\(``, ``\[``, ``\frac``...: math MathJax will not render, such
+sources points at an anchor its page lacks, if the gallery lacks a page for a script of
+``examples/``, if the gallery shows no figure or prints a path of the build machine (the
+checkout, the temporary directory, the build folder), if a page's text outside code and
+rendered math shows raw LaTeX (``$``, ``\(``, ``\[``, ``\frac``...: math MathJax will not render, such
 as a Markdown ``$...$`` span broken by a line that starts with ``+``), or if a page loads
 MathJax from elsewhere than the site (offline, its formulas would stay raw LaTeX) or
 without MathJax's license beside it. With ``--screenshots``, a headless Chromium
@@ -56,7 +56,11 @@ def check_site(site):
                 problems.append(f"gallery: no page for examples/{script.name}")
         figures = []
         # What the examples print: no path of the machine that built the site.
-        machine_paths = (str(ROOT), str(Path(tempfile.gettempdir()).resolve()) + "/")
+        machine_paths = (
+            str(ROOT),
+            str(Path(tempfile.gettempdir()).resolve()) + "/",
+            "docs/_build/",  # the examples' output folder during the build, relative
+        )
         for page in (site / "auto_examples").glob("*.html"):
             html = page.read_text(encoding="utf-8")
             for path in machine_paths:

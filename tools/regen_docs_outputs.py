@@ -1,7 +1,7 @@
-"""Rewrite the printed outputs that the pages show, by running the code that prints them.
+"""Rewrite the printed outputs and the figures that the pages show, by running their code.
 
-    python tools/regen_docs_outputs.py            # rerun the code, rewrite the stale blocks
-    python tools/regen_docs_outputs.py --check    # rerun it, exit 1 naming each stale block
+    python tools/regen_docs_outputs.py            # rerun the code, rewrite what is stale
+    python tools/regen_docs_outputs.py --check    # rerun it, exit 1 naming each stale output
 
 A page's printed output is the first plain (language-less) fenced block after its lead-in,
 a phrase of the paragraph that introduces it. :data:`OUTPUTS` lists each such block with the
@@ -9,6 +9,10 @@ code that prints it: a script (``examples/demo.py``, which ``make demo`` runs) o
 own ``python`` blocks, run in order in one namespace as ``tests/test_docs.py`` runs them,
 each block's printed text going to the output block after it. Everything runs in fresh
 processes of this Python, from a temporary working directory, on this checkout's sknd.
+
+The figures the pages embed from ``docs/images`` (:data:`FIGURES`) are the PNG files a
+script writes, from the run that prints the page's text where a page shows both, so that
+figure and text cannot disagree; they compare as images (:func:`same_image`).
 
 Timings ("0.4 s") vary from run to run and with the machine's load: they compare as "N s",
 and a rewritten block keeps the page's timings, in order, where it has as many (measure
@@ -43,6 +47,25 @@ OUTPUTS = [
         "docs/interpretation.md",
         "The example prints (",
         ("script", "examples/sentinel2_indices.py", ["{tmp}"], "\nfigures written to"),
+    ),
+]
+#: (committed image, the script and its arguments, the PNG file it writes under ``{tmp}``):
+#: the figures the pages embed.
+FIGURES = [
+    (
+        "docs/images/sentinel2_coefficients.png",
+        ("examples/sentinel2_indices.py", ["{tmp}"]),
+        "sentinel2_coefficients.png",
+    ),
+    (
+        "docs/images/sentinel2_training_curves.png",
+        ("examples/sentinel2_indices.py", ["{tmp}"]),
+        "sentinel2_training_curves.png",
+    ),
+    (
+        "docs/images/landsat8_to_sentinel2.png",
+        ("examples/landsat8_to_sentinel2.py", ["{tmp}"]),
+        "landcover.png",
     ),
 ]
 FENCE = re.compile(r"^```(\w*)[ \t]*\n(.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
@@ -91,18 +114,30 @@ def _python(arguments, cwd):
     return result.stdout
 
 
+def run_script(script, arguments, cache):
+    """``(printed text, {name: bytes} of the PNG files written)`` of ``script`` run with
+    ``arguments`` (``{tmp}``: a temporary folder, also its working directory); one run per
+    script and arguments in ``cache``."""
+    key = (script, tuple(arguments))
+    if key not in cache:
+        with tempfile.TemporaryDirectory() as tmp:
+            text = _python([str(ROOT / script), *(a.format(tmp=tmp) for a in arguments)], tmp)
+            figures = {path.name: path.read_bytes() for path in Path(tmp).rglob("*.png")}
+        cache[key] = text, figures
+    return cache[key]
+
+
 def printed(entry, cache):
     """What the code of ``entry`` (a row of :data:`OUTPUTS`) prints today."""
     page, _, source = entry
-    with tempfile.TemporaryDirectory() as tmp:
-        if source[0] == "block":
-            if page not in cache:
-                runner = [str(Path(__file__).resolve()), "--run-blocks", str(ROOT / page)]
+    if source[0] == "block":
+        if page not in cache:
+            runner = [str(Path(__file__).resolve()), "--run-blocks", str(ROOT / page)]
+            with tempfile.TemporaryDirectory() as tmp:
                 cache[page] = json.loads(_python(runner, tmp))
-            return cache[page][source[1]]
-        script, arguments, *stop = source[1:]
-        arguments = [argument.format(tmp=tmp) for argument in arguments]
-        text = _python([str(ROOT / script), *arguments], tmp)
+        return cache[page][source[1]]
+    script, arguments, *stop = source[1:]
+    text, _ = run_script(script, arguments, cache)
     return text.split(stop[0])[0] + "\n" if stop else text
 
 
@@ -125,12 +160,13 @@ def with_timings(today, shown):
     return TIMING.sub(lambda match: next(timings), today)
 
 
-def stale_blocks(entries=OUTPUTS, *, write=False, timings=False):
+def stale_blocks(entries=OUTPUTS, *, write=False, timings=False, cache=None):
     """The entries whose block differs from what their code prints, as unified diffs.
 
     With ``write``, their blocks are rewritten (with the measured timings if ``timings``).
+    ``cache`` keeps the scripts' runs (:func:`run_script`) for :func:`stale_figures`.
     """
-    problems, cache = [], {}
+    problems, cache = [], {} if cache is None else cache
     for entry in entries:
         page, lead_in, _ = entry
         path = ROOT / page
@@ -149,6 +185,34 @@ def stale_blocks(entries=OUTPUTS, *, write=False, timings=False):
     return problems
 
 
+def same_image(shown, today):
+    """Whether two PNG files show the same figure: the same size, and at most 0.1 % of the
+    pixels changed by more than a quarter of a channel's range (matplotlib builds may
+    rasterize the edges of glyphs differently; a changed cell, curve or label changes more)."""
+    import numpy as np
+    from matplotlib.image import imread
+
+    shown, today = (imread(io.BytesIO(data), format="png") for data in (shown, today))
+    if shown.shape != today.shape:
+        return False
+    return bool(np.mean(np.abs(shown - today).max(axis=-1) > 0.25) <= 0.001)
+
+
+def stale_figures(entries=FIGURES, *, write=False, cache=None):
+    """The committed images of ``entries`` (rows of :data:`FIGURES`) that differ from what
+    their script draws today, one line each; with ``write``, rewritten."""
+    problems, cache = [], {} if cache is None else cache
+    for image, (script, arguments), name in entries:
+        _, figures = run_script(script, arguments, cache)
+        path = ROOT / image
+        if path.is_file() and same_image(path.read_bytes(), figures[name]):
+            continue
+        problems.append(f"{image}: not the {name} that {script} draws today")
+        if write:
+            path.write_bytes(figures[name])
+    return problems
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if stale")
@@ -161,12 +225,14 @@ def main(argv=None):
         outputs = run_blocks(options.run_blocks)
         print(json.dumps(outputs))
         return 0
-    problems = stale_blocks(write=not options.check, timings=options.timings)
+    cache = {}
+    problems = stale_blocks(write=not options.check, timings=options.timings, cache=cache)
+    problems += stale_figures(write=not options.check, cache=cache)
     for problem in problems:
         print(problem, end="\n\n")
     if options.check:
         return 1 if problems else 0
-    print(f"{len(problems)} block(s) rewritten" if problems else "every block is up to date")
+    print(f"{len(problems)} output(s) rewritten" if problems else "every output is up to date")
     return 0
 
 
