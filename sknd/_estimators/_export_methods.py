@@ -103,8 +103,11 @@ class ExportMixin:
         offset=0.0,
         form="auto",
         nodata=None,
+        href=None,
+        onnx_href=None,
+        colors=None,
     ):
-        """The whole model as an openEO process graph or as Earth Engine code.
+        """The whole model as an openEO process, Earth Engine code or a STAC MLM Item.
 
         The same as :meth:`sknd.SavedModel.export_model` on this estimator's
         model file (see it for the parameters): both compute, with the other
@@ -112,8 +115,9 @@ class ExportMixin:
 
         Parameters
         ----------
-        format : {"openeo", "earthengine"}, default="openeo"
-            An openEO process (a dict) or Earth Engine Python code (a str).
+        format : {"openeo", "earthengine", "mlm"}, default="openeo"
+            An openEO process (a dict), Earth Engine Python code (a str) or
+            a STAC Item of the Machine Learning Model extension (a dict).
         output : {"class", "proba", "predict", "indices"}, default=None
             What to compute; by default a classifier's class codes, a
             regressor's predictions, a transformer's indices.
@@ -136,11 +140,16 @@ class ExportMixin:
         nodata : float, default=None
             The bands' no-data value: where a band holds it or NaN, the
             outputs are no-data and class codes the fill code.
+        href, onnx_href : str, default=None
+            ``"mlm"`` only: where the model file (saved with
+            :meth:`save_model`), and the same model as ONNX, lie.
+        colors : list or dict of str, default=None
+            ``"mlm"`` only: a ``"#rrggbb"`` colour per class.
 
         Returns
         -------
         exported : dict or str
-            The openEO process, or the Earth Engine code.
+            The openEO process, the Earth Engine code or the STAC Item.
         """
         check_is_fitted(self)
         import os
@@ -163,4 +172,7 @@ class ExportMixin:
             offset=offset,
             form=form,
             nodata=nodata,
+            href=href,
+            onnx_href=onnx_href,
+            colors=colors,
         )

@@ -16,13 +16,14 @@ import numpy as np
 
 from ...bands import match_bands
 from ._earthengine import earthengine_code
+from ._mlm import mlm_item
 from ._openeo import graph_nodes, process_graph
 from ._openeo_udf import udf_context, udf_nodes
 from ._program import OUTPUTS, build, output_labels
 
 __all__ = []
 
-FORMATS = ("openeo", "earthengine")
+FORMATS = ("openeo", "earthengine", "mlm")
 FORMS = ("auto", "graph", "udf")
 
 #: ``form="auto"`` writes the pure process graph up to this many nodes, the UDF beyond:
@@ -45,41 +46,40 @@ def export_model(
     offset=0.0,
     form="auto",
     nodata=None,
+    href=None,
+    onnx_href=None,
+    colors=None,
+    content=None,
 ):
-    """The model (a :class:`sknd.SavedModel` and its checked ``fields``) in ``format``.
+    """The model (a :class:`sknd.SavedModel`, its checked ``fields``) in ``format``.
 
-    See :meth:`sknd.SavedModel.export_model` for the parameters.
+    ``content`` is the model file's bytes (for an MLM Item's checksum). See
+    :meth:`sknd.SavedModel.export_model` for the parameters.
     """
     if format not in FORMATS:
         raise ValueError(f"format must be one of {FORMATS}, got {format!r}.")
-    outputs = OUTPUTS[model.estimator]
-    if output is None:
-        output = outputs[0]
-    if output not in outputs:
-        raise ValueError(
-            f"output={output!r} is not an output of an {model.estimator} model: choose one of "
-            f"{list(outputs)}."
-        )
-    for name, value in (("collection", collection), ("sensor", sensor)):
-        if value is not None and not isinstance(value, str):
-            raise TypeError(f"{name} must be a string or None, got {value!r}.")
-    if not isinstance(dimension, str) or not dimension:
-        raise TypeError(f"dimension must be the name of the band dimension, got {dimension!r}.")
-    names = _selected_bands(model, bands, sensor)
     model_bands = [str(name) for name in model.band_names_]
     scale = _per_band("scale", scale, model_bands)
     offset = _per_band("offset", offset, model_bands)
     if not all(scale):
         raise ValueError(f"scale must not be 0 (the bands would all read 0), got {scale}.")
-    if form not in FORMS:
-        raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
-    if format != "openeo" and form != "auto":
-        raise ValueError("form chooses the form of an openEO process: leave it out here.")
-    if format != "openeo" and collection is not None:
-        raise ValueError(
-            "collection names an openEO collection; Earth Engine code takes an ee.Image: "
-            "leave collection out with format='earthengine'."
+    if format == "mlm":
+        return mlm_item(
+            model,
+            fields,
+            content,
+            href=href,
+            onnx_href=onnx_href,
+            colors=colors,
+            scale=scale,
+            offset=offset,
         )
+    for name, value in (("href", href), ("onnx_href", onnx_href), ("colors", colors)):
+        if value is not None:
+            raise ValueError(f"{name} describes a model file in an MLM Item: pass format='mlm'.")
+    output = _checked_output(model, output)
+    _check_openeo_options(format, collection, sensor, dimension, form)
+    names = _selected_bands(model, bands, sensor)
     nodata = _nodata(nodata)
     fill = _fill_code(len(fields["classes"])) if output == "class" else None
     what = {"class": "class codes (positions in classes_)", "proba": "class probabilities"}
@@ -99,6 +99,36 @@ def export_model(
         return process_graph(graph_nodes(program, dimension, names), labels, **where)
     context = udf_context(fields, output, labels, dimension, scale, offset, nodata, fill)
     return process_graph(udf_nodes(context, dimension), labels, **where)
+
+
+def _checked_output(model, output):
+    """``output``, by default the model's first."""
+    outputs = OUTPUTS[model.estimator]
+    if output is None:
+        return outputs[0]
+    if output not in outputs:
+        raise ValueError(
+            f"output={output!r} is not an output of an {model.estimator} model: choose one of "
+            f"{list(outputs)}."
+        )
+    return output
+
+
+def _check_openeo_options(format, collection, sensor, dimension, form):
+    for name, value in (("collection", collection), ("sensor", sensor)):
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{name} must be a string or None, got {value!r}.")
+    if not isinstance(dimension, str) or not dimension:
+        raise TypeError(f"dimension must be the name of the band dimension, got {dimension!r}.")
+    if form not in FORMS:
+        raise ValueError(f"form must be one of {FORMS}, got {form!r}.")
+    if format != "openeo" and form != "auto":
+        raise ValueError("form chooses the form of an openEO process: leave it out here.")
+    if format != "openeo" and collection is not None:
+        raise ValueError(
+            "collection names an openEO collection; Earth Engine code takes an ee.Image: "
+            "leave collection out with format='earthengine'."
+        )
 
 
 def _nodata(value):

@@ -16,12 +16,13 @@ from ..._data._decoding import class_labels, class_probabilities, regression_tar
 from ..._data._validation import check_band_values, plain_values
 from ..._nd._pairs import index_names
 from ._format import ESTIMATOR_METHODS
+from ._item import is_item, model_asset_bytes
 from ._reading import read_fields, read_file
 
 __all__ = ["SavedModel", "load_model"]
 
 
-def load_model(path):
+def load_model(path, *, allow_network=False):
     """Load a model file written by an sknd estimator's ``save_model``.
 
     Loading runs no code from the file: it reads JSON and numpy arrays
@@ -31,7 +32,14 @@ def load_model(path):
     Parameters
     ----------
     path : str or path-like
-        The model file.
+        The model file, or a STAC Item (JSON) of the Machine Learning Model
+        extension that describes one (``export_model("mlm", href=...)``):
+        its asset of role ``mlm:model`` is loaded, a relative ``href`` from
+        the Item's folder, checked against the Item's ``file:size`` and
+        ``file:checksum``.
+    allow_network : bool, default=False
+        Whether an Item's model asset may be read from a remote address
+        (``https://`` ...); by default only local files are read.
 
     Returns
     -------
@@ -42,7 +50,9 @@ def load_model(path):
     ------
     ValueError
         If the file is not an sknd model file, is truncated or malformed, or
-        was written in a newer format version; the message says which.
+        was written in a newer format version; or if an Item has no model
+        asset, its asset cannot be read or is no sknd model file: the
+        message says which (and names the asset).
 
     See Also
     --------
@@ -65,6 +75,8 @@ def load_model(path):
     """
     path = os.fsdecode(os.fspath(path))
     content = read_file(path)
+    if is_item(content):
+        content, path = model_asset_bytes(content, path, allow_network)
     return SavedModel(read_fields(content, path), content)
 
 
@@ -394,8 +406,11 @@ class SavedModel:
         offset=0.0,
         form="auto",
         nodata=None,
+        href=None,
+        onnx_href=None,
+        colors=None,
     ):
-        """The whole model as an openEO process graph or as Earth Engine code.
+        """The whole model as an openEO process, Earth Engine code or a STAC MLM Item.
 
         Both compute per pixel what the model computes (every layer, and the
         class codes, probabilities, regression values or learned indices)
@@ -405,7 +420,13 @@ class SavedModel:
 
         Parameters
         ----------
-        format : {"openeo", "earthengine"}, default="openeo"
+        format : {"openeo", "earthengine", "mlm"}, default="openeo"
+            ``"mlm"``: a STAC Item of the Machine Learning Model extension
+            (a dict) describing the model file at ``href``: its task,
+            bands (with their common names), value scaling (``scale``,
+            ``offset``), classes, hyperparameters and the file itself as
+            the ``mlm:model`` asset; :func:`sknd.load_model` and the scene
+            command take the Item's JSON file in place of the model file.
             ``"openeo"``: an openEO process (a dict, ``json.dumps`` writes
             it), see ``form``. ``"earthengine"``:
             Python code (a str) defining ``sknd_model(image)``, which returns
@@ -451,11 +472,21 @@ class SavedModel:
             outputs are no-data (NaN, a masked pixel in Earth Engine) and
             class codes the fill code (255 up to 255 classes, as the
             scene command's maps). None computes every pixel.
+        href : str, default=None
+            ``"mlm"`` only (and needed there): where the model file lies for
+            the Item's readers, a URL or a path relative to the Item's
+            folder (e.g. ``"model.sknd"``, the Item written beside it).
+        onnx_href : str, default=None
+            ``"mlm"`` only: where the same model lies as ONNX
+            (:func:`sknd.onnx.to_onnx`), an asset of the Item.
+        colors : list or dict of str, default=None
+            ``"mlm"`` only: a ``"#rrggbb"`` colour per class (in the order of
+            ``classes_``, or by label), the classes' ``color_hint``.
 
         Returns
         -------
         exported : dict or str
-            The openEO process, or the Earth Engine code.
+            The openEO process, the Earth Engine code or the STAC Item.
 
         Raises
         ------
@@ -479,6 +510,9 @@ class SavedModel:
         >>> udf = clf.export_model("openeo", form="udf", nodata=0)
         >>> [node["process_id"] for node in udf["process_graph"].values()]
         ['filter_bands', 'apply_dimension', 'reduce_dimension']
+        >>> item = clf.export_model("mlm", href="model.sknd")
+        >>> item["assets"]["model"]["roles"][0], item["properties"]["mlm:input"][0]["bands"]
+        ('mlm:model', ['B4', 'B8'])
         """
         from .._export import export_model
 
@@ -495,4 +529,8 @@ class SavedModel:
             offset=offset,
             form=form,
             nodata=nodata,
+            href=href,
+            onnx_href=onnx_href,
+            colors=colors,
+            content=self._content,
         )

@@ -136,15 +136,27 @@ def _with_references(value, key, arrays):
 
 
 def _archive(payload, arrays):
-    """The bytes of the zip archive: ``model.json`` and one ``.npy`` member per array."""
+    """The bytes of the zip archive: ``model.json`` and one ``.npy`` member per array.
+
+    The members carry a fixed date: a model's file has the same bytes whenever it is
+    saved, so that the checksum an MLM Item gives (``export_model("mlm")``) holds.
+    """
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(METADATA, payload)
+        archive.writestr(_member(METADATA), payload)
         for name, array in arrays.items():
             member = io.BytesIO()
             np.lib.format.write_array(member, np.ascontiguousarray(array), allow_pickle=False)
-            archive.writestr(f"{ARRAYS}{name}.npy", member.getvalue())
+            archive.writestr(_member(f"{ARRAYS}{name}.npy"), member.getvalue())
     return buffer.getvalue()
+
+
+def _member(name):
+    """A zip member of the archive, dated as zip's epoch, readable by its owner (0600)."""
+    info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o600 << 16
+    return info
 
 
 def _write_atomically(path, content):
