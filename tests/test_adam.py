@@ -96,13 +96,15 @@ def test_the_wrapper_flat_adam_skips_is_torchs_dynamo_switch():
             assert Path(method.__code__.co_filename).parts[-2:] == ("torch", "_compile.py")
 
 
-def test_scaled_step_is_packed_steps_update():
+@pytest.mark.parametrize("warmup_steps", [0, 4])
+def test_scaled_step_is_packed_steps_update(warmup_steps):
     """The graph-capturable step (scalars from a tensor) makes packed_step's update."""
     torch.manual_seed(0)
     ours = torch.nn.Linear(4, 3).double()
     theirs = copy_module(ours)
-    opt_ours = FlatAdam(ours.parameters(), lr=0.05, weight_decay=1e-3)
-    opt_theirs = FlatAdam(theirs.parameters(), lr=0.05, weight_decay=1e-3)
+    options = dict(lr=0.05, weight_decay=1e-3, warmup_steps=warmup_steps)
+    opt_ours = FlatAdam(ours.parameters(), **options)
+    opt_theirs = FlatAdam(theirs.parameters(), **options)
     for step in range(6):
         x = torch.randn(8, 4, generator=torch.Generator().manual_seed(step)).double()
         for module, opt in ((ours, opt_ours), (theirs, opt_theirs)):
@@ -117,3 +119,23 @@ def test_scaled_step_is_packed_steps_update():
     for p, q in zip(ours.parameters(), theirs.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-12, atol=1e-14)
     assert opt_ours.constants() == ((0.9, 0.999), 1e-3)
+
+
+def test_warmup_scales_the_first_steps_linearly():
+    """Step t of a warm-up of W steps moves the weights t / W as far as plain Adam's."""
+    torch.manual_seed(0)
+    plain = torch.nn.Linear(4, 3).double()
+    modules = [plain, copy_module(plain)]
+    optimizers = [FlatAdam(modules[0].parameters(), lr=0.05), None]
+    optimizers[1] = FlatAdam(modules[1].parameters(), lr=0.05, warmup_steps=4)
+    for step in range(1, 7):
+        x = torch.randn(8, 4, generator=torch.Generator().manual_seed(step)).double()
+        moves = []
+        for module, opt in zip(modules, optimizers):
+            before = module.weight.detach().clone()
+            opt.zero_grad()
+            module(x).pow(2).mean().backward()
+            opt.step()
+            moves.append(module.weight.detach() - before)
+            module.load_state_dict(modules[0].state_dict())  # same weights for the next step
+        torch.testing.assert_close(moves[1], moves[0] * min(1.0, step / 4), rtol=1e-10, atol=0)

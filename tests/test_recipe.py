@@ -402,6 +402,34 @@ def test_deeper_networks_start_at_the_tuned_depth_2_model():
     assert agree > 0.96
 
 
+def test_a_deeper_regressor_refits_as_its_depth_2_start():
+    # Frozen weights (lr=1e-12): the depth-3 regressor predicts as the depth-2 one. Its
+    # refit reads the two hidden units that carry the linear start, on another scale than
+    # the standardized indices whose ridge penalty the start chose: with that penalty it
+    # shrank the fit (test R2 0.11 against 0.62 here); it chooses its own.
+    rng = np.random.default_rng(3)
+    X = _spectra(n_samples=500, n_bands=40, seed=3)
+    y = (X[:, 37] - X[:, 1]) / (X[:, 37] + X[:, 1]) + rng.normal(0, 0.3, len(X))
+    params = dict(lr=1e-12, max_epochs=1, random_state=0)
+    shallow = NDRegressor(**params).fit(X[:400], y[:400])
+    deep = NDRegressor(depth=3, **params).fit(X[:400], y[:400])
+    assert deep.score(X[400:], y[400:]) >= shallow.score(X[400:], y[400:]) - 0.01
+
+
+def test_a_carried_network_warms_adam_up_and_depth_2_does_not():
+    X = _spectra(n_samples=320, n_bands=6, seed=4)
+    y = _classes(X, seed=4)
+    steps = {}
+    for depth in (2, 3):
+        model = NDClassifier(depth=depth, max_epochs=1, batch_size=32, random_state=0)
+        model.fit(X, y)
+        steps[depth] = model.net_.optimizer_.param_groups[0]["warmup_steps"]
+    # WARMUP_EPOCHS epochs of the training part's batches (at most 320 rows, 10 batches).
+    assert steps[2] == 0
+    assert steps[3] % _recipe.WARMUP_EPOCHS == 0
+    assert 0 < steps[3] <= _recipe.WARMUP_EPOCHS * 10
+
+
 def test_all_pairs_on_many_bands_do_not_collapse():
     # 40 correlated bands, 780 pairs for 200 rows: a fixed penalty (alpha = 1) overfits.
     rng = np.random.default_rng(7)

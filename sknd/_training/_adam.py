@@ -27,6 +27,14 @@ def _unwrapped(method):
     return getattr(method, "__wrapped__", method)
 
 
+def _step_sizes(group, steps):
+    """``-lr w_t sqrt(1 - beta2^t) / (1 - beta1^t)`` of a group at steps ``t`` (see FlatAdam)."""
+    beta1, beta2 = group["betas"]
+    warmup = group.get("warmup_steps", 0)  # absent from the state of older model files
+    factor = np.minimum(1.0, steps / warmup) if warmup else 1.0
+    return -group["lr"] * factor * (1 - beta2**steps) ** 0.5 / (1 - beta1**steps)
+
+
 class FlatAdam(torch.optim.Optimizer):
     """Adam with L2 weight decay on one contiguous buffer per parameter group.
 
@@ -53,6 +61,13 @@ class FlatAdam(torch.optim.Optimizer):
     betas : tuple of float, default=(0.9, 0.999)
     eps : float, default=1e-8
     weight_decay : float, default=0
+    warmup_steps : int, default=0
+        Steps of a linear learning-rate warm-up (0: none). Adam's first steps move
+        every parameter by about ``lr`` whatever its gradient's size, since the second
+        moment is estimated from a few gradients (Liu et al., "On the Variance of the
+        Adaptive Learning Rate and Beyond", ICLR 2020): started at a tuned model, the
+        steps of thousands of weights into a unit add up and undo it. The warm-up lets
+        the moments settle first.
 
     Examples
     --------
@@ -64,12 +79,20 @@ class FlatAdam(torch.optim.Optimizer):
     torch.Size([2, 3])
     """
 
-    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0):
-        if not lr >= 0 or not eps >= 0 or not weight_decay >= 0:
-            raise ValueError("lr, eps and weight_decay must be non-negative.")
+    def __init__(
+        self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0, warmup_steps=0
+    ):
+        if not lr >= 0 or not eps >= 0 or not weight_decay >= 0 or not warmup_steps >= 0:
+            raise ValueError("lr, eps, weight_decay and warmup_steps must be non-negative.")
         if not (0 <= betas[0] < 1 and 0 <= betas[1] < 1):
             raise ValueError(f"betas must be in [0, 1), got {betas!r}.")
-        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay}
+        defaults = {
+            "lr": lr,
+            "betas": tuple(betas),
+            "eps": eps,
+            "weight_decay": weight_decay,
+            "warmup_steps": warmup_steps,
+        }
         super().__init__(params, defaults)
         self._flat = None
 
@@ -208,26 +231,22 @@ class FlatAdam(torch.optim.Optimizer):
             exp_avg.lerp_(grad, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
             torch.sqrt(exp_avg_sq, out=denom).add_(group["eps"] * root_bias_correction2)
-            param.addcdiv_(
-                exp_avg, denom, value=-group["lr"] * root_bias_correction2 / (1 - beta1**step)
-            )
+            param.addcdiv_(exp_avg, denom, value=float(_step_sizes(group, step)))
 
     def step_scalars(self, n_steps):
         """Step sizes and epsilons of the next ``n_steps`` steps, for :meth:`scaled_step`.
 
         Package-internal (:mod:`sknd._training._graph_epochs`): a float64 array of shape
-        ``(n_steps, 2)``, row ``k`` holding ``-lr sqrt(1 - beta2^t) / (1 - beta1^t)``
+        ``(n_steps, 2)``, row ``k`` holding ``-lr w_t sqrt(1 - beta2^t) / (1 - beta1^t)``
         and ``eps sqrt(1 - beta2^t)`` for step ``t = step + k + 1`` of the single
         parameter group, computed as :meth:`packed_step` computes them. Nothing
         changes until :meth:`count_steps`.
         """
         (group,) = self.param_groups
-        beta1, beta2 = group["betas"]
         steps = np.arange(group["step"] + 1, group["step"] + n_steps + 1, dtype=np.float64)
-        root_bias_correction2 = np.sqrt(1 - beta2**steps)
         scalars = np.empty((n_steps, 2))
-        scalars[:, 0] = -group["lr"] * root_bias_correction2 / (1 - beta1**steps)
-        scalars[:, 1] = group["eps"] * root_bias_correction2
+        scalars[:, 0] = _step_sizes(group, steps)
+        scalars[:, 1] = group["eps"] * np.sqrt(1 - group["betas"][1] ** steps)
         return scalars
 
     def count_steps(self, n_steps):

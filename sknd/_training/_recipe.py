@@ -79,6 +79,9 @@ RECIPES = ("sknd", "paper")
 MLP_HIDDEN_UNITS = 100
 #: Fewest hidden units of a deeper recipe network besides those carrying the linear start.
 MIN_NONLINEAR_UNITS = 8
+#: Epochs of Adam's learning-rate warm-up in a deeper network carried from the start
+#: (:func:`warmup_steps`; benchmarks/RESULTS.md, "depth 3 from the depth-2 start").
+WARMUP_EPOCHS = 5
 
 
 class Stopwatch:
@@ -187,6 +190,21 @@ def carry(module, linear):
     output.weight[:, :k], output.weight[:, k : 2 * k] = eye, -eye
 
 
+def warmup_steps(module, n_rows, batch_size):
+    """Steps of Adam's linear learning-rate warm-up when ``module`` trains from the start.
+
+    :data:`WARMUP_EPOCHS` epochs of ``n_rows`` rows in batches of ``batch_size`` for a
+    network deeper than 2, none at depth 2. A hidden unit of a carried network reads every
+    index of the first block (hundreds with many bands), and Adam's first steps move each
+    weight by about the learning rate whatever its gradient
+    (:class:`~sknd._training._adam.FlatAdam`): in step with each other they sent the
+    first epoch far from the start that :func:`carry` made exact.
+    """
+    if len(describe(module)) <= 3:
+        return 0
+    return WARMUP_EPOCHS * -(-n_rows // batch_size)
+
+
 def _sample(data, task, output, parts=1):
     """The :class:`~sknd._data._parts.Part` ``data`` restricted to
     :func:`~sknd._training._convex_start.convex_rows` of it (``parts`` as there)."""
@@ -270,10 +288,21 @@ def _tune(module, fitted, task, rows, valid, copies):
 def refit(module, data, task, rows, penalty, copies):
     """Step 5: refit the output layer on what it reads from the rows of ``data`` (a
     :class:`~sknd._data._parts.Part`: all rows, or
-    :func:`~sknd._training._convex_start.convex_rows` of them) with the start's ``penalty``:
-    the learned standardized indices at depth 2, the last hidden layer's outputs in deeper
-    networks; with their ``copies`` (:class:`~sknd._training._refinement.NoisyCopies`)."""
+    :func:`~sknd._training._convex_start.convex_rows` of them): the learned standardized
+    indices at depth 2, the last hidden layer's outputs in deeper networks; with their
+    ``copies`` (:class:`~sknd._training._refinement.NoisyCopies`).
+
+    A logistic regression keeps the start's ``C``; a ridge chooses its ``alpha`` anew by
+    the leave-one-out errors on these features and rows, as the start chose it. The
+    start's ``alpha`` weighs the standardized indices: a deeper network's hidden units
+    carry the linear start in two units of another scale, and that ``alpha`` shrank
+    them to a fraction of the fit (a 200-band regression at depth 3 lost more than half
+    its test R2 to the refit).
+    """
     output = module[-1]
     X, target, weight = copies(_sample(data, task, output, copies.parts))
     features = _features(module, X, rows)
-    _convex_start.convex_fit(features, target, task, output, penalty, weight, copies.parts)
+    if isinstance(task, ClassificationTask) or len(features) < MIN_SELECTION_ROWS:
+        _convex_start.convex_fit(features, target, task, output, penalty, weight, copies.parts)
+    else:
+        _convex_start.tuned_ridge(output, features, target, task, weight)
