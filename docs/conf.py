@@ -166,6 +166,10 @@ html_theme_options = {
     # Every top-level page in the header (the theme's default of 5 hid the API reference,
     # the examples and the changelog under "More").
     "header_links_before_dropdown": 8,
+    # The search as an icon (Ctrl+K), the links beside the title: one line at 1400 px.
+    "navbar_align": "left",
+    "navbar_persistent": [],
+    "navbar_end": ["search-button", "theme-switcher", "navbar-icon-links"],
 }
 # Tables, code and gallery figures within the article column.
 html_css_files = ["sknd.css"]
