@@ -6,17 +6,17 @@ numpy stand-in of the few ``ee`` calls it makes, its expressions evaluated with 
 Both are compared with the SavedModel of the same estimator.
 """
 
+import functools
 import importlib
 import inspect
 import json
 import pathlib
 import re
-import sys
 import time
-import types
 
 import numpy as np
 import pytest
+from ee_numpy import run_earthengine
 
 import sknd
 from sknd import NDClassifier, NDRegressor, NDTransformer, raster
@@ -315,79 +315,6 @@ def test_export_refuses_bad_requests(kwargs, message):
 
 
 # ------------------------------------------------------------------ Earth Engine
-class _Pixels(np.ndarray):
-    """Pixel values whose comparisons give 0/1 numbers, as Earth Engine's do."""
-
-    def _compare(self, other, compare):
-        return compare(np.asarray(self), np.asarray(other)).astype(float).view(_Pixels)
-
-    def __eq__(self, other):
-        return self._compare(other, np.equal)
-
-    def __ne__(self, other):
-        return self._compare(other, np.not_equal)
-
-    def __gt__(self, other):
-        return self._compare(other, np.greater)
-
-    def __ge__(self, other):
-        return self._compare(other, np.greater_equal)
-
-
-class _Image:
-    """The ``ee.Image`` calls of the exported code, on numpy arrays."""
-
-    functions = {"exp": np.exp, "log": np.log, "sqrt": np.sqrt, "abs": np.abs, "tanh": np.tanh}
-
-    def __init__(self, bands):
-        self.bands = bands  # name -> array
-
-    def select(self, name):
-        return _Image({name: self.bands[name]})
-
-    def toDouble(self):  # noqa: N802 (Earth Engine's name)
-        return _Image({name: values.astype(float) for name, values in self.bands.items()})
-
-    def expression(self, text, variables):
-        values = {name: image._value().view(_Pixels) for name, image in variables.items()}
-        value = eval(text, {"__builtins__": {}}, {**self.functions, **values})  # noqa: S307
-        return _Image({"constant": np.asarray(value, dtype=float).view(np.ndarray)})
-
-    @staticmethod
-    def cat(images):
-        return _Image({f"b{k}": next(iter(image.bands.values())) for k, image in enumerate(images)})
-
-    def rename(self, names):
-        return _Image(dict(zip(names, self.bands.values())))
-
-    def _value(self):
-        return next(iter(self.bands.values()))
-
-    def Not(self):  # noqa: N802 (Earth Engine's name)
-        return _Image({"constant": (self._value() == 0).astype(float)})
-
-    def updateMask(self, mask):  # noqa: N802 (masked pixels here as NaN)
-        return _Image({"constant": np.where(mask._value() != 0, self._value(), np.nan)})
-
-    def where(self, test, value):
-        return _Image({"constant": np.where(test._value() != 0, value, self._value())})
-
-
-def run_earthengine(code, bands):
-    ee = types.ModuleType("ee")
-    ee.Image = _Image
-    namespace = {}
-    saved, sys.modules["ee"] = sys.modules.get("ee"), ee
-    try:
-        exec(compile(code, "<sknd_model>", "exec"), namespace)  # noqa: S102
-    finally:
-        if saved is None:
-            del sys.modules["ee"]
-        else:
-            sys.modules["ee"] = saved
-    return namespace, namespace["sknd_model"](_Image(bands)).bands
-
-
 def test_earthengine_code_reproduces_saved_model(model):
     estimator, saved = model
     pixels = _pixels(400)
@@ -409,7 +336,11 @@ def test_earthengine_code_reads_the_images_band_names():
     clf = NDClassifier(bands=["B2", "B3", "B4", "B8"], sensor="sentinel2", **FAST).fit(X, y)
     code = clf.export_model("earthengine", bands=["B8", "B4", "B3", "B2", "B11"])
     assert "BANDS = ['B2', 'B3', 'B4', 'B8']" in code
-    assert "image.select('B8')" in code
+    assert "raw = image.select(BANDS)" in code
+    pixels = _pixels(20)
+    image = dict(zip(["B8", "B4", "B3", "B2", "B11"], [*pixels[:, ::-1].T, pixels[:, 0]]))
+    _, codes = run_earthengine(code, image)
+    np.testing.assert_array_equal(codes["class"], clf.predict(pixels))
 
 
 # ------------------------------------------------------------------ sizes, cubes as served
@@ -473,6 +404,7 @@ def test_wide_models_export_and_run(n_bands):
             np.testing.assert_allclose(values, expected, rtol=0, atol=1e-6)
 
 
+@functools.cache
 def _default_model(n_bands):
     """The default NDClassifier of satimage's 36 features (630 pairs, a kept 100-unit head),
     of the 8 Landsat 8 bands, or of 46 synthetic bands (1,024 of their 1,035 pairs)."""
@@ -509,6 +441,26 @@ def test_default_models_run_on_the_openeo_executor(n_bands):
     np.testing.assert_array_equal(
         codes.values, raster.class_map(clf, cube, band_dim="bands").values
     )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n_bands", [8, 36, 46])
+def test_default_models_earthengine_code_is_array_images(n_bands):
+    """Issue 62.2: the default model's Earth Engine code computes its layers on array images
+    (satimage-36's at most 1 MB), equal to the estimator through the numpy stand-in."""
+    clf, X = _default_model(n_bands)
+    names = [str(name) for name in clf.band_names_]
+    pixels = np.random.default_rng(2).uniform(X.min(axis=0), X.max(axis=0), (300, n_bands))
+    bands = dict(zip(names, pixels.T))
+    code = clf.export_model("earthengine")
+    assert len(code) <= 1e6
+    assert "matrixMultiply" in code
+    _, codes = run_earthengine(code, bands)
+    expected = raster.class_map(clf, pixels.reshape(1, -1, n_bands), bands=names).ravel()
+    np.testing.assert_array_equal(codes["class"], expected)
+    _, proba = run_earthengine(clf.export_model("earthengine", output="proba"), bands)
+    proba = np.column_stack(list(proba.values()))
+    np.testing.assert_allclose(proba, clf.predict_proba(pixels), rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("form", ["graph", "udf"])

@@ -90,11 +90,21 @@ def export_model(
         )
     labels = output_labels(fields, output, model_bands)
     where = {"collection": collection, "bands": names, "dimension": dimension, "summary": summary}
+    if format == "earthengine":
+        return earthengine_code(
+            fields,
+            output,
+            labels,
+            bands=names,
+            scale=scale,
+            offset=offset,
+            nodata=nodata,
+            fill=fill,
+            summary=summary,
+        )
     program = None
     if form != "udf":
         program = build(fields, output, model_bands, scale, offset, nodata, fill)
-    if format == "earthengine":
-        return earthengine_code(program, bands=names, summary=summary)
     if program is not None and (form == "graph" or program.size() <= GRAPH_MAX_NODES):
         return process_graph(graph_nodes(program, dimension, names), labels, **where)
     context = udf_context(fields, output, labels, dimension, scale, offset, nodata, fill)

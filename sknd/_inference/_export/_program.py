@@ -35,8 +35,8 @@ from ..._nd._pairs import index_names
 
 __all__ = []
 
-#: Operation -> number of operands. ``gt``, ``gte``, ``eq``, ``is_nan``, ``and``, ``or`` and
-#: ``not`` give truth values; ``("if", condition, value)`` is ``value`` where the condition
+#: Operation -> number of operands. ``gt``, ``gte``, ``eq``, ``is_nan``, ``and`` and ``not``
+#: give truth values; ``("if", condition, value)`` is ``value`` where the condition
 #: holds, else 0; ``("where", condition, value, other)`` is ``value`` where it holds, else
 #: ``other``: a constant, or :data:`NODATA`. ``where`` only wraps a whole output.
 OPERATIONS = {
@@ -55,7 +55,6 @@ OPERATIONS = {
     "if": 2,
     "eq": 2,
     "is_nan": 1,
-    "or": 2,
     "not": 1,
     "where": 3,
 }
@@ -169,26 +168,18 @@ def build(fields, output, band_names, scale, offset, nodata=None, fill=None):
         for name, band_scale, band_offset in zip(program.bands, scale, offset)
     ]
     if nodata is not None:
-        values.append(_valid([("in", name) for name in program.bands], nodata))
+        values.append(valid([("in", name) for name in program.bands], nodata))
     values = program.stage(values)
-    valid = values.pop() if nodata is not None else None
+    where = values.pop() if nodata is not None else None
     if output == "indices":
         outputs = _nd(fields["indices"], values)
     else:
-        logits = program.stage(_layers(program, fields["network"], values))
-        if output == "predict":
-            target = fields["target"]
-            outputs = [
-                op("add", op("multiply", value, num(scale)), num(mean))
-                for value, scale, mean in zip(logits, target["scale"], target["mean"])
-            ]
-        elif output == "proba":
-            outputs = _probabilities(logits)
-        else:
-            outputs = [_class_code(logits)]
-    if valid is not None:
+        outputs = decoded(
+            fields, output, program.stage(_layers(program, fields["network"], values))
+        )
+    if where is not None:
         other = NODATA if output != "class" else num(fill)
-        outputs = [op("where", valid, value, other) for value in outputs]
+        outputs = [op("where", where, value, other) for value in outputs]
     program.stages.append(list(zip(output_labels(fields, output, band_names), outputs)))
     return program
 
@@ -207,12 +198,26 @@ def output_labels(fields, output, band_names):
     return ["class"]
 
 
-def _valid(bands, nodata):
-    """Whether no band holds ``nodata`` or NaN (NaN as ``nodata``: whether none is NaN)."""
-    if np.isnan(nodata):
-        return op("not", balanced("or", [op("is_nan", band) for band in bands]))
-    missing = [op("or", op("is_nan", band), op("eq", band, num(nodata))) for band in bands]
-    return op("not", balanced("or", missing))
+def decoded(fields, output, logits):
+    """The outputs ``output`` of a classifier's or regressor's ``logits`` (their values)."""
+    if output == "predict":
+        target = fields["target"]
+        return [
+            op("add", op("multiply", value, num(scale)), num(mean))
+            for value, scale, mean in zip(logits, target["scale"], target["mean"])
+        ]
+    if output == "proba":
+        return _probabilities(logits)
+    return [_class_code(logits)]
+
+
+def valid(bands, nodata):
+    """Whether no band holds ``nodata`` or NaN: a conjunction, which every dialect spells
+    without repeating its operands."""
+    present = [op("not", op("is_nan", band)) for band in bands]
+    if not np.isnan(nodata):
+        present += [op("not", op("eq", band, num(nodata))) for band in bands]
+    return balanced("and", present)
 
 
 def _rescale(band, scale, offset):
