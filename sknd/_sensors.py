@@ -69,6 +69,11 @@ COMMON_NAMES = {
     "tir2": "thermal infrared 2 (~12 um)",
 }
 
+# Common names close enough to stand in for each other across sensors, with a warning that
+# names both: the broad near-infrared band (Sentinel-2 B8, ~833 nm) and the narrow one
+# (Sentinel-2 B8A, Landsat 8/9 band 5, ~865 nm), which sit inside one another's band pass.
+NEAR_COMMON_NAMES = {"nir": ("nir08",), "nir08": ("nir",)}
+
 # Awesome Spectral Indices short names and STAC common names -> sknd common
 # names (lower-case keys; see the module docstring for the sources).
 VOCABULARY = {

@@ -42,6 +42,7 @@ from ._nd._pairs import band_pair_indices
 from ._sensors import (
     AMBIGUOUS_SENSORS,
     COMMON_NAMES,
+    NEAR_COMMON_NAMES,
     SENSOR_ALIASES,
     SENSORS,
     VOCABULARY,
@@ -346,20 +347,30 @@ class BandPositionWarning(UserWarning):
 def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=None):
     """Find each of a model's bands among an image's bands.
 
-    In this order: identical names; the image's names read under
-    ``image_sensor`` (or, when it is None, under the model's sensor, then
-    under every preset whose reading gives a match, which must all agree);
-    bands of the same sensor match by band number (``"B4"`` and ``"B04"``),
-    bands of different sensors by common name (Landsat 8 ``"SR_B5"`` and
-    Sentinel-2 ``"B08"`` are both ``"nir"``).
+    What a band *is* comes from the image first: ``image_sensor`` reads every
+    image band's name under that preset (it wins over a name equal to the
+    model's: Landsat 8's ``"SR_B4"`` is red, Landsat 7's near infrared), and
+    an image band given as a :class:`Band` with a ``common_name`` (a STAC
+    Item's ``eo:bands``) is that band whatever its name. Without either, in
+    this order: identical names (read as the model's sensor's); the image's
+    names read under the model's sensor, then under every preset whose
+    reading gives a match, which must all agree. Bands of one sensor match by
+    band number (``"B4"`` and ``"B04"``), bands of different sensors by common
+    name (Landsat 8 ``"SR_B5"`` and Sentinel-2 ``"B08"`` are both ``"nir"``),
+    a band without a common name on either side only by its name. Where no
+    band has the model band's common name, a near one is taken (``"nir"``,
+    the broad band, for ``"nir08"``, the narrow one, and the other way), and
+    the mapping says so.
 
     Parameters
     ----------
     model_bands : sequence of str or Band
         The model's band names, in the order of its input columns, or the
         resolved bands (an sknd estimator's ``bands_``).
-    image_bands : sequence of str
-        The image's band names, in the order of its band axis.
+    image_bands : sequence of str or Band
+        The image's band names, in the order of its band axis; a
+        :class:`Band` carries what the data's metadata say of the band (its
+        ``common_name``, in the STAC or sknd vocabulary).
     model_sensor : str, optional
         Preset of the model's band names (an sknd estimator's ``sensor``).
     image_sensor : str, optional
@@ -371,7 +382,8 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
         For each model band, its position in ``image_bands``.
     mapping : list of (str, str, str or None)
         For each model band: its name, the image band's name and the common
-        name that matched them (None when the names or band numbers did).
+        name that matched them (None when the names or band numbers did;
+        ``"nir08 as nir"`` for a near match).
     image_sensor : str or None
         Key of the preset the image's names were read under, None when they
         matched as given.
@@ -385,7 +397,7 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
 
     Examples
     --------
-    >>> from sknd.bands import match_bands
+    >>> from sknd.bands import Band, match_bands
     >>> positions, mapping, sensor = match_bands(
     ...     ["SR_B4", "SR_B5"], ["B02", "B03", "B04", "B08"], model_sensor="landsat8"
     ... )
@@ -393,16 +405,34 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
     ([2, 3], 'sentinel2')
     >>> mapping
     [('SR_B4', 'B04', 'red'), ('SR_B5', 'B08', 'nir')]
+
+    A Landsat 7 scene names its red band ``SR_B3``; its ``SR_B4`` is near infrared:
+
+    >>> match_bands(["SR_B4", "SR_B5"], ["SR_B3", "SR_B4", "SR_B5"],
+    ...             model_sensor="landsat8", image_sensor="landsat7")[0]
+    [0, 1]
+    >>> match_bands(["B8A"], [Band("SR_B4", "nir"), Band("SR_B5", "swir16")],
+    ...             model_sensor="sentinel2")[1]
+    [('B8A', 'SR_B4', 'nir08 as nir')]
     """
     if isinstance(model_bands, str) or isinstance(image_bands, str):
         raise TypeError("model_bands and image_bands must be sequences of band names.")
-    image_names = [str(name) for name in image_bands]
+    image_bands = list(image_bands)
+    image_names = [band.name if isinstance(band, Band) else str(band) for band in image_bands]
     model_bands = list(model_bands)
     if all(isinstance(band, Band) for band in model_bands):
         model = tuple(model_bands)
     else:
         model = _resolve_model([str(name) for name in model_bands], model_sensor)
     model_names = [band.name for band in model]
+    described = any(isinstance(band, Band) for band in image_bands)
+    if image_sensor is not None or described:
+        key = None if image_sensor is None else get_sensor(image_sensor).key
+        image = _described(image_bands, key)
+        positions, missing = _pair_up(model, image)
+        if missing:
+            raise _no_counterpart(model, image_names, image_sensor, (key, missing))
+        return positions, _mapping(model, image, positions), key
     if all(name in image_names for name in model_names):
         _check_unique(model_names, image_names)
         return (
@@ -425,6 +455,36 @@ def match_bands(model_bands, image_bands, *, model_sensor=None, image_sensor=Non
         )
     key, positions, image = found[0]
     return positions, _mapping(model, image, positions), key
+
+
+def _described(image_bands, key):
+    """The image's bands as its sensor (preset ``key``) and metadata (:class:`Band`
+    entries' common names) say they are.
+
+    Plain names under a preset must all be bands of it (the error lists the valid
+    names); a described band the preset does not know keeps its metadata's common name.
+    """
+    preset = None if key is None else SENSORS[key]
+    if not any(isinstance(band, Band) for band in image_bands):
+        return resolve_bands([str(band) for band in image_bands], sensor=preset.key)
+    bands = []
+    for entry in image_bands:
+        name = entry.name if isinstance(entry, Band) else str(entry)
+        given = entry.common_name if isinstance(entry, Band) else None
+        canonical = None if preset is None or not given else preset.canonical(given)
+        if canonical is None and given and _plain_common_name(given):
+            bands.append(Band(name, _plain_common_name(given)))
+            continue
+        # No common name, or one of no band (STAC's generic "rededge"): the name says.
+        if canonical is None and preset is not None:
+            canonical = preset.canonical(name)
+        if canonical is not None:
+            common, wavelength = next((c, w) for b, c, w in preset.bands if b == canonical)
+            bands.append(Band(name, common, wavelength, preset.key))
+        else:
+            common, group = _infer_common_name(name)
+            bands.append(Band(name, common, group=group))
+    return tuple(bands)
 
 
 def _readings(model, image_names, image_sensor):
@@ -523,23 +583,28 @@ def _resolve_model(names, sensor):
 
 
 def _pair_up(model, image):
-    """Positions of the model's bands among the image's bands, and the bands not found."""
+    """Positions of the model's bands among the image's bands, and the bands not found.
+
+    A model band with a common name matches the image band of that common name
+    (and group), else one of a near common name (:data:`NEAR_COMMON_NAMES`); one
+    without matches the same sensor's band of its number, else only its own name.
+    """
     positions, missing = [], []
     for band in model:
-        if band.sensor in SENSORS and band.sensor == image[0].sensor:
-            preset = SENSORS[band.sensor]
-            canonical = preset.canonical(band.name)
-            matches = [
-                i for i, other in enumerate(image) if preset.canonical(other.name) == canonical
-            ]
-        elif band.common_name is not None:
+        if band.common_name is not None:
+            matches = _by_common_name(band, image, band.common_name)
+            if not matches:
+                near = NEAR_COMMON_NAMES.get(band.common_name, ())
+                matches = [i for name in near for i in _by_common_name(band, image, name)]
+        elif band.sensor in SENSORS:
+            canonical = SENSORS[band.sensor].canonical
             matches = [
                 i
                 for i, other in enumerate(image)
-                if other.common_name == band.common_name and other.group == band.group
+                if other.sensor == band.sensor and canonical(other.name) == canonical(band.name)
             ]
         else:
-            matches = []
+            matches = [i for i, other in enumerate(image) if other.name == band.name]
         if len(matches) == 1:
             positions.append(matches[0])
         else:
@@ -547,10 +612,21 @@ def _pair_up(model, image):
     return positions, missing
 
 
+def _by_common_name(band, image, common):
+    return [
+        i
+        for i, other in enumerate(image)
+        if other.common_name == common and other.group == band.group
+    ]
+
+
 def _mapping(model, image, positions):
     mapping = []
     for band, position in zip(model, positions):
         other = image[position]
         same = band.name == other.name or (band.sensor is not None and band.sensor == other.sensor)
-        mapping.append((band.name, other.name, None if same else band.common_name))
+        common = band.common_name
+        if common != other.common_name:  # a near match
+            common = f"{common} as {other.common_name}"
+        mapping.append((band.name, other.name, None if same else common))
     return mapping

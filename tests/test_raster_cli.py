@@ -17,7 +17,6 @@ from raster_files import write_geotiff
 from sklearn.linear_model import LinearRegression, LogisticRegression
 
 from sknd import NDTransformer
-from sknd.bands import BandPositionWarning
 from sknd.raster._cli import main as run_command
 
 rasterio = pytest.importorskip("rasterio")
@@ -173,10 +172,17 @@ def test_unnamed_scene_is_refused_unless_positional(tmp_path, model_path, capsys
     assert not out.exists()
     assert main([str(model_path), str(scene), str(out), "--positional"]) == 0
     assert main([str(model_path), str(scene), str(out), "--bands", "positional"]) == 0
-    # Positions that the scene's own band descriptions contradict: a warning of its own class.
+    # Positions that the scene's own band descriptions contradict: a warning line of the
+    # command's own, in its options' words, without Python's file and line.
     described, _ = _scene(tmp_path / "described.tif", order=BANDS[::-1])
-    with pytest.warns(BandPositionWarning, match="positions"):
-        assert main([str(model_path), str(described), str(out), "--bands", "positional"]) == 0
+    capsys.readouterr()
+    assert main([str(model_path), str(described), str(out), "--bands", "positional"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "warning:" in line]
+    assert len(warned) == 1 and "positions" in warned[0] and "--bands positional" in warned[0]
+    assert warned[0].startswith("python -m sknd.raster: warning: ") and ".py" not in warned[0]
+    # --quiet: errors only.
+    assert main([str(model_path), str(described), str(out), "--positional", "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
     names = ",".join(BANDS)
     assert main([str(model_path), str(scene), str(out), "--bands", names]) == 0
 

@@ -41,18 +41,20 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from .._inference._model_file import SavedModel, load_model
 from .._inference._pixels import apply_pixels, prepare
+from ..bands import Band
 from ._categorical import CodeTable, adjust_output
 from ._checks import band_nodata, check_n_jobs
 from ._geotiff import check_compression, finish_class_map
 from ._matching import POSITIONAL, band_columns
 from ._output import StagedMap, check_output
-from ._stac import scene_inputs, scene_sources
+from ._stac import scene_files, scene_sources
 from ._stack import add_scene_arguments, open_scene
 
 __all__ = []
@@ -141,8 +143,16 @@ def _add_output_arguments(parser):
         "--cog", action="store_true", help="write a Cloud Optimized GeoTIFF (GDAL's COG driver)"
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    parser.add_argument(
-        "--quiet", action="store_true", help="print nothing on success (and no progress bar)"
+    talk = parser.add_mutually_exclusive_group()
+    talk.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print errors only (no warning, no summary, no progress bar)",
+    )
+    talk.add_argument(
+        "--verbose",
+        action="store_true",
+        help="also say which bands of a STAC Item or --band files are not read (unused)",
     )
 
 
@@ -218,7 +228,7 @@ def main(argv=None):
     args = _parser().parse_args(argv)
     start = time.perf_counter()
     try:
-        with _stopped_by_signals() as signals:
+        with _stopped_by_signals() as signals, _command_warnings(args.quiet):
             summary = _run(args, signals)
     except CommandError as exc:
         print(f"python -m sknd.raster: error: {exc}", file=sys.stderr)
@@ -234,6 +244,20 @@ def main(argv=None):
         elapsed = time.perf_counter() - start
         print(f"python -m sknd.raster: wrote {summary} in {elapsed:.1f} s.", file=sys.stderr)
     return 0
+
+
+def _say(line, kind=""):
+    print(f"python -m sknd.raster: {kind}{line}", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _command_warnings(quiet):
+    """Warnings as the command's own ``warning: ...`` lines (none with ``--quiet``), not
+    Python's, which name a module and a source line the user never wrote."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore" if quiet else "always")
+        warnings.showwarning = lambda message, *_, **__: _say(_as_options(message), "warning: ")
+        yield
 
 
 def _run(args, signals):
@@ -256,12 +280,14 @@ def _run_in_env(args, rasterio, signals):
     what = "proba" if args.proba else "indices" if args.indices else "class"
     method = _METHODS[what]
     try:
-        sources = scene_sources(args.scene, args.band)
-        check_output(args.output, {"model": args.model, **scene_inputs(args.scene, sources)})
+        bands = scene_sources(args.scene, args.band)
+        files = scene_files(args.scene, bands, rasterio)
+        check_output(args.output, {"model": args.model, **files})
         check_compression(args.compress, "--compress ")
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     model = _load_model(args.model, method, args.trust_pickle)
+    sources = None if bands is None else _needed_sources(bands, model, args)
     try:
         src, stacked = open_scene(
             args.scene,
@@ -274,7 +300,8 @@ def _run_in_env(args, rasterio, signals):
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     with src:
-        columns = _scene_columns(src, model, args)
+        # A scene given band by band stacks the model's bands, in its order.
+        columns = _scene_columns(src, model, args) if sources is None else None
         n_inputs = src.count if columns is None else len(columns)
         # A stacked scene (a VRT) reads its sources' no-data, --nodata included, as NaN.
         nodata = _scene_nodata(src, None if stacked else args.nodata, columns)
@@ -291,27 +318,65 @@ def _run_in_env(args, rasterio, signals):
             with dst:
                 _describe(dst, model, method, spec, table)
                 _process(
-                    src, dst, func, spec, args, nodata=nodata, columns=columns, signals=signals
+                    src,
+                    dst,
+                    func,
+                    spec,
+                    args,
+                    nodata=nodata,
+                    columns=columns,
+                    rescaled=stacked and not args.no_rescale,
+                    signals=signals,
                 )
             _commit(staged, args, table, profile, rasterio, signals)
     return _summary(args, profile, table)
+
+
+def _needed_sources(bands, model, args):
+    """The sources of the model's bands, in its order: matched by what the Item says of
+    them (common names, its platform) before any file is opened, so that an asset the
+    model does not read is never opened (``--verbose`` lists them)."""
+    described = [
+        Band(source.name, source.common_name) if source.common_name else source.name
+        for source in bands.sources
+    ]
+    sensor = args.sensor or bands.sensor
+    columns = _columns(model, described, len(described), args, sensor)
+    order = range(len(bands.sources)) if columns is None else columns
+    needed = [bands.sources[k] for k in order]
+    if args.verbose:
+        for source in bands.sources:
+            if source not in needed:
+                missing = "://" not in source.path and not os.path.exists(source.path)
+                state = ", a file that does not exist" if missing else ""
+                _say(f"not read: band {source.name} ({source.path}{state}), unused by the model")
+    return needed
 
 
 def _scene_columns(src, model, args):
     """The scene's bands the model reads, in its order (None: all, as they are)."""
     descriptions = list(src.descriptions)
     names = descriptions if all(descriptions) else None
+    return _columns(model, names, src.count, args, args.sensor)
+
+
+def _columns(model, names, n_bands, args, sensor):
+    """:func:`~sknd.raster._matching.band_columns` with the options' names in its errors."""
     bands = _split(args.bands)
     if args.positional or bands == [POSITIONAL]:
         bands = POSITIONAL
     try:
-        return band_columns(model, names, src.count, bands=bands, sensor=args.sensor)
+        return band_columns(model, names, n_bands, bands=bands, sensor=sensor)
     except (ValueError, TypeError) as exc:
-        # Said of the Python arguments: name the options instead.
-        message = str(exc).replace(f"bands={POSITIONAL!r}", f"--bands {POSITIONAL}")
-        message = message.replace("bands=[...]", "--bands B1,B2,...")
-        message = re.sub(r"\bbands= ?", "--bands ", message).replace("(a GeoTIFF: ", "(or ")
-        raise CommandError(message.replace("sensor=", "--sensor ")) from None
+        raise CommandError(_as_options(exc)) from None
+
+
+def _as_options(message):
+    """A message said of the Python arguments, with the command's options named instead."""
+    message = str(message).replace(f"bands={POSITIONAL!r}", f"--bands {POSITIONAL}")
+    message = message.replace("bands=[...]", "--bands B1,B2,...")
+    message = re.sub(r"\bbands= ?", "--bands ", message).replace("(a GeoTIFF: ", "(or ")
+    return message.replace("sensor=", "--sensor ").replace("--sensor )", "--sensor)")
 
 
 def _commit(staged, args, table, profile, rasterio, signals):
@@ -364,7 +429,8 @@ def _load_model(path, method, trust_pickle):
             magic = file.read(4)
     except OSError as exc:
         raise CommandError(f"cannot read the model {path!r}: {exc}") from None
-    if magic == b"PK\x03\x04":  # a zip archive, as model files are: no code runs
+    # A zip archive, as model files are, or a STAC MLM Item describing one: no code runs.
+    if magic == b"PK\x03\x04" or magic.lstrip(b"\xef\xbb\xbf \t\r\n")[:1] == b"{":
         try:
             model = load_model(path)
         except ValueError as exc:
@@ -510,7 +576,8 @@ def _strips(src, rows):
         yield Window(0, top, src.width, min(rows, src.height - top))
 
 
-def _process(src, dst, func, spec, args, *, nodata, columns, signals):
+def _process(src, dst, func, spec, args, *, nodata, columns, rescaled, signals):
+    """Predict the scene strip by strip; ``rescaled``: the values read are not those stored."""
     block_rows = src.block_shapes[0][0] if src.block_shapes else 1
     rows = args.block_rows
     if rows is None:
@@ -547,7 +614,14 @@ def _process(src, dst, func, spec, args, *, nodata, columns, signals):
                     n_jobs=n_jobs,
                 )
             except (ValueError, TypeError) as exc:  # the model refuses these band values
-                message = " ".join(str(exc).replace("nodata=...", "--nodata").split())
+                message = " ".join(str(exc).split())
+                if rescaled:  # --nodata takes values as stored: say which
+                    message = message.replace(
+                        "pass it as nodata=...",
+                        "pass its stored value (before the file's or Item's scale and offset: "
+                        "(value - offset) / scale) as --nodata",
+                    )
+                message = message.replace("nodata=...", "--nodata")
                 raise CommandError(
                     f"scene rows {window.row_off}-{window.row_off + window.height - 1}: {message}"
                 ) from None

@@ -12,10 +12,12 @@ any order). Two warnings of their own classes: matching through common names
 image's own names contradict (:class:`~sknd.bands.BandPositionWarning`).
 """
 
+import re
 import warnings
 
 import numpy as np
 
+from .._sensors import SENSOR_ALIASES
 from ..bands import Band, BandMatchWarning, BandPositionWarning, get_sensor, match_bands
 
 __all__ = []
@@ -63,8 +65,10 @@ def check_bands(bands, n_bands):
 def band_columns(estimator, image_names, n_bands, *, bands, sensor):
     """Positions of the model's inputs among the image's bands, or None for all, in order.
 
-    ``image_names`` are the names the image carries (None when it has none);
-    ``bands`` (checked by :func:`check_bands`) overrides them.
+    ``image_names`` are the names the image carries (None when it has none),
+    :class:`~sknd.bands.Band` entries where its metadata say what a band is (a
+    STAC Item's common names); ``bands`` (checked by :func:`check_bands`)
+    overrides them.
     """
     bands = check_bands(bands, n_bands)
     if sensor is not None:
@@ -107,8 +111,9 @@ def band_columns(estimator, image_names, n_bands, *, bands, sensor):
     transferred = [(m, i, common) for m, i, common in mapping if common is not None]
     if transferred:
         pairs = ", ".join(f"{m} -> {i} ({common})" for m, i, common in transferred)
-        source = _model_sensor(estimator) or "the model's bands"
-        target = image_sensor or "the image's bands"
+        source = _label(getattr(estimator, "sensor", None)) or _model_sensor(estimator)
+        target = _label(sensor) or image_sensor or "the image's bands"
+        source = source or "the model's bands"
         warnings.warn(
             f"Bands matched by common name from {source} to {target}: {pairs}.",
             BandMatchWarning,
@@ -117,6 +122,15 @@ def band_columns(estimator, image_names, n_bands, *, bands, sensor):
     if positions == list(range(n_bands)):
         return None
     return positions
+
+
+def _label(sensor):
+    """A sensor as its spelling names it (``"landsat-9"``: ``landsat9``, which the preset
+    ``landsat8`` serves), None for none."""
+    if not isinstance(sensor, str):
+        return None
+    spelled = re.sub(r"[^0-9a-z]", "", sensor.lower())
+    return spelled if spelled in SENSOR_ALIASES else get_sensor(sensor).key
 
 
 def _warn_if_names_disagree(estimator, model, image_names, sensor):

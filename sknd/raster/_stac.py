@@ -22,16 +22,22 @@ Landsat Collection 2 Level-2 bands by common name, named ``SR_B5`` or
   a multi-band one, and from a GeoTIFF / COG rather than a JPEG 2000 twin;
   two equally good assets for one band are an error.
 
-Each band keeps what the Item says of its values: ``raster:bands`` (STAC 1.0)
-``scale``, ``offset`` and ``nodata``, or STAC 1.1's ``raster:scale``,
-``raster:offset`` and ``nodata`` on the band or the asset. Errors are
+Each band keeps what the Item says of it: its ``common_name`` (what the band
+is, whatever its name: Landsat 7's ``SR_B4`` is ``nir``), and of its values
+``raster:bands`` (STAC 1.0) ``scale``, ``offset`` and ``nodata``, or STAC
+1.1's ``raster:scale``, ``raster:offset`` and ``nodata`` on the band or the
+asset (a scale or offset the Item leaves out is the file's). The Item's
+``platform`` names its sensor preset (``landsat-9``). Every asset's file is
+listed, read or not, so that no output can replace one. Errors are
 ``ValueError`` in one sentence, naming the asset.
 """
 
 import json
 import os
 from numbers import Real
+from typing import NamedTuple
 
+from ..bands import get_sensor
 from ._stack import Source, band_sources, check_unique
 
 __all__ = []
@@ -49,8 +55,17 @@ _RASTER_TYPES = (
 )
 
 
+class Bands(NamedTuple):
+    """A scene given band by band: its sources, the sensor its metadata name (an Item's
+    ``platform``, None when none or unknown) and every file it references, by what it is."""
+
+    sources: list
+    sensor: str
+    files: dict
+
+
 def scene_sources(scene, band_options):
-    """The scene's band sources (``--band`` files or an Item's assets), or None for a file.
+    """The scene's :class:`Bands` (``--band`` files or an Item's assets), or None for a file.
 
     Raises ``ValueError`` with what is wrong.
     """
@@ -59,7 +74,8 @@ def scene_sources(scene, band_options):
             raise ValueError(
                 f"give the scene as one file ({scene!r}) or as --band NAME=PATH files, not both"
             )
-        return band_sources(band_options)
+        sources = band_sources(band_options)
+        return Bands(sources, None, {f"--band {s.name} file": s.path for s in sources})
     if scene is None:
         raise ValueError("no scene: give a raster file, a STAC Item (.json) or --band NAME=PATH")
     if scene.lower().endswith(".json"):
@@ -67,15 +83,19 @@ def scene_sources(scene, band_options):
     return None
 
 
-def scene_inputs(scene, sources):
-    """The files the scene is read from, by what they are (no output may be one of them)."""
-    if sources is None:
-        return {"scene": scene}
-    inputs = {} if scene is None else {"STAC Item": scene}
-    where = "--band" if scene is None else "STAC Item's band"
-    for source in sources:
-        inputs.setdefault(f"{where} {source.name}", source.path)
-    return inputs
+def scene_files(scene, bands, rasterio):
+    """The files the scene references, by what they are (no output may be one of them):
+    a raster's own files (a VRT's sources too, as GDAL lists them), an Item and every
+    asset of it, the ``--band`` files."""
+    if bands is not None:
+        return bands.files if scene is None else {"STAC Item": scene, **bands.files}
+    files = {"scene": scene}
+    try:
+        with rasterio.open(scene) as src:
+            files.update((f"file {path!r} of the scene", path) for path in src.files[1:])
+    except (rasterio.errors.RasterioError, OSError):
+        pass  # opening the scene says what is wrong with it
+    return files
 
 
 def _read(path):
@@ -98,17 +118,22 @@ def _read(path):
 
 
 def item_sources(path):
-    """The sources (:class:`~sknd.raster._stack.Source`) of the bands of a STAC Item.
+    """The :class:`Bands` of a STAC Item: a source (:class:`~sknd.raster._stack.Source`)
+    per band, with its ``common_name``; the sensor its ``platform`` names; every asset.
 
     Relative hrefs are read from the Item's folder.
     """
     item = _read(path)
     folder = os.path.dirname(os.path.abspath(path))
-    shared = (item.get("properties") or {}).get("eo:bands")  # STAC 0.9
-    candidates = {}
+    properties = item.get("properties") or {}
+    shared = properties.get("eo:bands")  # STAC 0.9
+    candidates, files = {}, {}
     for key, asset in item["assets"].items():
         if not isinstance(asset, dict):
             raise ValueError(f"the STAC Item's asset {key!r} is no object (an href and fields)")
+        href = asset.get("href")
+        if isinstance(href, str) and href:
+            files[f"STAC Item's asset {key!r}"] = _href(key, asset, folder)
         if not _is_data(key, asset):
             continue
         entries = asset.get("eo:bands") or asset.get("bands")
@@ -121,7 +146,8 @@ def item_sources(path):
             entry = _entry(key, entry, shared)
             name = _band_name(entry) or (key if len(entries) == 1 else f"{key}_{number}")
             scale, offset, nodata = _values(key, asset, entry, number)
-            source = Source(name, href, number, scale, offset, nodata)
+            common = _common_name(entry)
+            source = Source(name, href, number, scale, offset, nodata, common_name=common)
             candidates.setdefault(name, []).append((_rank(asset, len(entries)), key, source))
     if not candidates:
         raise ValueError(
@@ -130,7 +156,27 @@ def item_sources(path):
         )
     sources = [_best(name, found) for name, found in candidates.items()]
     check_unique(sources, "the STAC Item")
-    return sources
+    return Bands(sources, _platform(properties), files)
+
+
+def _platform(properties):
+    """The Item's ``platform`` where it names a sensor preset (``landsat-9``), else None."""
+    platform = properties.get("platform")
+    if not isinstance(platform, str):
+        return None
+    try:
+        get_sensor(platform)
+    except ValueError:
+        return None
+    return platform
+
+
+def _common_name(entry):
+    for field in ("common_name", "eo:common_name"):
+        value = entry.get(field)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
 
 
 def _is_data(key, asset):
@@ -191,8 +237,8 @@ def _values(key, asset, entry, number):
     scale = _first(fields.get("scale"), entry.get("raster:scale"), asset.get("raster:scale"))
     offset = _first(fields.get("offset"), entry.get("raster:offset"), asset.get("raster:offset"))
     nodata = _first(fields.get("nodata"), entry.get("nodata"), asset.get("nodata"))
-    scale = _number(key, "scale", 1.0 if scale is None else scale)
-    offset = _number(key, "offset", 0.0 if offset is None else offset)
+    scale = None if scale is None else _number(key, "scale", scale)
+    offset = None if offset is None else _number(key, "offset", offset)
     if scale == 0:
         raise ValueError(f"the STAC Item's asset {key!r} declares a scale of 0")
     return scale, offset, None if nodata is None else _number(key, "nodata", nodata)

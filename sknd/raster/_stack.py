@@ -41,16 +41,32 @@ class Source(NamedTuple):
     """One band of the stack: ``band`` of the file ``path``, named ``name``.
 
     ``scale`` and ``offset`` turn its stored values into the values the model
-    reads; ``nodata`` is its no-data value (None: the file's).
+    reads (None: the file's GDAL band scale and offset); ``nodata`` is its
+    no-data value (None: the file's); ``common_name`` what the metadata (an
+    Item's ``eo:bands``) say the band is.
     """
 
     name: str
     path: str
     band: int = 1
-    scale: float = 1.0
-    offset: float = 0.0
+    scale: float = None
+    offset: float = None
     nodata: float = None
     explicit_band: bool = True
+    common_name: str = None
+
+
+class _Grid(NamedTuple):
+    """What the stack needs of a file: its grid and, per band, dtype, nodata, scale, offset."""
+
+    crs: object
+    transform: object
+    width: int
+    height: int
+    dtypes: tuple
+    nodatavals: tuple
+    scales: tuple
+    offsets: tuple
 
 
 def add_scene_arguments(parser):
@@ -151,15 +167,17 @@ def _grids(sources, rasterio):
     for source in sources:
         if source.path not in grids:
             with _open(source.path, rasterio, what=repr(source.path)) as src:
-                grids[source.path] = (
+                grids[source.path] = _Grid(
                     src.crs,
                     src.transform,
                     src.width,
                     src.height,
                     src.dtypes,
                     src.nodatavals,
+                    src.scales,
+                    src.offsets,
                 )
-        count = len(grids[source.path][4])
+        count = len(grids[source.path].dtypes)
         if source.band > count:
             raise ValueError(
                 f"{source.path!r} has {count} band(s), not a band {source.band} ({source.name})"
@@ -173,13 +191,14 @@ def _grids(sources, rasterio):
 
 
 def _check_grids(grids):
-    crs = {str(grid[0]) for grid in grids.values()}
+    crs = {str(grid.crs) for grid in grids.values()}
     if len(crs) > 1:
         raise ValueError(
             f"the band files lie on different CRSs ({sorted(crs)}): reproject them onto one "
             "grid first (e.g. gdalwarp -t_srs ... -tr ...)"
         )
-    for path, (_, transform, *_) in grids.items():
+    for path, grid in grids.items():
+        transform = grid.transform
         if transform.b != 0 or transform.d != 0 or transform.e >= 0:
             raise ValueError(f"{path!r} is not north-up (its transform is rotated or flipped)")
 
@@ -208,31 +227,38 @@ def stack_vrt(sources, resampling, rasterio, *, rescale=True, nodata=None):
     """The VRT (XML text) of ``sources`` on the finest of their grids.
 
     Each band reads ``value * scale + offset`` (``value`` as stored when not
-    ``rescale``), NaN where its source is no-data (``nodata``, else the
-    source's, else the file's) or has no pixel.
+    ``rescale``; the source's scale and offset, else the file's), NaN where its
+    source is no-data (``nodata``, else the source's, else the file's) or has
+    no pixel. Resampled other than by ``nearest``, a source's no-data pixels
+    are masked before: GDAL reads the file with that no-data value
+    (``vrt://...?a_nodata=``), interpolates valid pixels only, and a pixel
+    whose kernel holds no valid one is no-data.
     """
     grids = _grids(sources, rasterio)
     _check_grids(grids)
-    finest = min(grids, key=lambda path: abs(grids[path][1].a * grids[path][1].e))
-    crs, transform, width, height, _, _ = grids[finest]
-    data_type = stack_dtype([grids[s.path][4][s.band - 1] for s in sources])
+    finest = min(grids, key=lambda path: abs(grids[path].transform.a * grids[path].transform.e))
+    transform, width, height = grids[finest].transform, grids[finest].width, grids[finest].height
+    data_type = stack_dtype([grids[s.path].dtypes[s.band - 1] for s in sources])
     bands = []
     for k, source in enumerate(sources, start=1):
-        _, src_transform, src_width, src_height, _, file_nodata = grids[source.path]
+        grid = grids[source.path]
         fill = nodata
         if fill is None:
-            fill = source.nodata if source.nodata is not None else file_nodata[source.band - 1]
+            fill = source.nodata if source.nodata is not None else grid.nodatavals[source.band - 1]
+        src_transform = grid.transform
         x = (src_transform.c - transform.c) / transform.a
         y = (src_transform.f - transform.f) / transform.e
-        x_size = src_width * src_transform.a / transform.a
-        y_size = src_height * src_transform.e / transform.e
+        x_size = grid.width * src_transform.a / transform.a
+        y_size = grid.height * src_transform.e / transform.e
+        scale = grid.scales[source.band - 1] if source.scale is None else source.scale
+        offset = grid.offsets[source.band - 1] if source.offset is None else source.offset
         scaling = ""
-        if rescale and (source.scale != 1 or source.offset != 0):
+        if rescale and (scale != 1 or offset != 0):
             scaling = (
-                f"      <ScaleOffset>{float(source.offset)!r}</ScaleOffset>\n"
-                f"      <ScaleRatio>{float(source.scale)!r}</ScaleRatio>\n"
+                f"      <ScaleOffset>{float(offset)!r}</ScaleOffset>\n"
+                f"      <ScaleRatio>{float(scale)!r}</ScaleRatio>\n"
             )
-        filename = os.path.abspath(source.path) if "://" not in source.path else source.path
+        filename = _source_filename(source.path, fill, resampling)
         bands.append(
             f'  <VRTRasterBand dataType="{data_type}" band="{k}">\n'
             f"    <Description>{escape(source.name)}</Description>\n"
@@ -240,15 +266,27 @@ def stack_vrt(sources, resampling, rasterio, *, rescale=True, nodata=None):
             f'    <ComplexSource resampling="{resampling}">\n'
             f'      <SourceFilename relativeToVRT="0">{escape(filename)}</SourceFilename>\n'
             f"      <SourceBand>{source.band}</SourceBand>\n"
-            f'      <SrcRect xOff="0" yOff="0" xSize="{src_width}" ySize="{src_height}"/>\n'
+            f'      <SrcRect xOff="0" yOff="0" xSize="{grid.width}" ySize="{grid.height}"/>\n'
             f'      <DstRect xOff="{x!r}" yOff="{y!r}" xSize="{x_size!r}" ySize="{y_size!r}"/>\n'
             + (f"      <NODATA>{float(fill)!r}</NODATA>\n" if fill is not None else "")
             + scaling
             + "    </ComplexSource>\n  </VRTRasterBand>\n"
         )
     geotransform = ", ".join(repr(v) for v in transform.to_gdal())
+    crs = grids[finest].crs
     return (
         f'<VRTDataset rasterXSize="{width}" rasterYSize="{height}">\n'
         f"  <SRS>{escape(crs.to_wkt()) if crs else ''}</SRS>\n"
         f"  <GeoTransform>{geotransform}</GeoTransform>\n" + "".join(bands) + "</VRTDataset>\n"
     )
+
+
+def _source_filename(path, fill, resampling):
+    """The file a VRT source reads: a local file with a no-data value that is resampled
+    other than by nearest through ``vrt://`` with that value, so that GDAL masks it."""
+    if "://" in path:
+        return path
+    path = os.path.abspath(path)
+    if resampling == "nearest" or fill is None:
+        return path
+    return f"vrt://{path}?a_nodata={float(fill)!r}"
