@@ -7,6 +7,7 @@ from sknd._sensors import AMBIGUOUS_SENSORS, SENSOR_ALIASES, VOCABULARY
 from sknd.bands import (
     COMMON_NAMES,
     SENSORS,
+    Band,
     band_pair_indices,
     get_sensor,
     match_bands,
@@ -390,3 +391,44 @@ def test_a_sensor_preset_this_sknd_does_not_know_matches_by_common_name():
     model = [Band("B2", "blue", 490.0, "sentinel3"), Band("B8", "nir", 842.0, "sentinel3")]
     positions, mapping, _ = match_bands(model, ["B08", "B04", "B02"])
     assert positions == [2, 0]
+
+
+def test_match_bands_sensor_wins_over_names_equal_to_the_models():
+    # SR_B4 is red on Landsat 8, near infrared on Landsat 7 (fuzz5 repro_02).
+    landsat7 = ["SR_B1", "SR_B2", "SR_B3", "SR_B4", "SR_B5", "SR_B7"]
+    model = ["SR_B4", "SR_B5"]
+    positions, mapping, sensor = match_bands(
+        model, landsat7, model_sensor="landsat8", image_sensor="landsat7"
+    )
+    assert positions == [2, 3] and sensor == "landsat7"
+    assert mapping == [("SR_B4", "SR_B3", "red"), ("SR_B5", "SR_B4", "nir")]
+    # Of one sensor, the same names are the same bands.
+    same = match_bands(model, landsat7, model_sensor="landsat8", image_sensor="landsat9")
+    assert same[0] == [3, 4] and same[1][0] == ("SR_B4", "SR_B4", None)
+
+
+def test_match_bands_reads_what_the_metadata_say_a_band_is():
+    # A Landsat 7 Item's eo:bands: the names alone would pick SR_B4 as a Landsat 8 model's red.
+    image = [Band("SR_B3", "red"), Band("SR_B4", "nir08"), Band("SR_B5", "swir16")]
+    positions, mapping, _ = match_bands(["SR_B4", "SR_B5"], image, model_sensor="landsat8")
+    assert positions == [0, 1] and mapping[0] == ("SR_B4", "SR_B3", "red")
+    # STAC's generic "rededge" (Earth Search) says less than the name rededge2: the name says.
+    image = [Band("rededge1", "rededge"), Band("rededge2", "rededge")]
+    assert match_bands(["B06"], image, model_sensor="sentinel2")[0] == [1]
+    # A band the metadata leave unnamed and whose name is no band: matched by its name only.
+    with pytest.raises(ValueError, match="no counterpart"):
+        match_bands(["B04"], [Band("band_1"), Band("B8", "nir")], model_sensor="sentinel2")
+
+
+def test_match_bands_near_common_names_stand_in_and_say_so():
+    # Sentinel-2's narrow NIR B8A on Landsat 9, whose only NIR band is the 865 nm SR_B5.
+    positions, mapping, sensor = match_bands(
+        ["B04", "B8A"], ["SR_B2", "SR_B4", "SR_B5"], model_sensor="sentinel2",
+        image_sensor="landsat9",
+    )  # fmt: skip
+    assert positions == [1, 2] and sensor == "landsat8"
+    assert mapping[1] == ("B8A", "SR_B5", "nir08 as nir")
+    # Where the exact band is there, it wins: B8A is B8A, not B08.
+    s2 = ["B04", "B08", "B8A"]
+    assert match_bands(["B8A"], s2, model_sensor="sentinel2", image_sensor="s2")[0] == [2]
+    assert match_bands(["SR_B5"], s2, model_sensor="landsat8")[1] == [("SR_B5", "B08", "nir")]

@@ -187,6 +187,31 @@ def test_unnamed_scene_is_refused_unless_positional(tmp_path, model_path, capsys
     assert main([str(model_path), str(scene), str(out), "--bands", names]) == 0
 
 
+def test_an_output_naming_a_file_a_vrt_scene_reads_is_refused(tmp_path, model_path, capsys):
+    """A VRT's band files are the scene's files too (fuzz5 repro_04)."""
+    rng = np.random.default_rng(3)
+    files = [
+        write_geotiff(tmp_path / f"{name}.tif", rng.uniform(0.01, 0.6, (1, 40, 30)))
+        for name in BANDS
+    ]
+    bands = "".join(
+        f'<VRTRasterBand dataType="Float32" band="{k}"><Description>{name}</Description>'
+        f'<SimpleSource><SourceFilename relativeToVRT="1">{name}.tif</SourceFilename>'
+        "<SourceBand>1</SourceBand></SimpleSource></VRTRasterBand>"
+        for k, name in enumerate(BANDS, start=1)
+    )
+    vrt = tmp_path / "stack.vrt"
+    vrt.write_text(
+        f'<VRTDataset rasterXSize="30" rasterYSize="40"><SRS>EPSG:32633</SRS>'
+        f"<GeoTransform>{', '.join(map(str, TRANSFORM.to_gdal()))}</GeoTransform>{bands}"
+        "</VRTDataset>"
+    )
+    before = files[2].read_bytes()
+    assert main([str(model_path), str(vrt), str(files[2]), "--quiet"]) == 2
+    assert "red.tif" in capsys.readouterr().err and files[2].read_bytes() == before
+    assert main([str(model_path), str(vrt), str(tmp_path / "map.tif"), "--quiet"]) == 0
+
+
 # The options each case of test_bad_input_exits_2_with_a_message adds.
 _BAD_OPTIONS = {
     "missing band": ["--bands", "blue,green,red,swir16"],

@@ -329,8 +329,8 @@ def test_earth_search_item_maps_the_reflectances_it_describes(tmp_path):
     assert (_read(dn_map)[0] != codes).any()
 
 
-def _landsat_item(folder, catalogue):
-    """A Landsat 8 Collection 2 Level-2 Item as USGS or the Planetary Computer serve it."""
+def _landsat_item(folder, catalogue, platform="LANDSAT_8"):
+    """A Landsat 8/9 Collection 2 Level-2 Item as USGS or the Planetary Computer serve it."""
     rng = np.random.default_rng(2)
     assets, dns = {}, {}
     media = "image/vnd.stac.geotiff; cloud-optimized=true" if catalogue == "usgs" else COG
@@ -368,7 +368,7 @@ def _landsat_item(folder, catalogue):
                                            "roles": ["overview"]}  # fmt: skip
     assets["MTL.json"] = {"href": "MTL.json", "type": "application/json", "roles": ["metadata"]}
     assets["MTL.xml"] = {"href": "MTL.xml", "type": "application/xml", "roles": ["metadata"]}
-    return _item_file(folder / f"{catalogue}.json", assets, {"platform": "LANDSAT_8"}), dns
+    return _item_file(folder / f"{catalogue}.json", assets, {"platform": platform}), dns
 
 
 @pytest.mark.parametrize("catalogue", ["usgs", "planetary_computer"])
@@ -578,3 +578,143 @@ def test_a_file_whose_bands_carry_gdal_scales_and_offsets(scene, tmp_path):
     np.testing.assert_array_equal(_read(out)[0], _read(expected)[0])
     assert main([str(model), str(scaled), str(raw), "--quiet", "--no-rescale"]) == 0
     assert (_read(raw)[0] != _read(out)[0]).any()
+
+
+def test_band_files_carry_their_gdal_scales_and_offsets(scene, tmp_path):
+    """--band files and NAME=stack.tif:N are rescaled as the same file given as the scene."""
+    folder, files, model = scene
+    stack = _by_hand(files, tmp_path / "reflectance.tif")
+    with rasterio.open(stack) as src:
+        dn = np.round((src.read() + 0.1) / 0.0001).astype(np.uint16)
+    paths = {}
+    for k, name in enumerate(BANDS):
+        paths[name] = _band_file(tmp_path / f"dn_{name}.tif", dn[k], 10, nodata=0)
+        with rasterio.open(paths[name], "r+") as dst:
+            dst.scales, dst.offsets = (0.0001,), (-0.1,)
+    exact = _stacked_by_hand(tmp_path / "exact.tif", list(_reflectance(dn, 0.0001, -0.1)), BANDS)
+    expected, out = tmp_path / "expected.tif", tmp_path / "map.tif"
+    assert main([str(model), str(exact), str(expected), "--quiet"]) == 0
+    bands = [f"--band={name}={path}" for name, path in paths.items()]
+    assert main([str(model), str(out), *bands, "--quiet"]) == 0
+    np.testing.assert_array_equal(_read(out)[0], _read(expected)[0])
+
+
+def test_no_data_is_masked_before_resampling(tmp_path):
+    """An Item's nodata (the files have no tag) never enters bilinear or cubic resampling
+    (fuzz5 repro_05): no pixel reads a value blended with the fill."""
+    assets = {}
+    for key, band, resolution, value in [("red", "B04", 10, 1500), ("nir", "B08", 10, 2000),
+                                         ("swir16", "B11", 20, 3000)]:  # fmt: skip
+        size = 16 * 10 // resolution
+        dn = np.full((size, size), value, np.uint16)
+        if band == "B11":
+            dn[:3, :3] = 0  # a no-data block, wider than any kernel's reach at its centre
+            dn[5, 5] = 0
+        _band_file(tmp_path / f"{band}.tif", dn, resolution)
+        assets[key] = {"href": f"{band}.tif", "type": COG, "roles": ["data"],
+                       "eo:bands": [{"name": band, "common_name": key}],
+                       "raster:bands": [S2_L2A]}  # fmt: skip
+    item = _item_file(tmp_path / "item.json", assets, {"platform": "sentinel-2a"})
+    model = _fitted(tmp_path, ["B08", "B11", "B04"], "sentinel2", 0.02, 0.4)
+    with rasterio.open(tmp_path / "B04.tif") as src:
+        profile = src.profile
+    profile.update(count=3, dtype="float32", nodata=None)
+    uniform = tmp_path / "uniform.tif"
+    with rasterio.open(uniform, "w", **profile) as dst:
+        dst.write(np.stack([np.full((16, 16), v, np.float32) for v in (0.1, 0.2, 0.05)]))
+        dst.descriptions = ("B08", "B11", "B04")
+    assert main([str(model), str(uniform), str(tmp_path / "valid.tif"), "--quiet"]) == 0
+    valid = _read(tmp_path / "valid.tif")[0][0, 0]
+    for resampling in ("bilinear", "cubic"):
+        out = tmp_path / f"{resampling}.tif"
+        assert main([str(model), str(item), str(out), "--resampling", resampling, "--quiet"]) == 0
+        codes = _read(out)[0]
+        assert set(np.unique(codes)) <= {valid, 255}
+        assert (codes[:4, :4] == 255).all()  # inside the block: no valid pixel near
+        assert (codes[8:, 8:] == valid).all()
+
+
+def _landsat9(folder):
+    """The Planetary Computer's Landsat 9 C2 L2 Item (coastal SR_B1 included) and its
+    reflectances by hand, named as Sentinel-2's bands B04, B08 and B8A for the models."""
+    item, dns = _landsat_item(folder, "planetary_computer", platform="landsat-9")
+    layers = {key: _reflectance(dns[key], L2_SR["scale"], L2_SR["offset"]) for key in dns}
+    reference = _stacked_by_hand(
+        folder / "by_hand.tif", [layers["red"], layers["nir08"]], ["B04", "B08"], 30.0
+    )
+    return item, reference
+
+
+@pytest.mark.parametrize("nir", ["B08", "B8A"])
+def test_landsat9_item_maps_sentinel2_models_without_sensor(tmp_path, capsys, nir):
+    """Bands by the Item's common names and platform: Sentinel-2 B04 is Landsat's SR_B4 (red),
+    B08 (nir) and B8A (nir08, a near match for Landsat's 865 nm band) its SR_B5."""
+    item, reference = _landsat9(tmp_path)
+    model = _fitted(tmp_path, ["B04", nir], "sentinel2", -0.01, 0.6)
+    out, expected = tmp_path / "map.tif", tmp_path / "expected.tif"
+    assert main([str(model), str(item), str(out), "--no-progress"]) == 0
+    warned = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    assert len(warned) == 1 and "sentinel2 to landsat9" in warned[0] and ".py" not in warned[0]
+    assert "B04 -> OLI_B4 (red)" in warned[0]
+    assert f"{nir} -> OLI_B5 ({'nir' if nir == 'B08' else 'nir08 as nir'})" in warned[0]
+    reference_model = _fitted(tmp_path, ["B04", "B08"], "sentinel2", -0.01, 0.6, "same.sknd")
+    if nir == "B08":
+        model = reference_model
+    assert main([str(reference_model), str(reference), str(expected), "--quiet"]) == 0
+    assert main([str(model), str(item), str(out), "--quiet"]) == 0
+    np.testing.assert_array_equal(_read(out)[0], _read(expected)[0])
+
+
+@pytest.mark.parametrize("how", ["as listed", "through ..", "through a link"])
+def test_an_output_naming_any_file_of_an_item_is_refused(tmp_path, capsys, how):
+    """QA_PIXEL is no band the model reads: still never replaced."""
+    item, _ = _landsat9(tmp_path)
+    qa = _band_file(tmp_path / "QA_PIXEL.TIF", np.full((20, 16), 21824, np.uint16), 30)
+    before = qa.read_bytes()
+    model = _fitted(tmp_path, ["B04", "B08"], "sentinel2", -0.01, 0.6)
+    (tmp_path / "sub").mkdir()
+    out = {"as listed": qa, "through ..": tmp_path / "sub" / ".." / "QA_PIXEL.TIF",
+           "through a link": tmp_path / "sub" / "map.tif"}[how]  # fmt: skip
+    if how == "through a link":
+        out.symlink_to(qa)
+    assert main([str(model), str(item), str(out), "--quiet"]) == 2
+    assert "qa_pixel" in capsys.readouterr().err
+    assert qa.read_bytes() == before
+
+
+def test_unused_assets_are_not_opened(tmp_path, capsys):
+    """A missing asset the model does not read is ignored; --verbose says so (repro_06)."""
+    item, reference = _landsat9(tmp_path)
+    (tmp_path / "LC08_L2SP_190025_20240601_20240607_02_T1_SR_B6.TIF").unlink()
+    model = _fitted(tmp_path, ["B04", "B08"], "sentinel2", -0.01, 0.6)
+    out = tmp_path / "map.tif"
+    assert main([str(model), str(item), str(out), "--verbose", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "not read: band OLI_B6" in err and "does not exist" in err
+    assert "not read: band OLI_B7" in err and "OLI_B7 (" in err
+
+
+def test_landsat7_item_bands_are_what_its_common_names_say(tmp_path, capsys):
+    """SR_B4 of a Landsat 7 Item is near infrared: a Landsat 8 model's SR_B4 (red) reads the
+    Item's SR_B3 (fuzz5 repro_01); its own --sensor cannot turn the Item's red into another."""
+    rng = np.random.default_rng(5)
+    assets, dns = {}, {}
+    for name, common in [("SR_B1", "blue"), ("SR_B2", "green"), ("SR_B3", "red"),
+                         ("SR_B4", "nir08"), ("SR_B5", "swir16"), ("SR_B7", "swir22")]:  # fmt: skip
+        dns[name] = _dns(rng, (20, 16), L2_SR["scale"], L2_SR["offset"], low=0.02, high=0.5)
+        _band_file(tmp_path / f"{name}.TIF", dns[name], 30)
+        assets[common] = {"href": f"{name}.TIF", "type": COG, "roles": ["data"],
+                          "eo:bands": [{"name": name, "common_name": common}],
+                          "raster:bands": [L2_SR]}  # fmt: skip
+    item = _item_file(tmp_path / "item.json", assets, {"platform": "landsat-7"})
+    model = _fitted(tmp_path, ["SR_B4", "SR_B5"], "landsat8", 0.02, 0.5)
+    layers = [
+        _reflectance(dns[name], L2_SR["scale"], L2_SR["offset"]) for name in ("SR_B3", "SR_B4")
+    ]
+    reference = _stacked_by_hand(tmp_path / "by_hand.tif", layers, ["SR_B4", "SR_B5"], 30.0)
+    out, expected = tmp_path / "map.tif", tmp_path / "expected.tif"
+    assert main([str(model), str(reference), str(expected), "--quiet"]) == 0
+    for sensor in ([], ["--sensor", "landsat8"]):
+        assert main([str(model), str(item), str(out), "--no-progress", *sensor]) == 0
+        np.testing.assert_array_equal(_read(out)[0], _read(expected)[0])
+    assert "SR_B4 -> SR_B3 (red)" in capsys.readouterr().err
