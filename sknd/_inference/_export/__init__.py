@@ -63,18 +63,10 @@ def export_model(
     offset = _per_band("offset", offset, model_bands)
     if not all(scale):
         raise ValueError(f"scale must not be 0 (the bands would all read 0), got {scale}.")
+    mlm = {"href": href, "onnx_href": onnx_href, "colors": colors}
     if format == "mlm":
-        return mlm_item(
-            model,
-            fields,
-            content,
-            href=href,
-            onnx_href=onnx_href,
-            colors=colors,
-            scale=scale,
-            offset=offset,
-        )
-    for name, value in (("href", href), ("onnx_href", onnx_href), ("colors", colors)):
+        return mlm_item(model, fields, content, scale=scale, offset=offset, **mlm)
+    for name, value in mlm.items():
         if value is not None:
             raise ValueError(f"{name} describes a model file in an MLM Item: pass format='mlm'.")
     output = _checked_output(model, output)
@@ -82,14 +74,8 @@ def export_model(
     names = _selected_bands(model, bands, sensor)
     nodata = _nodata(nodata)
     fill = _fill_code(len(fields["classes"])) if output == "class" else None
-    what = {"class": "class codes (positions in classes_)", "proba": "class probabilities"}
-    summary = f"{what.get(output, output)} of an sknd {model.estimator} on the bands {names}"
-    if nodata is not None:
-        summary += f", no-data where a band is {nodata} or NaN" + (
-            f" (class code {fill})" if fill is not None else ""
-        )
     labels = output_labels(fields, output, model_bands)
-    where = {"collection": collection, "bands": names, "dimension": dimension, "summary": summary}
+    summary = _summary(model, output, names, nodata, fill)
     if format == "earthengine":
         return earthengine_code(
             fields,
@@ -102,6 +88,7 @@ def export_model(
             fill=fill,
             summary=summary,
         )
+    where = {"collection": collection, "bands": names, "dimension": dimension, "summary": summary}
     program = None
     if form != "udf":
         program = build(fields, output, model_bands, scale, offset, nodata, fill)
@@ -109,6 +96,17 @@ def export_model(
         return process_graph(graph_nodes(program, dimension, names), labels, **where)
     context = udf_context(fields, output, labels, dimension, scale, offset, nodata, fill)
     return process_graph(udf_nodes(context, dimension), labels, **where)
+
+
+def _summary(model, output, names, nodata, fill):
+    """What the export computes, in a line (its docstring, the process's summary)."""
+    what = {"class": "class codes (positions in classes_)", "proba": "class probabilities"}
+    summary = f"{what.get(output, output)} of an sknd {model.estimator} on the bands {names}"
+    if nodata is not None:
+        summary += f", no-data where a band is {nodata} or NaN"
+        if fill is not None:
+            summary += f" (class code {fill})"
+    return summary
 
 
 def _checked_output(model, output):

@@ -18,13 +18,13 @@ import re
 
 import numpy as np
 
-from .._model_file._format import ARTIFACT_TYPE
-
 __all__ = []
 
 MLM_SCHEMA = "https://stac-extensions.github.io/mlm/v1.6.0/schema.json"
 FILE_SCHEMA = "https://stac-extensions.github.io/file/v2.1.0/schema.json"
 EO_SCHEMA = "https://stac-extensions.github.io/eo/v2.0.0/schema.json"
+#: A model file's ``mlm:artifact_type`` (what ``load_model`` reads from an Item).
+ARTIFACT_TYPE = "sknd.save_model"
 MEDIA_TYPE = "application/octet-stream; framework=sknd"
 _TASKS = {"NDClassifier": "classification", "NDRegressor": "regression"}
 
@@ -65,6 +65,21 @@ def mlm_item(model, fields, content, *, href, onnx_href, colors, scale, offset):
         "mlm:hyperparameters": dict(fields["params"]),
         "mlm:total_parameters": _total_parameters(fields),
     }
+    assets = _assets(model, content, href, onnx_href)
+    return {
+        "type": "Feature",
+        "stac_version": "1.1.0",
+        "stac_extensions": [MLM_SCHEMA, FILE_SCHEMA, EO_SCHEMA],
+        "id": properties["mlm:name"],
+        "geometry": None,
+        "properties": properties,
+        "links": [],
+        "assets": assets,
+    }
+
+
+def _assets(model, content, href, onnx_href):
+    """The model file as the asset of role ``mlm:model``, and the ONNX file's."""
     assets = {
         "model": {
             "href": href,
@@ -85,16 +100,7 @@ def mlm_item(model, fields, content, *, href, onnx_href, colors, scale, offset):
             "roles": ["mlm:model", "model"],
             "mlm:artifact_type": "onnx",
         }
-    return {
-        "type": "Feature",
-        "stac_version": "1.1.0",
-        "stac_extensions": [MLM_SCHEMA, FILE_SCHEMA, EO_SCHEMA],
-        "id": properties["mlm:name"],
-        "geometry": None,
-        "properties": properties,
-        "links": [],
-        "assets": assets,
-    }
+    return assets
 
 
 def _architecture(fields):

@@ -15,8 +15,6 @@ __all__ = []
 FORMAT_VERSION = 1
 FORMAT = "sknd-model"
 METADATA = "model.json"
-#: A model file's ``mlm:artifact_type`` in a STAC MLM Item (export_model("mlm")).
-ARTIFACT_TYPE = "sknd.save_model"
 ARRAYS = "arrays/"
 
 # Bounds against hostile files (zip bombs, huge headers): a model of 250 bands with all

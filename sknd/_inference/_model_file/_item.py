@@ -17,7 +17,8 @@ import os
 import urllib.parse
 import urllib.request
 
-from ._format import ARTIFACT_TYPE, MAX_FILE_BYTES
+from .._export._mlm import ARTIFACT_TYPE
+from ._format import MAX_FILE_BYTES
 
 __all__ = []
 
