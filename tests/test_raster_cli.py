@@ -212,6 +212,47 @@ def test_an_output_naming_a_file_a_vrt_scene_reads_is_refused(tmp_path, model_pa
     assert main([str(model_path), str(vrt), str(tmp_path / "map.tif"), "--quiet"]) == 0
 
 
+@pytest.mark.parametrize(
+    "given",
+    [
+        "water=#1f78b4,veg=#33a02c",
+        "# QGIS Generated Color Map Export File\nINTERPOLATION:EXACT\n"
+        "1,31,120,180,255,water\n2,51,160,44,255,veg\n",
+        "water 31 120 180\nveg 51 160 44 255\n",  # GDAL's text, values as the classes
+        "1 31 120 180 255 water\n2: 51 160 44 veg\n",  # GDAL's, with labels
+    ],
+)
+def test_colors_give_the_palette_of_a_cog(tmp_path, model_path, given):
+    """--colors as CLASS=COLOUR pairs or a colour table QGIS or GDAL writes (issue 64)."""
+    scene, _ = _scene(tmp_path / "scene.tif")
+    option = given
+    if "\n" in given:
+        option = tmp_path / "colors.txt"
+        option.write_text(given)
+    out = tmp_path / "map.tif"
+    assert main([str(model_path), str(scene), str(out), "--cog", "--colors", str(option)]) == 0
+    with rasterio.open(out) as src:
+        colormap = src.colormap(1)
+    # Codes 0, 1, 2 are soil, veg and water; soil keeps a default colour.
+    assert colormap[2][:3] == (31, 120, 180) and colormap[1][:3] == (51, 160, 44)
+    assert colormap[0][:3] not in ((31, 120, 180), (51, 160, 44))
+
+
+@pytest.mark.parametrize(
+    "given, message",
+    [
+        ("lake=#0000ff", "no classes of the model: its classes are ['soil', 'veg', 'water']"),
+        ("water:#0000ff", "give CLASS=COLOUR pairs"),
+        ("water=bluish", "'#rrggbb' or a colour name"),
+    ],
+)
+def test_bad_colors_exit_2_before_anything_is_written(tmp_path, model_path, capsys, given, message):
+    scene, _ = _scene(tmp_path / "scene.tif")
+    out = tmp_path / "map.tif"
+    assert main([str(model_path), str(scene), str(out), "--colors", given, "--quiet"]) == 2
+    assert message in capsys.readouterr().err and not out.exists()
+
+
 # The options each case of test_bad_input_exits_2_with_a_message adds.
 _BAD_OPTIONS = {
     "missing band": ["--bands", "blue,green,red,swir16"],

@@ -51,6 +51,7 @@ from .._inference._pixels import apply_pixels, prepare
 from ..bands import Band
 from ._categorical import CodeTable, adjust_output
 from ._checks import band_nodata, check_n_jobs
+from ._colors import command_colors
 from ._geotiff import check_compression, finish_class_map
 from ._matching import POSITIONAL, band_columns
 from ._output import StagedMap, check_output
@@ -141,6 +142,14 @@ def _add_output_arguments(parser):
     parser.add_argument("--compress", default=None, help="GeoTIFF compression (default: input's)")
     parser.add_argument(
         "--cog", action="store_true", help="write a Cloud Optimized GeoTIFF (GDAL's COG driver)"
+    )
+    parser.add_argument(
+        "--colors",
+        default=None,
+        metavar="CLASS=COLOUR,...|FILE",
+        help="class colours of a class map's palette: CLASS=#rrggbb (or a colour name) pairs, "
+        "or a colour-table file as QGIS exports it or GDAL reads it ('value R G B [A] "
+        "[label]' lines); other classes keep the default colours",
     )
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     talk = parser.add_mutually_exclusive_group()
@@ -309,6 +318,7 @@ def _run_in_env(args, rasterio, signals):
         func, spec, table = _pixel_function(
             model, method, n_inputs, src.dtypes, args.fill_value, compiled
         )
+        colors = _class_colors(args.colors, table)
         profile = _output_profile(src, spec, args.compress)
         with StagedMap(args.output, cog=args.cog) as staged:
             try:
@@ -316,7 +326,7 @@ def _run_in_env(args, rasterio, signals):
             except (rasterio.errors.RasterioError, OSError) as exc:
                 raise CommandError(f"cannot write {args.output!r}: {exc}") from None
             with dst:
-                _describe(dst, model, method, spec, table)
+                _describe(dst, model, method, spec, table, colors)
                 _process(
                     src,
                     dst,
@@ -557,14 +567,26 @@ def _output_profile(src, spec, compress):
     return profile
 
 
-def _describe(dst, model, method, spec, table):
+def _class_colors(option, table):
+    """The palette ``--colors`` gives (None: the default colours)."""
+    if option is None:
+        return None
+    if table is None:
+        raise CommandError("--colors colours the classes of a class map: leave it out here.")
+    try:
+        return command_colors(option, table.labels)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from None
+
+
+def _describe(dst, model, method, spec, table, colors):
     """Band descriptions, colour table and tags saying what the output holds."""
     if spec.n_outputs is not None:
         dst.descriptions = tuple(str(label) for label in spec.output_labels)
     else:
         dst.set_band_description(1, "class" if hasattr(model, "classes_") else method)
     if table is not None:
-        finish_class_map(dst, table.labels, None)
+        finish_class_map(dst, table.labels, colors)
     name = model.estimator if isinstance(model, SavedModel) else type(model).__name__
     dst.update_tags(sknd_model=name, sknd_method=method)
 

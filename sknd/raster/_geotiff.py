@@ -183,6 +183,34 @@ def _import_rioxarray():
         ) from exc
 
 
+def _class_map_labels(class_map, colors, compress):
+    """The labels of a class map :func:`write_class_map` can write as asked, else an error."""
+    from ._containers import container_of
+    from ._xarray import DataArrayImage
+
+    if container_of(class_map) is not DataArrayImage:
+        raise TypeError(f"class_map must be an xarray.DataArray, got {type(class_map).__name__}.")
+    table = read_categories(class_map.attrs)
+    if table is None:
+        raise ValueError(
+            "The map carries no code table (a 'categories' attribute): make it with "
+            "sknd.raster.class_map or class_map_from_proba."
+        )
+    labels = table_labels(table)
+    check_compression(compress)
+    if class_map.ndim != 2:
+        raise ValueError(f"A class map GeoTIFF has one band: got dimensions {class_map.dims}.")
+    if class_map.dtype.kind not in "iu":
+        raise TypeError(f"A class map holds integer codes, got dtype {class_map.dtype}.")
+    check_colors(colors, labels)  # before anything is written
+    if colors is not None and not palette_dtype(class_map.dtype):
+        raise ValueError(
+            f"A GeoTIFF holds a colour table for uint8 and uint16 maps only, not "
+            f"{class_map.dtype}: leave colors out, or use a non-negative fill value."
+        )
+    return labels
+
+
 def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflate"):
     """Write a class map as a GeoTIFF with a colour table and category names.
 
@@ -244,59 +272,24 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
     ...     src.colormap(1)[0], src.tags()["flag_meanings"], src.transform.c
     ((31, 119, 180, 255), 'water land', 500000.0)
     """
-    from ._containers import container_of
-    from ._xarray import DataArrayImage
-
-    if container_of(class_map) is not DataArrayImage:
-        raise TypeError(f"class_map must be an xarray.DataArray, got {type(class_map).__name__}.")
-    table = read_categories(class_map.attrs)
-    if table is None:
-        raise ValueError(
-            "The map carries no code table (a 'categories' attribute): make it with "
-            "sknd.raster.class_map or class_map_from_proba."
-        )
-    labels = table_labels(table)
-    check_compression(compress)
-    if class_map.ndim != 2:
-        raise ValueError(f"A class map GeoTIFF has one band: got dimensions {class_map.dims}.")
-    if class_map.dtype.kind not in "iu":
-        raise TypeError(f"A class map holds integer codes, got dtype {class_map.dtype}.")
-    check_colors(colors, labels)  # before anything is written
-    if colors is not None and not palette_dtype(class_map.dtype):
-        raise ValueError(
-            f"A GeoTIFF holds a colour table for uint8 and uint16 maps only, not "
-            f"{class_map.dtype}: leave colors out, or use a non-negative fill value."
-        )
+    labels = _class_map_labels(class_map, colors, compress)
     import rasterio
+
+    from ._output import StagedMap
 
     _import_rioxarray()
     path = os.fspath(path)
-    attrs = {key: value for key, value in class_map.attrs.items() if key not in ("flag_values",)}
     data = class_map.copy(deep=False)
-    data.attrs = attrs
-    tmp = temporary_path(path)
-    tmp_cog = None
-    try:
+    data.attrs = {key: value for key, value in class_map.attrs.items() if key != "flag_values"}
+    with StagedMap(path, cog=cog) as staged:
         options = {"tiled": True, "compress": compress} if compress else {"tiled": True}
         with warnings.catch_warnings():
             # rioxarray's own use of affine's deprecated "*", nothing the caller can mend.
             warnings.filterwarnings("ignore", "Use `@` matmul", PendingDeprecationWarning)
-            data.rio.to_raster(tmp, **options)
-        with rasterio.open(tmp, "r+") as dst:
+            data.rio.to_raster(staged.path, **options)
+        with rasterio.open(staged.path, "r+") as dst:
             finish_class_map(dst, labels, colors)
-        if cog:
-            tmp_cog = temporary_path(path)
-            write_cog(tmp, tmp_cog, categorical=True, compress=compress)
-            os.replace(tmp_cog, tmp)
-        remove_quietly(sidecar(tmp))
-        remove_quietly(sidecar(path))  # a stale one would rename this map's classes
-        os.replace(tmp, path)
-        write_category_names(path, labels)
-    except BaseException:
-        remove_quietly(tmp, sidecar(tmp))
-        if tmp_cog is not None:
-            remove_quietly(tmp_cog, sidecar(tmp_cog))
-        raise
+        staged.commit(labels=labels, compress=compress, before_replace=lambda: None)
     if not palette_dtype(class_map.dtype):
         warnings.warn(
             f"{path}: no colour table, which GeoTIFF holds for uint8 and uint16 maps only "

@@ -73,20 +73,25 @@ class StagedMap:
     def __enter__(self):
         return self
 
+    @property
+    def path(self):
+        """The temporary file the map is written to."""
+        return self.temporaries[0]
+
     def __exit__(self, *exc_info):
         for path in self.temporaries:
             remove_quietly(path, sidecar(path))
 
     def open(self, rasterio, profile):
         """The temporary GeoTIFF, open for writing (GDAL creates it with the umask's mode)."""
-        return rasterio.open(self.temporaries[0], "w", **profile)
+        return rasterio.open(self.path, "w", **profile)
 
     def commit(self, *, labels, compress, before_replace):
         """Finish the map (COG, category names ``labels``) and rename it over the output.
 
         ``before_replace`` is called just before: it raises to stop the run.
         """
-        source = self.temporaries[0]
+        source = self.path
         if self.cog:
             copy = temporary_path(self.output)
             self.temporaries.append(copy)
