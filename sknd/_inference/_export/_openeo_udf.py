@@ -17,8 +17,6 @@ import inspect
 
 import numpy as np
 
-from . import _udf
-
 __all__ = []
 
 
@@ -66,6 +64,10 @@ def udf_context(fields, output, labels, dimension, scale, offset, nodata, fill):
 
 def udf_nodes(context, dimension):
     """The nodes after the node ``"select"`` that compute the outputs with the UDF."""
+    # Imported here: the UDF imports xarray (and so pandas), which loading a model file
+    # (sknd._inference._model_file reads this package's MLM artifact type) must not.
+    from . import _udf
+
     run = {
         "process_id": "run_udf",
         "arguments": {
