@@ -22,7 +22,7 @@ side-car) and the code table in its tags; ``--cog`` writes a Cloud Optimized
 GeoTIFF.
 
 The map is written to a temporary file beside OUT and renamed over it only
-when complete (:mod:`sknd.raster._output`): a run that fails or is stopped
+when complete (:class:`sknd.raster._geotiff.StagedMap`): a run that fails or is stopped
 leaves OUT as it was. On success the command prints one line on stderr saying
 what it wrote (``--quiet`` silences it and the progress bar).
 
@@ -57,9 +57,9 @@ from ._command import (
     say,
     stopped_by_signals,
 )
-from ._geotiff import check_compression, finish_class_map
+from ._geotiff import StagedMap, check_compression, finish_class_map
 from ._matching import POSITIONAL, band_columns
-from ._output import StagedMap, check_output
+from ._output import check_output
 from ._stac import scene_files, scene_sources
 from ._stack import open_scene
 

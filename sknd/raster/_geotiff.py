@@ -172,6 +172,54 @@ def write_cog(source, path, *, categorical, compress):
     rasterio.shutil.copy(source, path, driver="COG", **options)
 
 
+class StagedMap:
+    """A map written to a temporary file beside ``output`` and renamed over it when complete.
+
+    Use it as a context manager: whatever happens, no temporary file is left.
+    """
+
+    def __init__(self, output, *, cog):
+        self.output = output
+        self.cog = cog
+        self.temporaries = [temporary_path(output)]
+
+    def __enter__(self):
+        return self
+
+    @property
+    def path(self):
+        """The temporary file the map is written to."""
+        return self.temporaries[0]
+
+    def __exit__(self, *exc_info):
+        for path in self.temporaries:
+            remove_quietly(path, sidecar(path))
+
+    def open(self, rasterio, profile):
+        """The temporary GeoTIFF, open for writing (GDAL creates it with the umask's mode)."""
+        return rasterio.open(self.path, "w", **profile)
+
+    def commit(self, *, labels, compress, before_replace):
+        """Finish the map (COG, category names ``labels``) and rename it over the output.
+
+        ``before_replace`` is called just before: it raises to stop the run.
+        """
+        source = self.path
+        if self.cog:
+            copy = temporary_path(self.output)
+            self.temporaries.append(copy)
+            write_cog(source, copy, categorical=labels is not None, compress=compress)
+            source = copy
+        if labels is not None:
+            write_category_names(source, labels)
+        before_replace()
+        os.replace(source, self.output)
+        if os.path.exists(sidecar(source)):
+            os.replace(sidecar(source), sidecar(self.output))
+        else:  # a side-car left by an earlier map would rename this one's classes
+            remove_quietly(sidecar(self.output))
+
+
 def _import_rioxarray():
     """rioxarray, which registers the ``.rio`` accessor that writes a DataArray's GeoTIFF."""
     try:
@@ -274,8 +322,6 @@ def write_class_map(class_map, path, *, colors=None, cog=False, compress="deflat
     """
     labels = _class_map_labels(class_map, colors, compress)
     import rasterio
-
-    from ._output import StagedMap
 
     _import_rioxarray()
     path = os.fspath(path)

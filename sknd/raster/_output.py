@@ -1,21 +1,12 @@
-"""Where the scene command writes its map: the output name checked, the map staged beside it.
+"""Where the scene command writes its map: the output name checked before anything is read.
 
-The map is written to a temporary GeoTIFF next to the target (the same file
-system, so that the rename is atomic), copied to a COG there with ``--cog``,
-given its category names, and only then renamed over the target, side-car
-last. A run that fails, is refused or is stopped leaves the target (and a map
-an earlier run left there) as it was, and no temporary file.
+The output is refused when it is any file the run reads (the model, the
+scene, every file the scene references), when it is not a GeoTIFF name, or
+when its folder does not exist. The map itself is staged beside the output
+(:class:`sknd.raster._geotiff.StagedMap`).
 """
 
 import os
-
-from ._geotiff import (
-    remove_quietly,
-    sidecar,
-    temporary_path,
-    write_category_names,
-    write_cog,
-)
 
 __all__ = []
 
@@ -57,51 +48,3 @@ def _same_file(output, path):
         return os.path.samefile(output, path)  # hard links
     except OSError:  # either does not exist
         return False
-
-
-class StagedMap:
-    """A map written to a temporary file beside ``output`` and renamed over it when complete.
-
-    Use it as a context manager: whatever happens, no temporary file is left.
-    """
-
-    def __init__(self, output, *, cog):
-        self.output = output
-        self.cog = cog
-        self.temporaries = [temporary_path(output)]
-
-    def __enter__(self):
-        return self
-
-    @property
-    def path(self):
-        """The temporary file the map is written to."""
-        return self.temporaries[0]
-
-    def __exit__(self, *exc_info):
-        for path in self.temporaries:
-            remove_quietly(path, sidecar(path))
-
-    def open(self, rasterio, profile):
-        """The temporary GeoTIFF, open for writing (GDAL creates it with the umask's mode)."""
-        return rasterio.open(self.path, "w", **profile)
-
-    def commit(self, *, labels, compress, before_replace):
-        """Finish the map (COG, category names ``labels``) and rename it over the output.
-
-        ``before_replace`` is called just before: it raises to stop the run.
-        """
-        source = self.path
-        if self.cog:
-            copy = temporary_path(self.output)
-            self.temporaries.append(copy)
-            write_cog(source, copy, categorical=labels is not None, compress=compress)
-            source = copy
-        if labels is not None:
-            write_category_names(source, labels)
-        before_replace()
-        os.replace(source, self.output)
-        if os.path.exists(sidecar(source)):
-            os.replace(sidecar(source), sidecar(self.output))
-        else:  # a side-car left by an earlier map would rename this one's classes
-            remove_quietly(sidecar(self.output))
