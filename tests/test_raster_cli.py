@@ -244,11 +244,17 @@ def test_colors_give_the_palette_of_a_cog(tmp_path, model_path, given):
         ("lake=#0000ff", "no classes of the model: its classes are ['soil', 'veg', 'water']"),
         ("water:#0000ff", "give CLASS=COLOUR pairs"),
         ("water=bluish", "'#rrggbb' or a colour name"),
+        # Colour-table files: a line without three channels, a class the model lacks.
+        ("veg 51 160 44\nwater 31 120\n", "line 2: 'water 31 120' is not 'value R G B"),
+        ("# QGIS\n3,0,0,255,255,lake\n", "['3'], which are no classes of the model"),
     ],
 )
 def test_bad_colors_exit_2_before_anything_is_written(tmp_path, model_path, capsys, given, message):
     scene, _ = _scene(tmp_path / "scene.tif")
     out = tmp_path / "map.tif"
+    if "\n" in given:
+        (tmp_path / "colors.txt").write_text(given)
+        given = str(tmp_path / "colors.txt")
     assert main([str(model_path), str(scene), str(out), "--colors", given, "--quiet"]) == 2
     assert message in capsys.readouterr().err and not out.exists()
 

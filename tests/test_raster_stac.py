@@ -653,7 +653,10 @@ def test_landsat9_item_maps_sentinel2_models_without_sensor(tmp_path, capsys, ni
     model = _fitted(tmp_path, ["B04", nir], "sentinel2", -0.01, 0.6)
     out, expected = tmp_path / "map.tif", tmp_path / "expected.tif"
     assert main([str(model), str(item), str(out), "--no-progress"]) == 0
-    warned = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    lines = capsys.readouterr().err.splitlines()
+    # The command's own lines only: no Python file, line or source line of a warning.
+    assert all(line.startswith("python -m sknd.raster: ") for line in lines), lines
+    warned = [line for line in lines if "warning" in line]
     assert len(warned) == 1 and "sentinel2 to landsat9" in warned[0] and ".py" not in warned[0]
     assert "B04 -> OLI_B4 (red)" in warned[0]
     assert f"{nir} -> OLI_B5 ({'nir' if nir == 'B08' else 'nir08 as nir'})" in warned[0]
