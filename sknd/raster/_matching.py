@@ -111,9 +111,9 @@ def band_columns(estimator, image_names, n_bands, *, bands, sensor):
     transferred = [(m, i, common) for m, i, common in mapping if common is not None]
     if transferred:
         pairs = ", ".join(f"{m} -> {i} ({common})" for m, i, common in transferred)
-        source = _label(getattr(estimator, "sensor", None)) or _model_sensor(estimator)
+        # The model's side as fitted: its sensor parameter, set after fit, changes nothing.
+        source = _model_sensor(estimator) or "the model's bands"
         target = _label(sensor) or image_sensor or "the image's bands"
-        source = source or "the model's bands"
         warnings.warn(
             f"Bands matched by common name from {source} to {target}: {pairs}.",
             BandMatchWarning,
