@@ -113,7 +113,9 @@ def test_auto_keeps_all_pairs_of_few_bands_and_caps_many():
     few = NDRegressor(pairs="auto", max_epochs=1, random_state=0).fit(X, y)
     np.testing.assert_array_equal(few.pairs_, all_pairs(8))
     X = _spectra(n_samples=60, n_bands=50)  # 1,225 pairs
-    many = NDRegressor(pairs="auto", max_epochs=1, random_state=0).fit(X, X[:, 3] - X[:, 40])
+    # depth 2: depth="auto" may keep depth 3, whose width is not the first block's
+    many = NDRegressor(pairs="auto", depth=2, max_epochs=1, random_state=0)
+    many.fit(X, X[:, 3] - X[:, 40])
     assert many.pairs_.shape == (MAX_AUTO_PAIRS, 2)
     # the default width follows the kept pairs, capped at 256
     assert many.n_parameters_ == 2 * MAX_AUTO_PAIRS + MAX_AUTO_PAIRS + 1
