@@ -1,25 +1,29 @@
-"""Start-up costs in fresh processes, and GridSearchCV(n_jobs=2) against n_jobs=1 (issue 14).
+"""Start-up costs in fresh processes, and GridSearchCV(n_jobs=2) against n_jobs=1 (issues 14, 60).
 
-Run: ``PYTHONPATH=. python benchmarks/bench_startup.py [--quick] [--repeats N]``
-(do not set OMP_NUM_THREADS: joblib sets it in its workers, as for users).
+Run: ``PYTHONPATH=. python benchmarks/bench_startup.py [--part imports|grid|later ...]
+[--repeats N]`` (no thread variables needed: the script sets them per environment).
 
-Every measurement runs in a fresh Python process (``sys.executable -c ...``), the
-settings interleaved, and reports the median of ``--repeats`` runs:
+Every part runs in the four environments of ``_environments.py``, side by side in one
+run: {``OMP_NUM_THREADS=1``, no thread variables} x {idle, two busy processes started by
+the script}, with the load average at the start of each. Every measurement runs in a fresh
+Python process (``sys.executable -c ...``), the settings interleaved, and reports the
+median of ``--repeats`` runs:
 
-1. **Imports.** Wall time of the whole process (interpreter start included) for
-   ``pass``, ``import torch``, ``import sklearn.base``, both, ``import sknd`` and
+1. **Imports** (``imports``). Wall time of the whole process (interpreter start included)
+   for ``pass``, ``import torch``, ``import sklearn.base``, both, ``import sknd`` and
    ``import sknd`` plus a first tiny fit (``NDClassifier(max_epochs=2)`` on 200 x 4),
    and the ratio of the last to ``import torch`` (issue 14's target: at most 1.5).
-2. **Grid search.** ``GridSearchCV(NDClassifier(max_epochs=E, early_stopping=False),
-   4 candidates, cv=3)`` on ``N`` x 10 rows with ``n_jobs=1`` and ``n_jobs=2``: the
-   time of ``fit`` after the imports, which for ``n_jobs=2`` includes starting the loky
-   worker processes and their imports (what a user pays the first time), and the ratio
-   parallel / serial.
-   The tiny grid of the issue (300 rows, 5 epochs) and larger ones show where
-   ``n_jobs=2`` starts to pay off.
-3. **Later searches of a session.** In one process, after a first ``n_jobs=2`` search
-   has started the workers (loky keeps them for the next calls, as in a notebook), the
-   tiny grid with ``n_jobs=1`` and ``n_jobs=2`` alternately: the ratio without start-up.
+2. **Grid search** (``grid``). Issue 60's target: ``GridSearchCV(NDClassifier(
+   random_state=0), {"depth": [2, 3], "epsilon": [1e-6, 1e-2]})`` (4 candidates, the
+   default 5 folds) on the shipped forest-type data with ``n_jobs=1`` and ``n_jobs=2``:
+   the time of ``fit`` after the imports, which for ``n_jobs=2`` includes starting the
+   loky worker processes and their imports (what a user pays the first time), and the
+   ratio parallel / serial (target: at most 1 on 2 cores). joblib starts the workers
+   with a thread variable of cores // ``n_jobs`` (1 here) where none is set.
+3. **Later searches of a session** (``later``). In one process, after a first
+   ``n_jobs=2`` search has started the workers (loky keeps them for the next calls, as in
+   a notebook), the same search with ``n_jobs=1`` and ``n_jobs=2`` alternately: the ratio
+   without start-up.
 
 With ``PYTHONDONTWRITEBYTECODE`` set (the header says), sknd's own modules are compiled
 from source in every process; an installed sknd has its bytecode cached.
@@ -28,11 +32,13 @@ from source in every process; an installed sknd has its bytecode cached.
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
+from functools import partial
+
+from _environments import load_average, measure_in_environments, versions
 
 PROGRAMS = {
     "python -c pass": "pass",
@@ -48,38 +54,23 @@ PROGRAMS = {
     ),
 }
 
+#: Issue 60's grid search: ``search(n_jobs)`` returns its wall seconds.
 SEARCH = """
-import json, time
-start = time.perf_counter()
-import numpy as np
-from sklearn.model_selection import GridSearchCV
-from sknd import NDClassifier
-imported = time.perf_counter()
-rng = np.random.default_rng(0)
-X = rng.uniform(0.05, 0.5, size=({n_samples}, 10))
-y = (X[:, 1] > X[:, 5]).astype(int)
-grid = {{"lr": [0.01, 0.03], "depth": [2, 3]}}
-model = NDClassifier(max_epochs={epochs}, early_stopping=False, random_state=0)
-search = GridSearchCV(model, grid, cv=3, n_jobs={n_jobs})
-fit_start = time.perf_counter()
-search.fit(X, y)
-print(json.dumps({{"imports": imported - start, "fit": time.perf_counter() - fit_start}}))
-"""
-
-WARM_WORKERS = """
 import json, statistics, time
-import numpy as np
 from sklearn.model_selection import GridSearchCV
 from sknd import NDClassifier
-rng = np.random.default_rng(0)
-X = rng.uniform(0.05, 0.5, size=(300, 10))
-y = (X[:, 1] > X[:, 5]).astype(int)
-grid = {{"lr": [0.01, 0.03], "depth": [2, 3]}}
+from sknd.datasets import load_forest_type
+X, y = load_forest_type(return_X_y=True)
 def search(n_jobs):
-    model = NDClassifier(max_epochs=5, early_stopping=False, random_state=0)
     start = time.perf_counter()
-    GridSearchCV(model, grid, cv=3, n_jobs=n_jobs).fit(X, y)
+    grid = {{"depth": [2, 3], "epsilon": [1e-6, 1e-2]}}
+    GridSearchCV(NDClassifier(random_state=0), grid, n_jobs=n_jobs).fit(X, y)
     return time.perf_counter() - start
+"""
+FRESH_SEARCH = SEARCH + "print(json.dumps({{'fit': search({n_jobs})}}))"
+LATER_SEARCHES = (
+    SEARCH
+    + """
 first = search(2)
 times = {{1: [], 2: []}}
 for _ in range({repeats}):
@@ -87,15 +78,13 @@ for _ in range({repeats}):
         times[n_jobs].append(search(n_jobs))
 print(json.dumps({{"first": first, **{{str(n): statistics.median(t) for n, t in times.items()}}}}))
 """
-
-#: (rows, epochs) of the grid searches: the issue's tiny grid first, then larger ones.
-GRIDS = ((300, 5), (2000, 50), (5000, 200))
+)
 
 
-def run(code):
+def run(code, env):
     """``(wall s of the whole process, the JSON it printed or None)``."""
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     wall = time.perf_counter() - start
     if done.returncode:
         raise RuntimeError(done.stderr)
@@ -103,68 +92,72 @@ def run(code):
     return wall, json.loads(lines[-1]) if lines else None
 
 
-def imports(repeats):
+def imports(repeats, env):
     samples = {name: [] for name in PROGRAMS}
     for _ in range(repeats):
         for name, code in PROGRAMS.items():
-            samples[name].append(run(code)[0])
+            samples[name].append(run(code, env)[0])
     medians = {name: statistics.median(v) for name, v in samples.items()}
-    print("\n1. fresh processes, wall s (interpreter start included), median")
+    print("1. fresh processes, wall s (interpreter start included), median")
     for name, value in medians.items():
         spread = f"{min(samples[name]):.2f}-{max(samples[name]):.2f}"
-        print(f"  {name:32s} {value:6.2f}   (range {spread})")
-    ratio = medians["import sknd + first tiny fit"] / medians["import torch"]
-    print(f"  (import sknd + first tiny fit) / import torch: {ratio:.2f}   <- target <= 1.5")
+        print(f"  {name:32s} {value:6.2f}   (range {spread})", flush=True)
+    return medians["import sknd + first tiny fit"] / medians["import torch"]
 
 
-def grid_searches(repeats, grids):
-    print("\n2. GridSearchCV(NDClassifier, 4 candidates, cv=3), fresh process each, fit s, median")
-    for n_samples, epochs in grids:
-        samples = {1: [], 2: []}
-        for _ in range(repeats):
-            for n_jobs in samples:
-                code = SEARCH.format(n_samples=n_samples, epochs=epochs, n_jobs=n_jobs)
-                samples[n_jobs].append(run(code)[1]["fit"])
-        serial, parallel = (statistics.median(samples[n]) for n in (1, 2))
-        print(
-            f"  {n_samples:5d} x 10, {epochs:3d} epochs: n_jobs=1 {serial:6.2f}  "
-            f"n_jobs=2 {parallel:6.2f}  parallel / serial {parallel / serial:.2f}   "
-            f"(n_jobs=2 range {min(samples[2]):.2f}-{max(samples[2]):.2f}; "
-            f"load {os.getloadavg()[0]:.1f})",
-            flush=True,
-        )
-
-
-def later_searches(repeats):
-    result = run(WARM_WORKERS.format(repeats=repeats))[1]
-    serial, parallel = result["1"], result["2"]
-    print("\n3. tiny grid, later searches in one process (workers already started), fit s, median")
+def grid_searches(repeats, env):
+    samples = {1: [], 2: []}
+    for _ in range(repeats):
+        for n_jobs in samples:
+            samples[n_jobs].append(run(FRESH_SEARCH.format(n_jobs=n_jobs), env)[1]["fit"])
+    serial, parallel = (statistics.median(samples[n]) for n in (1, 2))
     print(
-        f"  first n_jobs=2 search (starts the workers) {result['first']:.2f}; then "
-        f"n_jobs=1 {serial:.3f}  n_jobs=2 {parallel:.3f}  parallel / serial "
-        f"{parallel / serial:.2f}   (load {os.getloadavg()[0]:.1f})"
+        "2. GridSearchCV(NDClassifier, depth x epsilon, 5 folds) on forest type, fresh process "
+        f"each, fit s, median: n_jobs=1 {serial:6.2f} (range {min(samples[1]):.2f}-"
+        f"{max(samples[1]):.2f})  n_jobs=2 {parallel:6.2f} (range {min(samples[2]):.2f}-"
+        f"{max(samples[2]):.2f})",
+        flush=True,
     )
+    return parallel / serial
+
+
+def later_searches(repeats, env):
+    result = run(LATER_SEARCHES.format(repeats=repeats), env)[1]
+    serial, parallel = result["1"], result["2"]
+    print(
+        "3. the same search, later in one process (workers already started), fit s, median: "
+        f"first n_jobs=2 search (starts the workers) {result['first']:.2f}; then "
+        f"n_jobs=1 {serial:.2f}  n_jobs=2 {parallel:.2f}",
+        flush=True,
+    )
+    return parallel / serial
+
+
+#: The parts: the function measuring one environment, and what its ratio is.
+PARTS = {
+    "imports": (imports, "(import sknd + first tiny fit) / import torch (target <= 1.5)"),
+    "grid": (grid_searches, "grid search, fresh: n_jobs=2 / n_jobs=1 (target <= 1)"),
+    "later": (later_searches, "grid search, workers started: n_jobs=2 / n_jobs=1"),
+}
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer repeats, the tiny grid only")
-    parser.add_argument("--repeats", type=int, default=None)
+    parser.add_argument("--part", choices=PARTS, action="append", help="default: all")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    repeats = args.repeats or (3 if args.quick else 7)
-    import sklearn
-    import torch
-
     print(
-        f"# bench_startup: python {platform.python_version()}, torch {torch.__version__}, "
-        f"scikit-learn {sklearn.__version__}, {platform.machine()}, {os.cpu_count()} cores, "
-        f"median of {repeats}, load average {os.getloadavg()[0]:.1f}, "
+        f"# bench_startup: {versions()}, median of {args.repeats}, {load_average()}, "
         f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE')}"
     )
-    imports(repeats)
-    grid_searches(repeats, GRIDS[:1] if args.quick else GRIDS)
-    later_searches(repeats)
-    print(f"load average at the end {os.getloadavg()[0]:.1f}")
+    ratios = {}
+    for part in args.part or PARTS:
+        measure, _ = PARTS[part]
+        ratios[part] = measure_in_environments(partial(measure, args.repeats))
+    for part, results in ratios.items():
+        print(f"\n{PARTS[part][1]}")
+        for (threads, load), ratio in results.items():
+            print(f"  {threads + ', ' + load:42s} {ratio:5.2f}")
 
 
 if __name__ == "__main__":
