@@ -416,18 +416,22 @@ def test_a_deeper_regressor_refits_as_its_depth_2_start():
     assert deep.score(X[400:], y[400:]) >= shallow.score(X[400:], y[400:]) - 0.01
 
 
-def test_a_carried_network_warms_adam_up_and_depth_2_does_not():
+def test_a_carried_regressor_warms_adam_up_and_depth_2_and_classifiers_do_not():
     X = _spectra(n_samples=320, n_bands=6, seed=4)
     y = _classes(X, seed=4)
     steps = {}
-    for depth in (2, 3):
-        model = NDClassifier(depth=depth, max_epochs=1, batch_size=32, random_state=0)
-        model.fit(X, y)
-        steps[depth] = model.net_.optimizer_.param_groups[0]["warmup_steps"]
+    for name, estimator, target in (
+        ("regressor", NDRegressor, X[:, 0] - X[:, 3]),
+        ("classifier", NDClassifier, y),
+    ):
+        for depth in (2, 3):
+            model = estimator(depth=depth, max_epochs=1, batch_size=32, random_state=0)
+            model.fit(X, target)
+            steps[name, depth] = model.net_.optimizer_.param_groups[0]["warmup_steps"]
     # WARMUP_EPOCHS epochs of the training part's batches (at most 320 rows, 10 batches).
-    assert steps[2] == 0
-    assert steps[3] % _recipe.WARMUP_EPOCHS == 0
-    assert 0 < steps[3] <= _recipe.WARMUP_EPOCHS * 10
+    assert steps["regressor", 3] % _recipe.WARMUP_EPOCHS == 0
+    assert 0 < steps["regressor", 3] <= _recipe.WARMUP_EPOCHS * 10
+    assert steps["regressor", 2] == steps["classifier", 2] == steps["classifier", 3] == 0
 
 
 def test_all_pairs_on_many_bands_do_not_collapse():

@@ -371,7 +371,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
         max_epochs = self.max_epochs if max_epochs is None else max_epochs
         net = self._net(module, task, device, seed, max_epochs, callbacks, valid_data)
         if selected is not None:  # from the recipe's start
-            warmup = _recipe.warmup_steps(module, train.n_rows, self.batch_size)
+            warmup = _recipe.warmup_steps(module, task, train.n_rows, self.batch_size)
             net.set_params(optimizer__warmup_steps=warmup)
         with clock.stage("epochs"), self._device_memory(train.n_rows):
             net.fit(_tensors(train, task, device), None)

@@ -190,17 +190,21 @@ def carry(module, linear):
     output.weight[:, :k], output.weight[:, k : 2 * k] = eye, -eye
 
 
-def warmup_steps(module, n_rows, batch_size):
+def warmup_steps(module, task, n_rows, batch_size):
     """Steps of Adam's linear learning-rate warm-up when ``module`` trains from the start.
 
     :data:`WARMUP_EPOCHS` epochs of ``n_rows`` rows in batches of ``batch_size`` for a
-    network deeper than 2, none at depth 2. A hidden unit of a carried network reads every
-    index of the first block (hundreds with many bands), and Adam's first steps move each
-    weight by about the learning rate whatever its gradient
-    (:class:`~sknd._training._adam.FlatAdam`): in step with each other they sent the
-    first epoch far from the start that :func:`carry` made exact.
+    regressor's network deeper than 2; none at depth 2 and none for classifiers. A hidden
+    unit of a carried network reads every index of the first block (hundreds with many
+    bands), and Adam's first steps move each weight by about the learning rate whatever
+    its gradient (:class:`~sknd._training._adam.FlatAdam`): in step with each other they
+    sent a 200-band regressor's squared error on the standardized target to 27 in the
+    first epoch, far from the start that :func:`carry` made exact. A classifier's early
+    stopping keeps the start against such an epoch, and there the warm-up only cost
+    accuracy (forest type, 10 folds: one test row fewer in 5 folds, none more; satimage
+    unchanged: benchmarks/RESULTS.md, "depth 3 from the depth-2 start").
     """
-    if len(describe(module)) <= 3:
+    if isinstance(task, ClassificationTask) or len(describe(module)) <= 3:
         return 0
     return WARMUP_EPOCHS * -(-n_rows // batch_size)
 
@@ -292,17 +296,18 @@ def refit(module, data, task, rows, penalty, copies):
     indices at depth 2, the last hidden layer's outputs in deeper networks; with their
     ``copies`` (:class:`~sknd._training._refinement.NoisyCopies`).
 
-    A logistic regression keeps the start's ``C``; a ridge chooses its ``alpha`` anew by
-    the leave-one-out errors on these features and rows, as the start chose it. The
-    start's ``alpha`` weighs the standardized indices: a deeper network's hidden units
-    carry the linear start in two units of another scale, and that ``alpha`` shrank
-    them to a fraction of the fit (a 200-band regression at depth 3 lost more than half
-    its test R2 to the refit).
+    A logistic regression keeps the start's ``C``, a ridge at depth 2 the start's
+    ``alpha``, which weighs the standardized indices it reads; a deeper network's ridge
+    chooses its ``alpha`` anew by the leave-one-out errors on these features and rows, as
+    the start chose it: the hidden units carry the linear start in two units of another
+    scale, and the start's ``alpha`` shrank them to a fraction of the fit (a 200-band
+    regression at depth 3 lost more than half its test R2 to the refit).
     """
     output = module[-1]
     X, target, weight = copies(_sample(data, task, output, copies.parts))
     features = _features(module, X, rows)
-    if isinstance(task, ClassificationTask) or len(features) < MIN_SELECTION_ROWS:
+    deeper = len(describe(module)) > 3
+    if isinstance(task, ClassificationTask) or not deeper or len(features) < MIN_SELECTION_ROWS:
         _convex_start.convex_fit(features, target, task, output, penalty, weight, copies.parts)
     else:
         _convex_start.tuned_ridge(output, features, target, task, weight)
