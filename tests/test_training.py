@@ -1,5 +1,7 @@
-"""Training through skorch (sknd._training._net): the fused step inside fits, history, callbacks,
-seeding."""
+"""Training through skorch (sknd._training._net, _batches, _callbacks): the fused step inside fits,
+history, callbacks, seeding."""
+
+import warnings
 
 import numpy as np
 import pytest
@@ -7,8 +9,8 @@ import torch
 from skorch.callbacks import EpochTimer
 
 from sknd import NDClassifier, NDRegressor
+from sknd._training._batches import TensorBatches, TensorDataset
 from sknd._training._fused import FusedTrainer
-from sknd._training._net import TensorBatches, TensorDataset
 from sknd.networks import build_network
 
 
@@ -171,6 +173,40 @@ def test_epoch_level_callbacks_keep_the_fast_path_and_record_in_net_history(
     # The schedule changes training: the same fit without it ends elsewhere.
     plain = NDClassifier(max_epochs=5, early_stopping=False, random_state=0).fit(X, y)
     assert not np.allclose(model.coef_a_, plain.coef_a_)
+
+
+def _scheduled_optimizer():
+    optimizer = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=0.1)
+    return optimizer, torch.optim.lr_scheduler.StepLR(optimizer, step_size=1)
+
+
+def test_mark_stepped_silences_the_scheduler_warning():
+    """Pins the torch internal mark_stepped sets (optimizer._opt_called): a scheduler stepped
+    before its optimizer warns, and stops warning once the optimizer is marked as stepped."""
+    from sknd._training._net import mark_stepped
+
+    optimizer, scheduler = _scheduled_optimizer()
+    with pytest.warns(UserWarning, match=r"lr_scheduler\.step\(\)` before `optimizer\.step"):
+        scheduler.step()
+    optimizer, scheduler = _scheduled_optimizer()
+    mark_stepped(optimizer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scheduler.step()
+
+
+def test_fused_epochs_tell_a_scheduler_the_optimizer_stepped(monkeypatch, binary_data):
+    from skorch.callbacks import LRScheduler
+
+    X, y = binary_data()
+    fused = _fused_epochs(monkeypatch)
+    schedule = ("lr", LRScheduler("StepLR", step_size=1, gamma=0.5))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=r".*lr_scheduler\.step\(\)", category=UserWarning)
+        NDClassifier(max_epochs=3, early_stopping=False, random_state=0, callbacks=[schedule]).fit(
+            X, y
+        )
+    assert len(fused) == 3  # FlatAdam's fused update never calls optimizer.step
 
 
 def test_batch_level_callbacks_get_every_batch_on_the_plain_path(monkeypatch, capsys, binary_data):
@@ -433,9 +469,9 @@ def test_early_stopping_with_extreme_class_weights_keeps_training(n_centers, ran
 
 
 def test_early_stopping_breaks_score_ties_by_the_validation_loss():
-    from sknd._training._net import SCORE_TOLERANCE, EarlyStopping
+    from sknd._training._callbacks import SCORE_TOLERANCE, BestEpochStopping
 
-    stopper = EarlyStopping("valid_score", lower_is_better=False, patience=3)
+    stopper = BestEpochStopping("valid_score", lower_is_better=False, patience=3)
     stopper.best_score_, stopper.best_loss_ = 0.9, 0.5
     assert stopper._improves(0.9 - SCORE_TOLERANCE / 2, 0.4)  # a tie, lower loss
     assert not stopper._improves(0.9, 0.6)  # a tie, higher loss

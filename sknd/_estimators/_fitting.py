@@ -26,15 +26,10 @@ from .._nd._pairs import estimator_pairs
 from .._threads import one_thread
 from .._training import _recipe, _refinement, _wide_head
 from .._training._adam import FlatAdam
+from .._training._batches import TensorBatches, TensorDataset
+from .._training._callbacks import BestEpochStopping, FiniteTraining, ValidationScore
 from .._training._convex_start import MIN_SELECTION_ROWS, convex_budget
-from .._training._net import (
-    EarlyStopping,
-    FiniteTraining,
-    Net,
-    TensorBatches,
-    TensorDataset,
-    ValidationScore,
-)
+from .._training._net import Net
 from .._training._user_callbacks import user_callbacks
 from ..networks import build_network, default_hidden_units, describe, rows_per_pass
 from ._fit_data import FitDataMixin
@@ -72,7 +67,7 @@ def _cpu_copy(state):
 
 def _tensors(part, task, device):
     """The :class:`~sknd._data._parts.Part` ``part`` as a
-    :class:`~sknd._training._net.TensorDataset` of float32 bands, targets and weights."""
+    :class:`~sknd._training._batches.TensorDataset` of float32 bands, targets and weights."""
     return TensorDataset(
         torch.tensor(part.X, dtype=torch.float32, device=device),
         task.target_tensor(part.target).to(device),
@@ -489,7 +484,7 @@ class FittingMixin(FitDataMixin, FittedStateMixin):
             start_score = None
             if selected is not None:
                 start_score = functools.partial(_start_score, task=task, valid=scored, rows=rows)
-            stopper = EarlyStopping(
+            stopper = BestEpochStopping(
                 task.monitor, task.lower_is_better, self.patience, start_score=start_score
             )
             callbacks.append(("early_stopping", stopper))

@@ -367,7 +367,7 @@ class FusedTrainer:
 
     Built by :meth:`build` for a module, criterion and :class:`FlatAdam`
     optimizer; :meth:`run_epoch` replaces skorch's per-batch loop for one
-    epoch over a :class:`~sknd._training._net.TensorBatches` iterator, drawing the
+    epoch over a :class:`~sknd._training._batches.TensorBatches` iterator, drawing the
     same shuffles from its generator.
     """
 

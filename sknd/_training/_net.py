@@ -1,11 +1,11 @@
-"""Training machinery on top of skorch: tensor batches, scoring and early stopping.
+"""The training loop: skorch's ``NeuralNet`` without the per-batch overhead of small networks.
 
-skorch provides the loop, the history and the callback protocol (the checks of a user's
-own callbacks are in :mod:`sknd._training._user_callbacks`); this module keeps them and
-removes per-batch overhead that dominates small networks:
+skorch provides the loop, the history and the callback protocol; sknd's own callbacks are
+in :mod:`sknd._training._callbacks`, the checks of a user's in
+:mod:`sknd._training._user_callbacks`, and the tensor batches the loop iterates over in
+:mod:`sknd._training._batches`. :class:`Net` keeps skorch's loop and removes per-batch
+overhead that dominates small networks:
 
-- data loading slices whole tensors (at batch 32 the ``Dataset.__getitem__`` +
-  collate path costs more than the step itself);
 - a training epoch runs :class:`~sknd._training._fused.FusedTrainer` (hand-written
   forward and closed-form backward, :class:`~sknd._training._adam.FlatAdam`) when the
   network and loss are supported and no callback asks for per-batch events;
@@ -20,7 +20,8 @@ Batches whose events are sent get skorch's per-batch records
 (``train_loss`` / ``valid_loss`` and ``*_batch_size``), which skorch's
 batch-level callbacks read. A user's ``KeyboardInterrupt`` propagates
 instead of silently ending ``fit``; skorch's ``EarlyStopping``, which stops
-by raising one, ends training as sknd's does.
+by raising one, ends training as sknd's :class:`~sknd._training._callbacks.BestEpochStopping`
+does.
 
 The events each path sends (the fused epoch, or skorch's ``train_step`` for the whole fit
 when a callback acts on training batches) are tabled once, in the user guide's training
@@ -31,10 +32,6 @@ again or load weights (:meth:`Net.initialize`, ``fit``, ``partial_fit``,
 ``load_params``), since its ``module_`` is the estimator's network.
 """
 
-import copy
-import re
-import sys
-
 import numpy as np
 import torch
 from sklearn.metrics import accuracy_score, r2_score
@@ -42,222 +39,36 @@ from skorch import NeuralNet
 from skorch.callbacks import (
     BatchScoring,
     Callback,
+    EarlyStopping,
     EpochScoring,
     EpochTimer,
     LRScheduler,
     PassthroughScoring,
     PrintLog,
 )
-from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
-from skorch.dataset import Dataset
 
 from ._adam import FlatAdam
+from ._batches import TensorBatches, TensorDataset, weighted_loss
+from ._callbacks import PlainPrintLog, StopTraining
 from ._fused import FusedTrainer, Unsupported
 
 __all__ = []
 
 
-class _StopTraining(Exception):
-    """Raised by :class:`EarlyStopping` to end the fit loop."""
+def mark_stepped(optimizer):
+    """Tell torch's learning-rate schedulers that ``optimizer`` has stepped.
 
-
-class TensorDataset(Dataset):
-    """Inputs, targets and optional sample weights held as whole tensors, batched by slicing.
-
-    With weights ``w`` (a float tensor of shape ``(n_samples, 1)``, mean 1), a
-    batch's target is the pair ``(y, w)``: :meth:`Net.get_loss` then takes the
-    batch mean of ``w_i * loss_i``. A skorch ``Dataset`` (whose ``__init__``
-    it replaces), so that skorch's scoring callbacks without caching
-    (``EpochScoring(..., use_caching=False)``) read its ``X`` and ``y``.
+    A scheduler wraps ``optimizer.step`` so that each call sets the flag
+    ``optimizer._opt_called``, and its first ``step()`` warns "Detected call of
+    `lr_scheduler.step()` before `optimizer.step()`" while the flag is unset. The fused
+    epoch updates the weights through :class:`~sknd._training._adam.FlatAdam`'s packed
+    updates (``packed_step``, ``scaled_step`` in CUDA graphs), never ``optimizer.step``, so
+    a user's ``LRScheduler`` callback would warn for an optimizer that did step. torch has
+    no public name for the flag:
+    ``tests/test_training.py::test_mark_stepped_silences_the_scheduler_warning`` fails when
+    torch stops reading it.
     """
-
-    def __init__(self, X, y, w=None):  # skorch's Dataset.__init__ is not called
-        self.X = X
-        self.y = y
-        self.w = w
-
-    def __len__(self):
-        return len(self.X)
-
-    def __getitem__(self, index):
-        if self.w is None:
-            return self.X[index], self.y[index]
-        return self.X[index], (self.y[index], self.w[index])
-
-
-class TensorBatches:
-    """Iterate over a :class:`TensorDataset` in (optionally shuffled) slices.
-
-    Parameters
-    ----------
-    dataset : TensorDataset
-    batch_size : int
-    shuffle : bool, default=False
-        Draw a new permutation every epoch from ``generator``.
-    generator : torch.Generator or None, default=None
-        CPU generator for the permutations, seeded by the estimator so that
-        shuffling never touches the global torch RNG.
-    """
-
-    def __init__(self, dataset, batch_size, shuffle=False, generator=None):
-        self.dataset = dataset
-        self.batch_size = batch_size
-        self.shuffle = shuffle
-        self.generator = generator
-
-    def __iter__(self):
-        X, y, w = self.dataset.X, self.dataset.y, self.dataset.w
-        if self.shuffle:
-            order = torch.randperm(len(X), generator=self.generator).to(X.device)
-            X, y = X[order], y[order]
-            w = None if w is None else w[order]
-        for start in range(0, len(X), self.batch_size):
-            stop = start + self.batch_size
-            if y is None:  # inference (net_.predict, forward): no target
-                yield X[start:stop], None
-            elif w is None:
-                yield X[start:stop], y[start:stop]
-            else:
-                yield X[start:stop], (y[start:stop], w[start:stop])
-
-    def __len__(self):
-        return (len(self.dataset) + self.batch_size - 1) // self.batch_size
-
-
-class ValidationScore(Callback):
-    """Record ``valid_score`` (e.g. accuracy or R^2) of each epoch.
-
-    Parameters
-    ----------
-    score : callable
-        ``score(y_true, y_pred, sample_weight) -> float`` on tensors: the
-        targets as stored in the dataset, the raw network outputs and the
-        sample weights (None when the validation data are not weighted).
-    """
-
-    #: Only validation batches matter: training batches need not be reported
-    #: (which lets :class:`Net` run the fused training epoch).
-    wants_training_batches = False
-
-    def __init__(self, score):
-        self.score = score
-
-    def on_epoch_begin(self, net, **kwargs):
-        self.targets_, self.outputs_ = [], []
-
-    def on_batch_end(self, net, batch, training, y_pred=None, **kwargs):
-        if not training:
-            self.targets_.append(batch[1])
-            self.outputs_.append(y_pred)
-
-    def on_train_end(self, net, **kwargs):
-        self.targets_, self.outputs_ = [], []  # the fitted net keeps no data
-
-    def on_epoch_end(self, net, **kwargs):
-        if self.outputs_:
-            weights = None
-            targets = self.targets_
-            if isinstance(targets[0], (tuple, list)):
-                targets, weights = zip(*targets)
-                weights = torch.cat(weights)
-            value = self.score(torch.cat(targets), torch.cat(self.outputs_), weights)
-            net.history.record("valid_score", float(value))
-
-
-#: Validation scores (accuracies, R^2) closer than this count as equal in :class:`EarlyStopping`.
-SCORE_TOLERANCE = 1e-4
-
-
-def improves(score, loss, best_score, best_loss, lower_is_better=False, tolerance=0.0):
-    """Whether ``(score, loss)`` beats the best so far (:class:`EarlyStopping`, the wide head):
-    a better score beyond ``tolerance``, else a lower loss (an unknown one, None, ties)."""
-    if abs(score - best_score) > tolerance:
-        return score < best_score if lower_is_better else score > best_score
-    return loss is not None and best_loss is not None and loss < best_loss
-
-
-class EarlyStopping(Callback):
-    """Stop after ``patience`` epochs without improvement and restore the best weights.
-
-    Parameters
-    ----------
-    monitor : str
-        History key to watch, e.g. ``"valid_score"`` or ``"valid_loss"``.
-    lower_is_better : bool
-    patience : int
-    start_score : float, callable or None, default=None
-        Score of the starting model ("epoch 0"): training then has to beat it,
-        and the starting weights are restored if it never does
-        (``best_epoch_ = 0``). A callable
-        ``start_score(module)`` scores the module training starts from, after
-        the callbacks before this one (e.g. skorch's ``LoadInitState``) have
-        set its weights.
-
-    A score other than the loss (the weighted accuracy) counts as tied with
-    the best when within :data:`SCORE_TOLERANCE` of it (scikit-learn's
-    ``MLPClassifier`` ignores changes below its ``tol=1e-4`` too), and ties are
-    broken by the (weighted) validation loss, lower is better; other ties keep
-    the earlier epoch. An accuracy saturates: with few validation samples of
-    weight (class weights 1000 : 0.0001 leave one or two), the first epoch
-    that classifies them right would otherwise be kept, however far from
-    trained, while the loss keeps measuring how well they are separated.
-    """
-
-    def __init__(self, monitor, lower_is_better, patience, start_score=None):
-        self.monitor = monitor
-        self.lower_is_better = lower_is_better
-        self.patience = patience
-        self.start_score = start_score
-
-    def on_train_begin(self, net, **kwargs):
-        self.best_score_ = None
-        self.best_loss_ = None
-        self.best_epoch_ = None
-        self.best_state_ = None
-        self.wait_ = 0
-        if self.start_score is not None:
-            score = self.start_score
-            self.best_score_ = score(net.module_) if callable(score) else score
-            self.best_epoch_ = 0
-            self.best_state_ = copy.deepcopy(net.module_.state_dict())
-
-    def _improves(self, score, loss):
-        if self.best_score_ is None:
-            return True
-        # A tie: the lower loss wins (the starting model's loss is unknown: it keeps its tie).
-        tolerance = 0.0 if loss is None else SCORE_TOLERANCE
-        best = self.best_score_, self.best_loss_
-        return improves(score, loss, *best, self.lower_is_better, tolerance)
-
-    def on_epoch_end(self, net, **kwargs):
-        row = net.history[-1]
-        score = row[self.monitor]
-        loss = row.get("valid_loss") if self.monitor != "valid_loss" else None
-        if self._improves(score, loss):
-            self.best_score_ = score
-            self.best_loss_ = loss
-            self.best_epoch_ = len(net.history)
-            self.best_state_ = copy.deepcopy(net.module_.state_dict())
-            self.wait_ = 0
-            return
-        self.wait_ += 1
-        if self.wait_ >= self.patience:
-            raise _StopTraining
-
-    def on_train_end(self, net, **kwargs):
-        if self.best_state_ is not None:
-            net.module_.load_state_dict(self.best_state_)
-        # The fitted net keeps one copy of the weights and no validation data (which a
-        # callable start_score holds).
-        self.best_state_ = None
-        if callable(self.start_score):
-            self.start_score = None
-
-
-def weighted_loss(criterion, y_pred, y_true, weight):
-    """Batch mean of ``weight_i * loss_i`` (``loss_i``: ``criterion``'s mean over outputs)."""
-    per_sample = type(criterion)(reduction="none")(y_pred, y_true)
-    return (per_sample.reshape(len(y_pred), -1).mean(1) * weight.reshape(-1)).mean()
+    optimizer._opt_called = True
 
 
 _BATCH_EVENTS = ("on_batch_begin", "on_batch_end", "on_grad_computed")
@@ -268,7 +79,7 @@ OWN_CALLBACKS = ("epoch_timer", "print_log", "finite_training", "valid_score", "
 
 def _stops_training(callback):
     """Whether ``callback`` raised its ``KeyboardInterrupt`` to stop training (skorch's way)."""
-    return isinstance(callback, SkorchEarlyStopping) and callback.misses_ >= callback.patience
+    return isinstance(callback, EarlyStopping) and callback.misses_ >= callback.patience
 
 
 def _wants_training_batches(callback):
@@ -295,7 +106,7 @@ def _wants_training_batches(callback):
 
 
 class Net(NeuralNet):
-    """skorch ``NeuralNet`` with a lean per-batch path, ending on :class:`EarlyStopping` only.
+    """skorch ``NeuralNet`` with a lean per-batch path, ended by early stopping, not interrupts.
 
     - Training epochs use :class:`~sknd._training._fused.FusedTrainer` when it supports
       the module, criterion and optimizer and no callback implements
@@ -329,7 +140,8 @@ class Net(NeuralNet):
     def notify(self, method_name, **cb_kwargs):
         """skorch's ``notify``; a stop at ``on_epoch_end`` waits until every callback saw it.
 
-        A callback that stops training (sknd's :class:`EarlyStopping`, skorch's
+        A callback that stops training (sknd's
+        :class:`~sknd._training._callbacks.BestEpochStopping`, skorch's
         ``EarlyStopping`` by its ``KeyboardInterrupt``) ends the loop once the
         callbacks after it have handled the epoch too (``Checkpoint``, scores,
         the printed log). Any other exception propagates at once.
@@ -341,14 +153,14 @@ class Net(NeuralNet):
         for _, callback in self.callbacks_:
             try:
                 callback.on_epoch_end(self, **cb_kwargs)
-            except _StopTraining:
+            except StopTraining:
                 stop = True
             except KeyboardInterrupt:
                 if not _stops_training(callback):
                     raise
                 stop = True
         if stop:
-            raise _StopTraining
+            raise StopTraining
 
     def initialize_callbacks(self):
         super().initialize_callbacks()
@@ -447,9 +259,7 @@ class Net(NeuralNet):
                     self.fused_trainer_ = None
                     self.fused_failed_ = True
                 else:
-                    # What torch's LR schedulers check for (they warn otherwise): the
-                    # optimizer stepped, through FlatAdam's fused update.
-                    self.optimizer_._opt_called = True
+                    mark_stepped(self.optimizer_)
                     if self.batch_records_:
                         for start in range(0, n_samples, iterator.batch_size):
                             self.history.new_batch()
@@ -525,7 +335,7 @@ class Net(NeuralNet):
         self.notify("on_train_begin", X=X, y=y)
         try:
             self.fit_loop(X, y, **fit_params)
-        except _StopTraining:
+        except StopTraining:
             pass
         self.notify("on_train_end", X=X, y=y)
         if isinstance(self.optimizer_, FlatAdam):
@@ -544,52 +354,3 @@ class Net(NeuralNet):
 
     def __setstate__(self, state):
         self.__dict__.update(state)
-
-
-#: skorch's colour codes (``skorch.utils.Ansi``), e.g. ``"\x1b[36m"`` and ``"\x1b[0m"``.
-_ANSI_CODE = re.compile("\x1b\\[[0-9;]*m")
-
-
-class PlainPrintLog(PrintLog):
-    """skorch's ``PrintLog`` (``verbose``'s epoch table), in colour only on a terminal.
-
-    Written to a log file, a notebook's captured output or a pipe, skorch's
-    colour codes for the best values would be escape sequences in the text.
-    """
-
-    def format_row(self, row, key, color):
-        text = super().format_row(row, key, color)
-        isatty = getattr(sys.stdout, "isatty", None)
-        if isinstance(text, str) and not (isatty is not None and isatty()):
-            text = _ANSI_CODE.sub("", text)
-        return text
-
-
-class FiniteTraining(Callback):
-    """Stop ``fit`` with a ``ValueError`` naming the epoch once training stops being finite.
-
-    A NaN or infinite loss, or a non-finite weight, poisons every later step and
-    would be restored or returned as the fitted model, which then predicts NaN.
-    Checked once per epoch, after skorch has recorded the epoch's losses: weights
-    written non-finite by the last step of the last epoch are caught as well.
-    """
-
-    def on_epoch_end(self, net, **kwargs):
-        epoch = len(net.history)
-        row = net.history[-1]
-        for key in ("train_loss", "valid_loss"):
-            value = row.get(key)
-            # False for NaN and for +-inf.
-            if value is not None and not abs(value) < float("inf"):
-                self._fail(net, epoch, f"the {key.replace('_', ' ')} is {value}")
-        for name, parameter in net.module_.named_parameters():
-            if not torch.isfinite(parameter).all():
-                self._fail(net, epoch, f"the weights {name!r} are no longer finite")
-
-    @staticmethod
-    def _fail(net, epoch, what):
-        raise ValueError(
-            f"Training diverged at epoch {epoch}: {what}. A model that predicts NaN is not "
-            f"returned. Lower the learning rate (lr={net.lr:g}), raise weight_decay, or rescale "
-            "X (all bands by one common factor) and, for regression, y."
-        )

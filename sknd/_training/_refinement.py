@@ -144,7 +144,7 @@ class NoisyCopies(namedtuple("NoisyCopies", "level n_copies")):
 
 def _row_losses(task, output, target):
     """Per-row losses (float64) of raw outputs under the estimators' training criterion,
-    averaged over the outputs as in training (:func:`sknd._training._net.weighted_loss`)."""
+    averaged over the outputs as in training (:func:`sknd._training._batches.weighted_loss`)."""
     if isinstance(task, ClassificationTask) and task.binary:
         target = target.to(output.dtype).reshape(-1, 1)
     losses = task.criterion(reduction="none")(output, target)

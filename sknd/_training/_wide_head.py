@@ -38,9 +38,10 @@ from .._data._tasks import ClassificationTask
 from .._data._weights import weight_tensor
 from ..networks import describe, forward_rows
 from ._adam import FlatAdam
+from ._batches import TensorBatches, TensorDataset
+from ._callbacks import improves
 from ._convex_start import Components, one_standard_error
 from ._fused import FusedTrainer
-from ._net import TensorBatches, TensorDataset, improves
 from ._refinement import Evaluation, noisy_copy
 
 __all__ = []
@@ -155,7 +156,7 @@ class _Rows:
         self.weight = weight
 
     def epochs(self, n_rows):
-        """The :class:`~sknd._training._net.TensorDataset` of the first ``n_rows`` rows for
+        """The :class:`~sknd._training._batches.TensorDataset` of the first ``n_rows`` rows for
         each epoch in turn: the rows themselves on even epochs, one of the noisy copies on
         odd ones (the rows alone at ``level`` 0)."""
         weight = None if self.weight is None else weight_tensor(self.weight[:n_rows], "cpu")
