@@ -19,6 +19,7 @@ from sknd import NDClassifier, NDRegressor, NDTransformer
 from sknd._data._tasks import ClassificationTask, RegressionTask
 from sknd._nd._formula import classic_index
 from sknd._nd._pairs import AUTO_PARAMETER_SHARE, auto_pair_budget
+from sknd._threads import one_thread
 from sknd._training import _convex_start, _recipe, _refinement
 from sknd._training._convex_start import (
     MIN_CLASS_ROWS,
@@ -252,6 +253,69 @@ def test_convex_fits_from_a_trained_layer_reach_the_fit_from_zero(newton_max, mo
     assert solver == ("lbfgs" if newton_max == 0 else "newton-cholesky")
     reference = LogisticRegression(C=1.0, max_iter=5000, tol=1e-8).fit(features, y)
     _assert_layer_predicts_as(layer, features, reference)
+
+
+def _probabilities(coef, intercept, features):
+    logits = coef @ features.T + intercept[:, None]
+    if len(logits) == 1:
+        positive = 1 / (1 + np.exp(-logits[0]))
+        return np.column_stack([1 - positive, positive])
+    exp = np.exp(logits - logits.max(axis=0))
+    return (exp / exp.sum(axis=0)).T
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_c_path_candidates_are_the_logistic_regressions_of_their_penalty(n_classes):
+    # Weighted rows, a strong and a weak penalty, from zero and from the other's fit: the
+    # preconditioned L-BFGS ends where scikit-learn's fit to a tight tolerance does.
+    X = _spectra(n_samples=300, n_bands=5, seed=13)
+    y = _classes(X, n_classes=n_classes, seed=13)
+    weight = np.random.default_rng(13).uniform(0.5, 2.0, len(y))
+    features = StandardScaler().fit_transform(classic_index(X, all_pairs(5), epsilon=1e-6))
+    features = _convex_start.Components(features, weight)(features)
+    objective = _convex_start.PathObjective(features, y, n_classes, weight)
+    k = 1 if n_classes == 2 else n_classes
+    coef, intercept = np.zeros((k, features.shape[1])), np.zeros(k)
+    for C in (0.01, 100.0, 0.01):
+        coef, intercept = objective.fit(C, coef, intercept, 1000)
+        reference = LogisticRegression(C=C, tol=1e-12, max_iter=100_000)
+        reference.fit(features, y, sample_weight=weight)
+        assert_allclose(
+            _probabilities(coef, intercept, features), reference.predict_proba(features), atol=1e-4
+        )
+
+
+@pytest.mark.slow
+def test_the_c_path_chooses_the_same_c_at_half_and_twice_its_iterations(monkeypatch):
+    # satimage-36's first fold (630 indices, 88 components, 6 classes, the rows and their
+    # two noisy copies): with candidates capped short of convergence, a weaker penalty
+    # ranked better for having run further (C = 1 at 50 iterations, 10 at 100 and 200).
+    from sklearn.model_selection import StratifiedKFold
+
+    from sknd.datasets import load_satimage
+
+    class Captured(Exception):
+        pass
+
+    def capture(*args):
+        raise Captured(args)
+
+    X, y = load_satimage(return_X_y=True)
+    train, _ = next(StratifiedKFold(10, shuffle=True, random_state=0).split(X, y))
+    with monkeypatch.context() as patch:
+        patch.setattr(_convex_start, "tuned_logistic", capture)
+        with pytest.raises(Captured) as captured:
+            NDClassifier(random_state=0).fit(X[train], y[train])
+    output, *inputs = captured.value.args[0]
+    assert output.in_features * output.out_features > _convex_start.PATH_NEWTON_MAX_COEFFICIENTS
+    chosen = []
+    for cap in (_convex_start.PATH_MAX_ITER // 2, _convex_start.PATH_MAX_ITER * 2):
+        monkeypatch.setattr(_convex_start, "PATH_MAX_ITER", cap)
+        layer = torch.nn.Linear(output.in_features, output.out_features).double()
+        layer.load_state_dict(output.state_dict())
+        with one_thread():  # as in a fit
+            chosen.append(_convex_start.tuned_logistic(layer, *inputs))
+    assert chosen[0] == chosen[1]
 
 
 @pytest.mark.parametrize("estimator", [NDClassifier, NDRegressor])

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import torch
+from scipy import optimize, special
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, Ridge
 
@@ -40,12 +41,16 @@ MIN_COMPONENT_VARIANCE = 1e-6
 MIN_SELECTION_ROWS = 10
 # lbfgs iterations: the fits must converge (capped at 100 they lost 0.8-1.1 points).
 _MAX_ITER = 2000
-#: lbfgs iterations of a candidate of the ``C`` path: enough to rank the candidates (the
-#: weak penalties converge slowly: 950 and 1,630 iterations at C = 10 and 100 on
-#: satimage-36 with the noisy copies); the chosen one then continues to convergence. On
-#: satimage-36 the path took 6.8 s at 300 and 2.8 s at 100 iterations, choosing the same
-#: ``C`` (benchmarks/RESULTS.md: the fits' accuracy).
-PATH_MAX_ITER = 100
+#: L-BFGS iterations of a candidate of the ``C`` path above
+#: :data:`PATH_NEWTON_MAX_COEFFICIENTS` (:class:`PathObjective`), and the gradient norm at
+#: which a candidate has converged. The strong penalties converge well within the cap;
+#: the weaker ones, in the scaled coordinates, come close enough to their optimum within it
+#: that their validation losses are their penalties', not their iterations': halving or
+#: doubling the cap changed no choice, where scikit-learn's lbfgs capped at 100 iterations
+#: ranked the candidates by effort (benchmarks/RESULTS.md, "A C path of converged
+#: candidates").
+PATH_MAX_ITER = 150
+PATH_GTOL = 1e-6
 #: Convex fits of at most this many coefficients (principal components x classes, one
 #: set for two classes) use scikit-learn's "newton-cholesky" solver, above it "lbfgs". A
 #: Newton step costs about ``n p^2`` for ``p`` coefficients on ``n`` rows, an lbfgs step
@@ -56,9 +61,9 @@ PATH_MAX_ITER = 100
 #: (87 components, 522 coefficients, 13,896 rows) 1,101 lbfgs iterations and 5.2 s, and 9
 #: Newton iterations and 2.1 s.
 NEWTON_MAX_COEFFICIENTS = 1024
-#: The ``C`` path's candidates, which only need ranking, use Newton up to this many
-#: coefficients and capped lbfgs (:data:`PATH_MAX_ITER`) above: a Newton candidate of
-#: satimage-36's depth-2 start took 2 s against 0.3 s.
+#: The ``C`` path's candidates use Newton up to this many coefficients and preconditioned
+#: L-BFGS (:class:`PathObjective`) above: a Newton candidate of satimage-36's depth-2
+#: start took 2 s against 0.3 s.
 PATH_NEWTON_MAX_COEFFICIENTS = 256
 
 #: Rows of the convex fits and of the conditioning statistics: all of them up to this many
@@ -153,11 +158,11 @@ def _fit_logistic(model, features, target, n_classes, sample_weight):
     return len(model.classes_) == n_classes
 
 
-def _set_layer(output, model, components):
-    """Copy a linear model's coefficients on ``components`` coordinates into ``output``
-    (an ``nn.Linear``) if finite."""
-    coef = np.asarray(model.coef_, dtype=np.float64).reshape(len(output.weight), -1)
-    weight, bias = components.weights(coef, np.asarray(model.intercept_, dtype=np.float64))
+def _set_layer(output, coef, intercept, components):
+    """Copy a linear model's ``coef`` and ``intercept`` on ``components`` coordinates into
+    ``output`` (an ``nn.Linear``) if finite."""
+    coef = np.asarray(coef, dtype=np.float64).reshape(len(output.weight), -1)
+    weight, bias = components.weights(coef, np.asarray(intercept, dtype=np.float64))
     weight, bias = weight.reshape(output.weight.shape), bias.reshape(output.bias.shape)
     if not (np.isfinite(weight).all() and np.isfinite(bias).all()):
         return
@@ -181,12 +186,80 @@ def convex_fit(features, target, task, output, penalty, sample_weight=None, part
             return
     else:
         model = Ridge(alpha=penalty).fit(features, target, sample_weight=sample_weight)
-    _set_layer(output, model, components)
+    _set_layer(output, model.coef_, model.intercept_, components)
 
 
-def _row_log_losses(model, features, target):
-    proba = np.clip(model.predict_proba(features), 1e-15, 1.0)
-    return -np.log(proba[np.arange(len(target)), target])
+def _log_losses(logits, onehot):
+    """Per-row log-losses of ``logits`` (classes x rows; one row: the binary model's) and
+    their gradients with respect to the logits. Classes in rows: the reductions over a
+    few classes run along rows of thousands (2.4x faster than rows of a few)."""
+    if len(logits) == 1:
+        return np.logaddexp(0.0, logits[0]) - onehot[0] * logits[0], special.expit(logits) - onehot
+    top = logits.max(axis=0)
+    exp = np.exp(logits - top)
+    total = exp.sum(axis=0)
+    losses = np.log(total) + top - np.einsum("kn,kn->n", logits, onehot)
+    return losses, exp / total - onehot
+
+
+def _onehot(target, n_classes):
+    """Indicators of ``target``'s classes (classes x rows); the second class's alone for
+    two classes."""
+    classes = np.arange(n_classes) if n_classes > 2 else np.array([1])
+    return (classes[:, None] == np.asarray(target)[None, :]).astype(np.float64)
+
+
+class PathObjective:
+    """The logistic regression of a ``C`` path candidate, minimized by preconditioned L-BFGS.
+
+    Scikit-learn's objective, ``sum_i w_i loss_i + |coef|^2 / (2 C)``, divided by the total
+    weight, on principal components (:class:`Components`: centred, uncorrelated). Their
+    variances span six orders of magnitude, and lbfgs on them took hundreds to thousands
+    of iterations at weak penalties. In the coordinates ``u = coef / d`` with
+    ``d_j = (h var_j + 1 / (C W))^(-1/2)`` (``h`` the loss's curvature at uniform
+    probabilities, ``W`` the total weight) the objective's Hessian has about unit diagonal
+    at every ``C``: the strong penalties converge in tens of iterations, and the weak ones
+    come within the validation loss's resolution of their optimum in a hundred or so.
+    """
+
+    def __init__(self, features, target, n_classes, sample_weight):
+        self.features = features
+        self.columns = np.ascontiguousarray(features.T)  # for the forward products
+        self.onehot = _onehot(target, n_classes)
+        weight = np.ones(len(features)) if sample_weight is None else sample_weight
+        self.total = float(np.sum(weight))
+        self.weight = np.asarray(weight, dtype=np.float64) / self.total
+        self.variance = self.weight @ features**2
+        k = len(self.onehot)
+        self.curvature = 0.25 if k == 1 else (k - 1) / k**2
+
+    def fit(self, C, coef, intercept, max_iter):
+        """``(coef, intercept)`` at ``C``, from ``coef``, ``intercept``: converged, or after
+        ``max_iter`` iterations."""
+        k, p = len(self.onehot), self.features.shape[1]
+        scale = 1.0 / np.sqrt(self.curvature * self.variance + 1.0 / (C * self.total))
+        intercept_scale = 1.0 / np.sqrt(self.curvature)
+
+        def value_and_gradient(u):
+            coef = u[: k * p].reshape(k, p) * scale
+            logits = coef @ self.columns + (u[k * p :] * intercept_scale)[:, None]
+            losses, residuals = _log_losses(logits, self.onehot)
+            residuals *= self.weight
+            penalty = 1.0 / (C * self.total)
+            value = self.weight @ losses + penalty * np.sum(coef**2) / 2
+            gradient = (residuals @ self.features + penalty * coef) * scale
+            gradient = [gradient.ravel(), residuals.sum(axis=1) * intercept_scale]
+            return value, np.concatenate(gradient)
+
+        start = np.concatenate([(coef / scale).ravel(), intercept / intercept_scale])
+        result = optimize.minimize(
+            value_and_gradient,
+            start,
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter, "gtol": PATH_GTOL, "ftol": 0.0},
+        )
+        return result.x[: k * p].reshape(k, p) * scale, result.x[k * p :] * intercept_scale
 
 
 def one_standard_error(losses, weight):
@@ -212,30 +285,35 @@ def tuned_logistic(output, features, target, n_classes, sample_weight, valid, pa
     ``valid`` is ``(features, target, sample_weight)`` of the validation rows. The path,
     strongest penalty first, stops once their mean log-loss has not improved on its best for
     :data:`PATH_PATIENCE` candidates: weaker penalties cost the most iterations and only fit
-    the training rows closer. Above :data:`PATH_NEWTON_MAX_COEFFICIENTS` the candidates are
-    lbfgs fits of at most :data:`PATH_MAX_ITER` iterations on float32 copies of the
-    features, which halves their time (satimage-36: 0.26 against 0.50 s per candidate, the
-    same validation log-loss to 0.001); the chosen ``C`` is then fitted to convergence in
-    float64 (:func:`_logistic`'s solver). ``parts`` as for :class:`Components`.
+    the training rows closer. Candidates of up to :data:`PATH_NEWTON_MAX_COEFFICIENTS`
+    coefficients are Newton fits; above, :class:`PathObjective`'s, each to convergence or
+    :data:`PATH_MAX_ITER` iterations, after which the chosen ``C`` is refitted by
+    :func:`_logistic`'s solver from there. ``parts`` as for :class:`Components`.
     """
+    if np.unique(target).size < n_classes:
+        return None
     components = Components(features, sample_weight, parts)
     features = components(features)
     valid_features, valid_target, valid_weight = valid
     valid_features = components(valid_features)
+    valid_onehot = _onehot(valid_target, n_classes)
     model = _logistic(output, C_PATH[0], components, PATH_NEWTON_MAX_COEFFICIENTS)
-    model.set_params(max_iter=PATH_MAX_ITER)
-    path_features, path_weight = features, sample_weight
+    objective = None
     if model.solver == "lbfgs":
-        path_features = features.astype(np.float32)
-        path_weight = None if sample_weight is None else sample_weight.astype(np.float32)
+        objective = PathObjective(features, target, n_classes, sample_weight)
+    coef, intercept = model.coef_, model.intercept_
     fits, losses = [], []
     for C in C_PATH:
-        model.set_params(C=C)
-        if not _fit_logistic(model, path_features, target, n_classes, path_weight):
-            return None
-        losses.append(_row_log_losses(model, valid_features, valid_target))
-        capped = np.max(model.n_iter_) >= PATH_MAX_ITER
-        fits.append((C, model.coef_.copy(), model.intercept_.copy(), capped))
+        if objective is None:
+            model.set_params(C=C)
+            if not _fit_logistic(model, features, target, n_classes, sample_weight):
+                return None
+            coef, intercept = model.coef_.copy(), model.intercept_.copy()
+        else:
+            coef, intercept = objective.fit(C, coef, intercept, PATH_MAX_ITER)
+        logits = coef @ valid_features.T + intercept[:, None]
+        losses.append(_log_losses(logits, valid_onehot)[0])
+        fits.append((C, coef, intercept))
         if past_best(np.average(losses, axis=1, weights=valid_weight)):
             break
     losses = np.asarray(losses)
@@ -243,15 +321,14 @@ def tuned_logistic(output, features, target, n_classes, sample_weight, valid, pa
     if not finite.any():
         return None
     losses[~finite] = np.inf
-    C, coef, intercept, capped = fits[one_standard_error(losses, valid_weight)]
-    if capped or path_features is not features:  # on to convergence, in float64
+    C, coef, intercept = fits[one_standard_error(losses, valid_weight)]
+    if objective is not None:  # on to scikit-learn's convergence
         model = _logistic(output, C, components)
-        _warm_start(model, coef.astype(float), intercept.astype(float))
+        _warm_start(model, coef, intercept)
         if not _fit_logistic(model, features, target, n_classes, sample_weight):
             return None
-    else:
-        model.coef_, model.intercept_ = coef, intercept
-    _set_layer(output, model, components)
+        coef, intercept = model.coef_, model.intercept_
+    _set_layer(output, coef, intercept, components)
     return float(C)
 
 
