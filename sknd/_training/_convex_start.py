@@ -47,8 +47,8 @@ _MAX_ITER = 2000
 #: the weaker ones, in the scaled coordinates, come close enough to their optimum within it
 #: that their validation losses are their penalties', not their iterations': halving or
 #: doubling the cap changed no choice, where scikit-learn's lbfgs capped at 100 iterations
-#: ranked the candidates by effort (benchmarks/RESULTS.md, "A C path of converged
-#: candidates").
+#: ranked the candidates by effort (benchmarks/RESULTS.md, "A C path that compares
+#: penalties, not iterations").
 PATH_MAX_ITER = 150
 PATH_GTOL = 1e-6
 #: Convex fits of at most this many coefficients (principal components x classes, one
