@@ -100,6 +100,23 @@ def test_attention_block_is_bounded(inputs, gate_scale):
     assert torch.isfinite(out).all() and out.abs().max() <= 1
 
 
+def test_signed_indices_of_a_batch_stay_within_one_after_rounding():
+    # Hypothesis's example: the two products of the matmul form rounded apart, and the
+    # third row's index came out at 1 + 1 ulp in float32 (its own row alone gave 1).
+    x = torch.tensor(
+        [
+            [-7.1137e14, -5.3386e13],
+            [4.9867e13, -3.1819e13],
+            [3.3060e14, -7.3909e14],
+            [-4.3503e14, -1.2879e13],
+            [-3.6677e13, -8.2221e13],
+        ]
+    )
+    zero = torch.zeros(1)
+    out = normalized_difference(x, zero, zero, torch.tensor([[0, 1]]), 0.01, "signed")
+    assert out.abs().max() <= 1 and out[2].item() == 1.0
+
+
 @LAYER
 @given(
     st.integers(0, 2**31 - 1),

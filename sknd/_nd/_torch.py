@@ -323,7 +323,9 @@ def matmul_forward(u, weight, plan):
         numerator = torch.matmul(weight[0].t(), u)
         per_row = weight[1].t().expand(u.shape[0], -1, -1)
         denominator = torch.baddbmm(plan.epsilon_row.unsqueeze(-1), per_row, u)
-    return numerator.div_(denominator), denominator
+    # |A| <= D in exact arithmetic, but the two products round apart (a GEMM kernel may
+    # fuse a multiply-add in one and not the other): a signed index came out at 1 + 1 ulp.
+    return numerator.div_(denominator).clamp_(-1.0, 1.0), denominator
 
 
 def matmul_backward(grad, out, denominator, u, weight, plan, need_input):
