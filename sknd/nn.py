@@ -44,10 +44,14 @@ against autograd:
 - formula strings (numpy, Earth Engine, LaTeX, text) written by
   :func:`sknd.inspection.export_formulas`, pinned by tests/test_inspection.py
   (the exported numpy formula reproduces ``transform``).
-- whole-model exports (``export_model``: openEO process graphs, Earth Engine
-  code): the formula as scalar arithmetic once, in :mod:`sknd._inference._export._program`,
-  spelled by each dialect; pinned by tests/test_export.py (the exports equal
-  :class:`sknd.SavedModel`).
+- whole-model exports (``export_model``), pinned by tests/test_export.py (each
+  export equals :class:`sknd.SavedModel`): openEO process graphs, the formula
+  as scalar arithmetic in :mod:`sknd._inference._export._program`; Earth Engine
+  code, the layer as two products of pair weight matrices and a quotient on
+  array images (:mod:`sknd._inference._export._earthengine`, run through
+  tests/ee_numpy.py); openEO ``run_udf`` processes, a numpy copy in the UDF's
+  source (:mod:`sknd._inference._export._udf`, which runs on back-ends without
+  sknd).
 """
 
 import numbers
