@@ -55,7 +55,8 @@ def _validated(item):
 def test_classifier_item_validates_and_describes_the_model(tmp_path):
     clf, _ = _fit()
     clf.save_model(tmp_path / "model.sknd")
-    colors = {"soil": "#a0522d", "veg": "#228b22", "water": "#1e90ff"}
+    # The colours as the class maps take them: '#rrggbb', a name, an RGB tuple.
+    colors = {"soil": "#a0522d", "veg": "forestgreen", "water": (30, 144, 255)}
     item = clf.export_model(
         "mlm", href="model.sknd", onnx_href="model.onnx", colors=colors, scale=1e-4, offset=-0.1
     )
@@ -207,7 +208,7 @@ def test_remote_asset_read_when_allowed(saved, tmp_path):
     [
         ({}, TypeError, "needs href="),
         ({"href": "m.sknd", "colors": ["#00ff00"]}, ValueError, "1 colours for 3 classes"),
-        ({"href": "m.sknd", "colors": ["green"] * 3}, ValueError, "is '#rrggbb'"),
+        ({"href": "m.sknd", "colors": ["#12345"] * 3}, ValueError, "is '#rrggbb' or a colour"),
         ({"href": 3}, TypeError, "href must be the URL or path"),
     ],
 )

@@ -143,8 +143,9 @@ class ExportMixin:
         href, onnx_href : str, default=None
             ``"mlm"`` only: where the model file (saved with
             :meth:`save_model`), and the same model as ONNX, lie.
-        colors : list or dict of str, default=None
-            ``"mlm"`` only: a ``"#rrggbb"`` colour per class.
+        colors : list or dict, default=None
+            ``"mlm"`` only: a colour per class (``"#rrggbb"``, a colour name or an
+            ``(R, G, B)`` tuple of 0..255, as the class maps take them).
 
         Returns
         -------

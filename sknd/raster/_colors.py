@@ -1,7 +1,7 @@
 """Class colours as the scene command takes them: ``--colors`` as a list or a colour-table file.
 
 ``--colors water=#1f78b4,soil=tan`` names a colour per class (``#rrggbb`` or
-a colour name, :func:`~sknd.raster._geotiff.check_colors`). ``--colors FILE``
+a colour name, :func:`~sknd._inference._colors.check_colors`). ``--colors FILE``
 reads a colour table as GIS tools write them, one class a line:
 
 - QGIS's exported colour map (paletted / unique values renderer, "Export Color
@@ -19,7 +19,7 @@ leaves out keep the default colours.
 import os
 import re
 
-from ._geotiff import check_colors, default_colors
+from .._inference._colors import check_colors, default_colors
 
 __all__ = []
 

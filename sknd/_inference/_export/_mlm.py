@@ -18,6 +18,8 @@ import re
 
 import numpy as np
 
+from .._colors import check_colors
+
 __all__ = []
 
 MLM_SCHEMA = "https://stac-extensions.github.io/mlm/v1.6.0/schema.json"
@@ -205,19 +207,9 @@ def _output(model, fields, task, colors):
 
 
 def _color_hints(colors, labels):
-    """``RRGGBB`` per class from ``colors`` (``#rrggbb`` per class, a list or a dict)."""
+    """``RRGGBB`` per class from ``colors`` (:func:`~sknd._inference._colors.check_colors`'s)."""
     if colors is None:
         return None
-    if isinstance(colors, dict):
+    if isinstance(colors, dict):  # the Item's class names are the labels as text
         colors = {str(label): color for label, color in colors.items()}
-        missing = [label for label in labels if label not in colors]
-        if missing:
-            raise ValueError(f"colors has no colour for the classes {missing}.")
-        colors = [colors[label] for label in labels]
-    colors = list(colors)
-    if len(colors) != len(labels):
-        raise ValueError(f"colors has {len(colors)} colours for {len(labels)} classes.")
-    for color in colors:
-        if not isinstance(color, str) or re.fullmatch(r"#[0-9a-fA-F]{6}", color) is None:
-            raise ValueError(f"A class colour of an MLM Item is '#rrggbb', got {color!r}.")
-    return [color[1:].upper() for color in colors]
+    return [f"{r:02X}{g:02X}{b:02X}" for r, g, b, _ in check_colors(colors, labels)]

@@ -479,9 +479,10 @@ class SavedModel:
         onnx_href : str, default=None
             ``"mlm"`` only: where the same model lies as ONNX
             (:func:`sknd.onnx.to_onnx`), an asset of the Item.
-        colors : list or dict of str, default=None
-            ``"mlm"`` only: a ``"#rrggbb"`` colour per class (in the order of
-            ``classes_``, or by label), the classes' ``color_hint``.
+        colors : list or dict, default=None
+            ``"mlm"`` only: a colour per class (in the order of ``classes_``, or by
+            label; ``"#rrggbb"``, a colour name or an ``(R, G, B)`` tuple of 0..255,
+            as the class maps take them), the classes' ``color_hint``.
 
         Returns
         -------
