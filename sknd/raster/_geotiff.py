@@ -30,7 +30,6 @@ from ._categorical import read_categories, table_labels, table_tags
 __all__ = []
 
 
-
 #: Compressions that change the values they store: class codes would become other classes.
 LOSSY_COMPRESSIONS = ("jpeg", "webp")
 
