@@ -11,7 +11,7 @@ scikit-learn's linear models.
 
 import numpy as np
 import torch
-from sklearn.utils.class_weight import compute_class_weight, compute_sample_weight
+from sklearn.utils.class_weight import compute_sample_weight
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import _check_sample_weight
 
@@ -64,22 +64,19 @@ def _class_weights(class_weight, y, weight):
     """Each sample's class weight; ``"balanced"`` from the classes' weighted counts.
 
     A sample of weight ``k`` counts ``k`` times in its class's count, so that
-    integer weights give the class weights of the rows repeated (scikit-learn's
-    ``compute_class_weight(..., sample_weight=...)``).
+    integer weights give the class weights of the rows repeated: the total weight
+    over the number of classes times the class's weight, as scikit-learn's
+    ``compute_class_weight(..., sample_weight=...)`` (1.7 and later) computes it.
     """
     y = np.asarray(y)
     if class_weight != "balanced" or y.ndim != 1:
         return compute_sample_weight(class_weight, y)
     classes, codes = np.unique(y, return_inverse=True)
-    present = np.bincount(codes, weights=weight, minlength=len(classes)) > 0
+    counts = np.bincount(codes.reshape(-1), weights=weight, minlength=len(classes))
+    present = counts > 0
     # A class whose rows all weigh 0 trains nothing: its weight stays unused.
     per_class = np.zeros(len(classes))
-    per_class[present] = compute_class_weight(
-        "balanced",
-        classes=classes[present],
-        y=y[present[codes]],
-        sample_weight=weight[present[codes]],
-    )
+    per_class[present] = counts.sum() / (present.sum() * counts[present])
     return per_class[codes.reshape(-1)]
 
 
