@@ -237,7 +237,8 @@ class PathObjective:
         """``(coef, intercept)`` at ``C``, from ``coef``, ``intercept``: converged, or after
         ``max_iter`` iterations."""
         k, p = len(self.onehot), self.features.shape[1]
-        scale = 1.0 / np.sqrt(self.curvature * self.variance + 1.0 / (C * self.total))
+        penalty = 1.0 / (C * self.total)  # of |coef|^2 / 2, per unit of weight
+        scale = 1.0 / np.sqrt(self.curvature * self.variance + penalty)
         intercept_scale = 1.0 / np.sqrt(self.curvature)
 
         def value_and_gradient(u):
@@ -245,7 +246,6 @@ class PathObjective:
             logits = coef @ self.columns + (u[k * p :] * intercept_scale)[:, None]
             losses, residuals = _log_losses(logits, self.onehot)
             residuals *= self.weight
-            penalty = 1.0 / (C * self.total)
             value = self.weight @ losses + penalty * np.sum(coef**2) / 2
             gradient = (residuals @ self.features + penalty * coef) * scale
             gradient = [gradient.ravel(), residuals.sum(axis=1) * intercept_scale]

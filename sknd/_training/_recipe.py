@@ -139,6 +139,12 @@ def hidden_units(depth2, n_features):
     return int(np.clip(width, 2 * n_outputs + MIN_NONLINEAR_UNITS, MAX_DEFAULT_HIDDEN_UNITS))
 
 
+def _carried(module):
+    """Whether ``module`` is deeper than the depth-2 network of steps 1-3 (first block,
+    Standardize, output layer), and so carried from it (:func:`carry`)."""
+    return len(describe(module)) > 3
+
+
 def linear_part(module):
     """The depth-2 network the recipe's steps 1-3 and 5 work on.
 
@@ -146,9 +152,9 @@ def linear_part(module):
     ``module``'s first block and Standardize layer, with a new zero output layer:
     :func:`carry` then starts the deeper network at it.
     """
-    layers = [layer.module for layer in describe(module)]
-    if len(layers) == 3:
+    if not _carried(module):
         return module
+    layers = [layer.module for layer in describe(module)]
     first, standardize, hidden = layers[:3]
     # The caller's generator state comes back: the zeroed layer's draws leave no trace.
     # (Not a "meta" layer: its to_empty imports sympy, 30 s without cached bytecode.)
@@ -204,7 +210,7 @@ def warmup_steps(module, task, n_rows, batch_size):
     accuracy (forest type, 10 folds: one test row fewer in 5 folds, none more; satimage
     unchanged: benchmarks/RESULTS.md, "depth 3 from the depth-2 start").
     """
-    if isinstance(task, ClassificationTask) or len(describe(module)) <= 3:
+    if isinstance(task, ClassificationTask) or not _carried(module):
         return 0
     return WARMUP_EPOCHS * -(-n_rows // batch_size)
 
@@ -306,8 +312,8 @@ def refit(module, data, task, rows, penalty, copies):
     output = module[-1]
     X, target, weight = copies(_sample(data, task, output, copies.parts))
     features = _features(module, X, rows)
-    deeper = len(describe(module)) > 3
-    if isinstance(task, ClassificationTask) or not deeper or len(features) < MIN_SELECTION_ROWS:
+    anew = not isinstance(task, ClassificationTask) and _carried(module)
+    if not anew or len(features) < MIN_SELECTION_ROWS:
         _convex_start.convex_fit(features, target, task, output, penalty, weight, copies.parts)
     else:
         _convex_start.tuned_ridge(output, features, target, task, weight)
