@@ -114,7 +114,8 @@ def test_signed_indices_of_a_batch_stay_within_one_after_rounding():
     )
     zero = torch.zeros(1)
     out = normalized_difference(x, zero, zero, torch.tensor([[0, 1]]), 0.01, "signed")
-    assert out.abs().max() <= 1 and out[2].item() == 1.0
+    # The third row's index is 1 up to float32 rounding, which differs between GEMM kernels.
+    assert out.abs().max() <= 1 and out[2].item() >= 1 - 1e-6
 
 
 @LAYER
