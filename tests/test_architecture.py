@@ -12,7 +12,7 @@ modules on shared ground.
   private methods whose docstring says "internal hook" and names who calls them.
 - No test module imports another test module: shared data and fixtures live in
   ``tests/conftest.py`` or in helper modules that are not test modules (``nd_oracle.py``).
-- No module in ``sknd/`` has more than 600 lines (physical lines).
+- No module in ``sknd/`` has more than 800 lines (physical lines): a backstop, not a target.
 - The package root holds at most 14 modules (the public ones, ``__init__``, ``_version``
   and a few every part uses), and no folder of ``sknd`` holds more than 17: the private
   code lives in one package per stage (docs/architecture.md).
@@ -31,7 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "sknd"
 TESTS = ROOT / "tests"
 MAX_LINES = 60
-MAX_MODULE_LINES = 600
+MAX_MODULE_LINES = 800
 # torch internals the package reads, each behind one function and pinned by a test that
 # fails when torch changes it.
 TORCH_INTERNALS = {
@@ -317,9 +317,9 @@ def test_checks_catch_what_they_look_for(tmp_path, monkeypatch):
 
 
 def test_module_length():
-    """No module in sknd/ over 600 lines."""
+    """No module in sknd/ over 800 lines."""
     found = long_modules()
-    assert not found, "modules over 600 lines:\n" + "\n".join(found)
+    assert not found, f"modules over {MAX_MODULE_LINES} lines:\n" + "\n".join(found)
 
 
 MAX_ROOT_MODULES = 14
@@ -371,7 +371,9 @@ def test_import_checks_catch_what_they_look_for(tmp_path, monkeypatch):
     (package / "sub" / "__init__.py").write_text("from . import c\n")
     (package / "sub" / "c.py").write_text("import sknd.d\n")
     (package / "d.py").write_text("from sknd.sub.c import x\n")
-    (package / "low.py").write_text("from .sub import c\nfrom . import a\n" + "x = 1\n" * 599)
+    (package / "low.py").write_text(
+        "from .sub import c\nfrom . import a\n" + "x = 1\n" * (MAX_MODULE_LINES - 1)
+    )
     monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)  # labels relative to it
     graph = import_graph(package)
     assert graph["sknd.low"] == {
@@ -387,4 +389,4 @@ def test_import_checks_catch_what_they_look_for(tmp_path, monkeypatch):
         "sknd/sub/c.py:1 imports sknd.d",
     ]
     assert upward_imports(graph) == ["sknd/sub/b.py:1 imports sknd"]
-    assert long_modules(package) == ["sknd/low.py (601 lines)"]
+    assert long_modules(package) == [f"sknd/low.py ({MAX_MODULE_LINES + 1} lines)"]
