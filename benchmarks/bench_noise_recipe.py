@@ -2,8 +2,9 @@
 the paper's 10 % multiplicative noise (issues 33 and 46).
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_noise_recipe.py
-[--dataset NAME ...] [--folds N] [--draws N] [--peer] [--line] [--one-vs-rest]
-[--model NAME ...]``
+[--dataset NAME ...] [--folds N] [--fold-limit N] [--draws N] [--peer] [--line]
+[--one-vs-rest] [--model NAME ...] [--frontier] [--cache PATH.csv] [--reuse-nd]
+[--report PATH.md]``
 
 Stratified K-fold (5 by default) on the shipped data: forest type (9 bands), satimage's
 centre pixel (4 bands) and all 36 satimage features (630 pairs). Per fold and model: the
@@ -27,9 +28,32 @@ noise lie for invariant models, and whether the default sits on that line.
 rest (small two-class tasks are where the default was most fragile). Printed: means
 over folds (accuracy and drop in points, time in seconds and relative to the MLP's), and
 the default's chosen depths.
+
+``--frontier`` (issue 61) replaces the models by the frontier's: the reference invariant
+models (the MLP, ``max_iter=500``, on the standardized classic indices at ``alpha`` 1e-4,
+1e-2 and 1, each on the rows alone and on the rows plus two copies under the paper's 10 %
+noise, and gradient boosting on the classic indices), the default, the default with
+``passthrough=True`` and the MLP on standardized bands. Its drop is the floor; a
+reference whose drop is at most the floor is within it. Per data set it prints a table
+(clean, drop, seconds, time vs the MLP, within the floor) and a verdict: rule (a), where
+some reference is within the floor, the default scores within 0.25 points of the most
+accurate of them and its own drop is within the floor; rule (b), where none is, the
+default scores within 0.25 of the most accurate reference and its drop is at most that
+reference's; and the passthrough target, ``passthrough=True`` at least the MLP on bands
+minus 0.5 points. Run with ``--folds 10``; ``--fold-limit N`` runs only the first N of
+the folds. ``--cache PATH.csv`` keeps one row per (data, fold, model) (with the number
+of folds, the draws and the commit it was fitted at): a model whose row is there is not
+fitted again, except the ``ND ...`` models, which are always refitted (unless
+``--reuse-nd``), so that the default can be rerun after a code change against the same
+references (which depend only on scikit-learn and the seeds). ``--report PATH.md``
+also writes the tables there. The caches and tables of the runs are in
+``benchmarks/results_frontier/``; the figures are discussed in ``benchmarks/RESULTS.md``.
 """
 
 import argparse
+import os
+import subprocess
+import sys
 import time
 import warnings
 
@@ -49,6 +73,7 @@ from sknd.datasets import load_forest_type, load_satimage
 from sknd.experiments import ClassicNDFeatures, add_multiplicative_noise
 
 NOISE = 0.10
+BANDS_MLP = "scikit-learn MLP (std. bands)"
 DATASETS = {
     "forest_type": lambda: load_forest_type(return_X_y=True),
     "satimage_centre": lambda: load_satimage(return_X_y=True, center_pixel=True),
@@ -61,9 +86,7 @@ MODELS = {
     "ND paper recipe (depth 2)": lambda seed: NDClassifier(
         depth=2, recipe="paper", random_state=seed
     ),
-    "scikit-learn MLP (std. bands)": lambda seed: make_pipeline(
-        StandardScaler(), MLPClassifier(random_state=seed)
-    ),
+    BANDS_MLP: lambda seed: make_pipeline(StandardScaler(), MLPClassifier(random_state=seed)),
 }
 PEER = "MLP on std. classic NDs, tuned alpha"
 ALPHAS = [1e-4, 1e-2, 1.0, 10.0]
@@ -131,6 +154,81 @@ def line_models():
     return models
 
 
+REFERENCE = "reference: "
+TOLERANCE = 0.25  # points of clean accuracy the default may lose to the best reference
+PASSTHROUGH_TOLERANCE = 0.5  # points passthrough=True may lose to the MLP on bands
+
+
+def frontier_models():
+    """``--frontier``'s models: name -> factory of the fold's seed; the references'
+    names start with :data:`REFERENCE`."""
+    models = {
+        name: MODELS[name] for name in ("ND default", "ND default, passthrough=True", BANDS_MLP)
+    }
+    for alpha in (1e-4, 1e-2, 1.0):
+        for level in (0, NOISE):
+
+            def model(seed, alpha=alpha, level=level):
+                mlp = MLPClassifier(alpha=alpha, max_iter=500, random_state=seed)
+                fitted = invariant(mlp)
+                return WithNoisyCopies(fitted, level, 100 + seed) if level else fitted
+
+            models[f"{REFERENCE}MLP, alpha {alpha:g}, copies {level:g}"] = model
+    models[f"{REFERENCE}gradient boosting"] = lambda seed: invariant(
+        HistGradientBoostingClassifier(random_state=seed)
+    )
+    return models
+
+
+def head_commit():
+    """The short hash of the checkout's HEAD (``+`` when the tree has changes), or ``?``."""
+    try:
+        git = ["git", "-C", os.path.dirname(os.path.abspath(__file__))]
+        commit = subprocess.run(
+            [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        changed = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return commit + ("+" if changed else "")
+
+
+class Cache:
+    """Rows of ``run`` kept in the CSV file ``path`` (none when ``path`` is None), keyed by
+    data, number of folds, draws, fold and model; rewritten after each new row."""
+
+    KEY = ["data", "folds", "draws", "fold", "model"]
+
+    def __init__(self, path, reuse_nd=False):
+        self.path, self.reuse_nd = path, reuse_nd
+        exists = path is not None and os.path.exists(path)
+        self.rows = pd.read_csv(path, keep_default_na=False) if exists else pd.DataFrame()
+        self.rows = self.rows.astype({"commit": str}) if exists else self.rows
+
+    def get(self, key):
+        """The cached row of ``key`` (a dict in :data:`KEY`'s order), or None: never for
+        the ``ND ...`` models unless ``reuse_nd``."""
+        if self.rows.empty or (key["model"].startswith("ND ") and not self.reuse_nd):
+            return None
+        match = np.logical_and.reduce([self.rows[k] == v for k, v in key.items()])
+        return self.rows[match].iloc[-1].to_dict() if match.any() else None
+
+    def put(self, row):
+        """Store ``row``, replacing any with its key."""
+        if self.path is None:
+            return
+        if not self.rows.empty:
+            same = np.logical_and.reduce([self.rows[k] == row[k] for k in self.KEY])
+            self.rows = self.rows[~same]
+        self.rows = pd.concat([self.rows, pd.DataFrame([row])], ignore_index=True)
+        self.rows.to_csv(self.path, index=False)
+
+
 def tasks(name, one_vs_rest=False):
     """``(name, X, y)`` of data set ``name``: its classes, or each class against the rest."""
     X, y = DATASETS[name]()
@@ -140,31 +238,42 @@ def tasks(name, one_vs_rest=False):
     return [(f"{name}, {label} vs rest", X, (y == label).astype(int)) for label in np.unique(y)]
 
 
-def run(name, X, y, folds, draws=3):
-    """One row per (fold, model) on the task ``name`` of rows ``X`` and classes ``y``."""
-    rows = []
+def run(name, X, y, folds, draws=3, fold_limit=None, cache=None):
+    """One row per (fold, model) on the task ``name`` of rows ``X`` and classes ``y``: the
+    first ``fold_limit`` (all when None) of the ``folds`` folds; rows found in the
+    :class:`Cache` ``cache`` are taken from it."""
+    rows, cache, commit = [], cache or Cache(None), head_commit()
     splits = StratifiedKFold(folds, shuffle=True, random_state=0).split(X, y)
     for fold, (train, test) in enumerate(splits):
+        if fold_limit is not None and fold >= fold_limit:
+            break
         noisy = [
             add_multiplicative_noise(X[test], NOISE, random_state=draws * fold + draw)
             for draw in range(draws)
         ]
         for model_name, make in MODELS.items():
+            key = {"data": name, "folds": folds, "draws": draws, "fold": fold, "model": model_name}
+            row = cache.get(key)
+            if row is not None:
+                rows.append(row)
+                print(f"{name} fold {fold} {model_name}: cached", flush=True)
+                continue
             model = make(fold)
             start = time.process_time()
             model.fit(X[train], y[train])
             seconds = time.process_time() - start
+            depth = getattr(model, "depth_", None)
             rows.append(
                 {
-                    "data": name,
-                    "fold": fold,
-                    "model": model_name,
+                    **key,
                     "seconds": seconds,
                     "clean": 100 * model.score(X[test], y[test]),
                     "noisy": 100 * np.mean([model.score(X_noisy, y[test]) for X_noisy in noisy]),
-                    "depth": getattr(model, "depth_", None),
+                    "depth": "" if depth is None else str(depth),
+                    "commit": commit,
                 }
             )
+            cache.put(rows[-1])
             print(f"{name} fold {fold} {model_name}: {rows[-1]}", flush=True)
     return pd.DataFrame(rows)
 
@@ -172,7 +281,7 @@ def run(name, X, y, folds, draws=3):
 def summary(results):
     """Means over folds, the drop and the fit time relative to the MLP's."""
     results = results.assign(drop=results["clean"] - results["noisy"])
-    mlp = results[results["model"].str.startswith("scikit-learn")]
+    mlp = results[results["model"] == BANDS_MLP]
     mlp_seconds = mlp.set_index(["data", "fold"])["seconds"]
     ratio = (
         results["seconds"].to_numpy()
@@ -182,10 +291,63 @@ def summary(results):
     return table[["clean", "noisy", "drop", "seconds", "time_vs_mlp"]].mean().round(2)
 
 
+def frontier(results):
+    """Per task of ``results`` (``run``'s rows, frontier models): the markdown table and the
+    verdict of the frontier's rules, as text."""
+    table = summary(results)
+    blocks = []
+    for name, means in table.groupby(level="data", sort=False):
+        means = means.droplevel("data")
+        floor = means.loc[BANDS_MLP, "drop"]
+        references = means[means.index.str.startswith(REFERENCE)]
+        within = references[references["drop"] <= floor]
+        shown = means[["clean", "drop", "seconds", "time_vs_mlp"]].assign(
+            within_floor=np.where(means["drop"] <= floor, "yes", "no")
+        )
+        default, passthrough = means.loc["ND default"], means.loc["ND default, passthrough=True"]
+        if len(within):
+            rule, best = "a", within["clean"].idxmax()
+            bound = floor
+        else:
+            rule, best = "b", references["clean"].idxmax()
+            bound = references.loc[best, "drop"]
+        gap = default["clean"] - references.loc[best, "clean"]
+        met = gap >= -TOLERANCE and default["drop"] <= bound
+        gap_passthrough = passthrough["clean"] - means.loc[BANDS_MLP, "clean"]
+        folds = results.loc[results["data"] == name, "fold"].nunique()
+        lines = [
+            f"### {name} ({folds} folds)",
+            "",
+            shown.to_markdown(floatfmt=".2f"),
+            "",
+            f"- floor (the MLP on bands' drop): {floor:.2f}",
+            f"- references within the floor: {len(within)} of {len(references)}",
+            f"- rule ({rule}): best reference"
+            + (" within the floor" if rule == "a" else " (none within the floor)")
+            + f": {best} (clean {references.loc[best, 'clean']:.2f},"
+            f" drop {references.loc[best, 'drop']:.2f})",
+            f"- default: clean {default['clean']:.2f}, gap {gap:+.2f} (tolerance"
+            f" -{TOLERANCE}), drop {default['drop']:.2f}"
+            + (
+                f" ({'within' if default['drop'] <= floor else 'above'} the floor)"
+                if rule == "a"
+                else f" ({'at most' if default['drop'] <= bound else 'above'} the reference's)"
+            ),
+            f"- rule ({rule}): {'met' if met else 'NOT met'}",
+            f"- passthrough - MLP on bands: {gap_passthrough:+.2f} (target"
+            f" >= -{PASSTHROUGH_TOLERANCE}): "
+            + ("met" if gap_passthrough >= -PASSTHROUGH_TOLERANCE else "NOT met"),
+            "",
+        ]
+        blocks.append("\n".join(lines))
+    return "\n".join(blocks)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", nargs="*", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--fold-limit", type=int, help="run only the first N of the folds")
     parser.add_argument("--draws", type=int, default=3, help="noise draws per fold")
     parser.add_argument("--peer", action="store_true", help="also fit the invariant MLP peer")
     parser.add_argument("--line", action="store_true", help="also fit other invariant models")
@@ -193,7 +355,19 @@ def main():
         "--one-vs-rest", action="store_true", help="two-class tasks: each class against the rest"
     )
     parser.add_argument("--model", nargs="*", choices=[*MODELS, PEER], help="only these models")
+    parser.add_argument(
+        "--frontier", action="store_true", help="the frontier's models, table and verdict"
+    )
+    parser.add_argument("--cache", help="CSV file of (data, fold, model) rows to reuse and extend")
+    parser.add_argument(
+        "--reuse-nd", action="store_true", help="take the ND models' rows from the cache too"
+    )
+    parser.add_argument("--report", help="also write the frontier's tables to this file")
     args = parser.parse_args()
+    if args.frontier:
+        models = frontier_models()
+        MODELS.clear()
+        MODELS.update(models)
     if args.peer:
         MODELS[PEER] = invariant_peer
     for name in list(MODELS):
@@ -202,13 +376,23 @@ def main():
     if args.line:
         MODELS.update(line_models())
     warnings.simplefilter("ignore", ConvergenceWarning)
+    cache = Cache(args.cache, args.reuse_nd)
     results = pd.concat(
         [
-            run(*task, args.folds, args.draws)
+            run(*task, args.folds, args.draws, args.fold_limit, cache)
             for name in args.dataset
             for task in tasks(name, args.one_vs_rest)
         ]
     )
+    if args.frontier:
+        commits = ", ".join(sorted(set(results["commit"])))
+        report = f"Frontier, `{' '.join(sys.argv[1:])}`, fitted at {commits}\n\n"
+        report += frontier(results)
+        print(report)
+        if args.report:
+            with open(args.report, "w") as file:
+                file.write(report)
+        return
     print(summary(results).to_markdown())
     default = results[results["model"] == "ND default"]
     depths = default.groupby("data")["depth"].value_counts()
