@@ -283,16 +283,15 @@ TRAIN_NOISE_DOC = """\
         of the weight, and ``depth="auto"``'s wide head on such copies every
         second epoch: robustness to noisy bands, for some clean accuracy.
         ``"auto"``: 0.1, the paper's level, or 0.05 with
-        ``passthrough=True``, whose network also reads the standardized bands
-        (with 0.05 instead of 0.1 it scored 88.92, 86.06 and 90.35 on forest
-        type, satimage's centre pixel and its 36 features, 0.39, 0.96 and
-        0.28 points more, its drops under the noise still below those of an
-        MLP on the bands; benchmarks/RESULTS.md).
-        ``0``: the rows alone, the most accurate on clean data. Under that
-        noise at 10 %, the default's accuracy dropped by 7.65, 14.79 and 9.76
-        points on forest type, satimage's centre pixel and its 36 features,
-        with ``train_noise=0`` by 15.49, 27.83 and 12.00, which scored 1.14,
-        2.69 and 0.82 points higher on clean data (benchmarks/RESULTS.md).
+        ``passthrough=True``, whose network also reads the standardized bands:
+        at half the level it scores higher on clean data on forest type,
+        satimage's centre pixel and its 36 features, its drops under the noise
+        still below those of an MLP on the bands (benchmarks/RESULTS.md,
+        "``train_noise="auto"``: half the paper's level with passthrough").
+        ``0``: the rows alone, the most accurate on clean data, but under the
+        paper's noise at 10 % its accuracy drops further than the default's on
+        each of those data sets (benchmarks/RESULTS.md, "Newton steps for the
+        chosen ``C``, a shorter refinement", which gives both).
         Illumination invariance holds either way: the noise scales with the
         bands.
 """

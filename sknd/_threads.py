@@ -17,7 +17,8 @@ torch's own OpenMP pool is set through ``torch.set_num_threads``, never limited 
 outside: that call also sets MKL's threads inside torch, which no thread-pool library
 sees. An outer limit of torch's OpenMP makes ``torch.get_num_threads()`` report 1, so
 that a policy which only changed the count where it differed left MKL's two spinning
-threads in place (a default fit 10x slower under load): :func:`torch_threads` sets the
+threads in place (a default fit several times slower under load, as in
+benchmarks/RESULTS.md, "Target 3: threads"): :func:`torch_threads` sets the
 count on entry whatever it reports.
 
 Every setting changed here is process-wide, while fits, predictions and image chunks may

@@ -69,8 +69,8 @@ def default_hidden_units(n_pairs):
 ARCHITECTURES = ("nd", "attnd", "mlp")
 
 # Rows per pass of forward_rows on the CPU: 4,096 rows of a few hundred float64 columns
-# stay in the caches (a 200,000 x 10 table through 45 pairs: 0.05 s against 0.11 s at
-# 65,536 rows a pass).
+# stay in the caches, where passes of 65,536 rows took about twice as long
+# (benchmarks/RESULTS.md, "Large batches").
 _CPU_FORWARD_ROWS = 4096
 
 

@@ -34,7 +34,8 @@ against autograd:
   and tests/test_networks.py (fused gradients equal autograd's).
 - numpy inference (GEMM or gather) and numba kernels (:mod:`sknd._inference._evaluator`,
   :mod:`sknd._nd._kernels`, whose compiled loops all inline one ``_index``):
-  raster prediction of fitted models, 3.5x faster per pixel than torch.
+  raster prediction of fitted models, several times faster per pixel than torch
+  (benchmarks/RESULTS.md, "Raster prediction").
   Pinned by tests/test_networks.py (torch forward equals both, for every
   architecture, variant and task) and tests/test_kernels.py.
 - ONNX models (:func:`sknd.onnx.to_onnx`): no copy of the formula, the

@@ -11,7 +11,8 @@ The exported graph does not validate its input. :func:`check_input` does it
 against the metadata :func:`to_onnx` stores in the model (band names, number of
 bands, variant), and :func:`run` runs a model on validated input with
 onnxruntime, in blocks of rows (which keeps onnxruntime's intermediate arrays
-small: 1.5x as fast as one call on a whole scene).
+small: faster than one call on a whole scene, benchmarks/RESULTS.md, "ONNX: checked
+input, blocks of rows").
 
 Needs the ``onnx`` extra: ``pip install -e ".[onnx]"`` in the sknd checkout (onnx and
 onnxscript; onnxruntime to run the models).
@@ -375,7 +376,8 @@ def run(model, X, bands=None, *, block_rows=16384):
     ``block_rows`` rows: onnxruntime materialises each intermediate array of
     the graph (e.g. ``(n_samples, n_pairs)`` numerators and denominators), so
     a whole scene at once moves them through main memory, while blocks keep
-    them in cache (1.5x as fast on a 1 Mpx scene, benchmarks/bench_onnx.py).
+    them in cache (faster on a 1 Mpx scene: benchmarks/bench_onnx.py, and
+    benchmarks/RESULTS.md, "ONNX: checked input, blocks of rows").
 
     Parameters
     ----------

@@ -12,8 +12,9 @@ import numpy as np
 __all__ = []
 
 # Without the compiled argmax (sknd._nd._kernels.argmax_rows): up to this many classes, decoding
-# compares columns instead of calling argmax along rows (measured per sample at 2-4 classes:
-# 2-3x faster; from 5 slower).
+# compares columns instead of calling argmax along rows: faster per sample at 2-4 classes,
+# slower from 5 (benchmarks/RESULTS.md, "Raster prediction" and "Figures moved out of the
+# code").
 _COLUMNWISE_MAX_CLASSES = 4
 
 
@@ -53,7 +54,7 @@ def class_labels(output, classes):
         return classes[index]
     if output.shape[1] > _COLUMNWISE_MAX_CLASSES:
         return classes[output.argmax(1)]
-    # Column by column: argmax over rows of a few values runs 2-3x slower.
+    # Column by column: argmax over rows of a few values runs slower (see above).
     # Strictly greater: ties keep the first column, as argmax does.
     index = np.greater(output[:, 1], output[:, 0]).astype(np.intp)
     best = np.maximum(output[:, 0], output[:, 1])

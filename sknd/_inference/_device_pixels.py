@@ -38,9 +38,10 @@ from ._pixels import DEFAULT_CHUNK_PIXELS
 __all__ = []
 
 #: Pixels per chunk on the device when the caller keeps sknd.raster's default
-#: (:data:`sknd._inference._pixels.DEFAULT_CHUNK_PIXELS`, sized for the CPU): 4096 x 4096 x 10
-#: float32, H200: 46 Mpx/s in chunks of 65,536 pixels, 95 in 2**20 and 140 in 2**22
-#: (benchmarks/RESULTS.md), each chunk costing about a millisecond of host work.
+#: (:data:`sknd._inference._pixels.DEFAULT_CHUNK_PIXELS`, sized for the CPU): on a 4096 x
+#: 4096 x 10 float32 scene the rate grew with the chunk up to this size, each chunk costing
+#: about a millisecond of host work (benchmarks/RESULTS.md, "Training epochs as CUDA graphs,
+#: scenes on the device").
 DEVICE_CHUNK_PIXELS = 2**22
 
 #: numpy dtypes read as they are, and those read through a signed type of the same width

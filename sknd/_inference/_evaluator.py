@@ -30,7 +30,9 @@ _BY_OUTPUT_MAX_WIDTH = 4
 # Rows per pass through the network: intermediates of a few MB stay in cache.
 _MAX_BLOCK_ROWS = 8192
 # The same with the compiled kernels, whose fused ND + dense step keeps only its outputs:
-# larger blocks spare per-block calls (1 ns per pixel of a depth-2 binary model's 12).
+# larger blocks spare per-block calls, a visible share of a small model's time per pixel
+# (benchmarks/RESULTS.md, "The raster kernel against bd5a18d" and "Figures moved out of
+# the code").
 _MAX_COMPILED_BLOCK_ROWS = 65536
 _MIN_BLOCK_ROWS = 256
 _BLOCK_BYTES = 4 * 2**20
@@ -41,7 +43,8 @@ class _Workspace(threading.local):
 
     Fresh multi-megabyte arrays cost a page fault per 4 kB page on every call;
     on the virtual machines this was measured on, that made the GEMMs of a
-    block 3-4x slower than writing into a reused buffer.
+    block several times slower than writing into a reused buffer
+    (benchmarks/RESULTS.md, "Figures moved out of the code").
     """
 
     def __init__(self):
@@ -97,8 +100,9 @@ class FastNetwork:
     # Chunks run in parallel threads: BLAS must stay single-threaded inside them.
     single_threaded_blas = True
     #: Whether the compiled kernels run (when numba is installed). False runs numpy only,
-    #: which spares numba's start-up (about 0.5 s and 130 MB) to a process that evaluates
-    #: a few pixels; values then differ from the kernels' in the last bits.
+    #: which spares numba's start-up (its import and kernel loading: more time and memory
+    #: than a few pixels take, benchmarks/RESULTS.md, "The scene command") to a process
+    #: that evaluates a few pixels; values then differ from the kernels' in the last bits.
     compiled = True
 
     def __init__(
@@ -194,7 +198,8 @@ class FastNetwork:
         result = None
         rows = self.block_rows if kernels is None else self.compiled_block_rows
         # Blocks of a few thousand rows gain nothing from BLAS threads, and on busy cores
-        # lose several-fold (depth 3, 1 Mpx, 2 shared cores: 5x). Reference-counted: cheap
+        # lose several-fold (benchmarks/RESULTS.md, "Figures moved out of the code").
+        # Reference-counted: cheap
         # inside sknd.raster's chunks, which hold the limit already.
         with single_threaded_blas():
             for start in range(0, max(len(X), 1), rows):

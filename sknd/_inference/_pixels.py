@@ -263,8 +263,9 @@ def _invalid_pixels(X, nodata):
     Rows with an infinite value are not no-data: they reach the estimator, which rejects them.
     """
     invalid = None
-    # The maximum is NaN iff a value is NaN: it clears the table in one pass (a float32
-    # sum costs 4x as much); otherwise row sums (a matrix-vector product), NaN or infinite
+    # The maximum is NaN iff a value is NaN: it clears the table in one pass, cheaper than a
+    # float32 sum (benchmarks/RESULTS.md, "The raster kernel against bd5a18d"); otherwise
+    # row sums (a matrix-vector product), NaN or infinite
     # where a value is, find the suspect rows, and the exact test runs on those only.
     with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is NaN: what is looked for
         if X.dtype.kind != "f" or X.size == 0 or not np.isnan(X.max()):

@@ -164,20 +164,20 @@ def classic_index(X, pairs, epsilon=1e-6, variant="reflectance"):
 # Which wins depends on the backend, so each has its own threshold, measured there:
 
 #: torch layer (sknd.nn, ``method="auto"``): matrix products up to this many layer inputs
-#: (bands, or twice the bands for ``variant="signed"``), gathering above. With
-#: benchmarks/bench_layer.py (forward+backward, 1 thread) matmul took 0.3-0.5x the time of
-#: gather from 8 to 48 bands at batch 4096 and about the same up to 32 bands at batch 32
-#: (1.4x at 48).
+#: (bands, or twice the bands for ``variant="signed"``), gathering above: in
+#: benchmarks/bench_layer.py (forward+backward, 1 thread) matmul beat gathering at large
+#: batches and matched it at small ones up to this many inputs, and fell behind beyond
+#: (benchmarks/RESULTS.md, "Target 1: the ND layer alone", its crossover).
 TORCH_MATMUL_MAX_INPUTS = 32
 
 #: Fused training step (sknd._training._fused): below this batch size the ND layer gathers even
-#: where the layer's "auto" would multiply. With 10 bands, whole fits ran 23% (batch 32) and
-#: 15% (batch 256) faster gathering, the weight construction of the two GEMMs costing as
-#: many operations as the gather itself.
+#: where the layer's "auto" would multiply: at small batches the weight construction of the
+#: two GEMMs costs as many operations as the gather itself, and whole fits on 10 bands ran
+#: faster gathering (benchmarks/RESULTS.md, "Target 1: the ND layer alone").
 FUSED_MATMUL_MIN_BATCH = 1024
 
 #: Numpy evaluator (sknd._inference._evaluator, raster inference without numba): GEMMs up to this
-#: many bands, gathering above. Per pixel with all pairs, the GEMM form was still 1.8x faster at
-#: 128 bands (3.6x at 16), numpy's column gathers being slow; beyond, its weights grow as
-#: n_bands^3.
+#: many bands, gathering above. Per pixel with all pairs, the GEMM form was still the faster
+#: at this many bands, numpy's column gathers being slow (benchmarks/RESULTS.md, "Figures
+#: moved out of the code"); beyond, its weights grow as n_bands^3.
 NUMPY_GEMM_MAX_BANDS = 128

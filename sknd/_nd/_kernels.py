@@ -24,7 +24,7 @@ tile (see benchmarks/RESULTS.md). The formula is written once, in
 
 The kernels release the GIL, so chunks run in parallel threads. Compiled code
 is cached on disk by numba (``cache=True``): only the first call on a machine
-pays the compilation (1-2 s per pair of dtypes).
+pays the compilation (benchmarks/RESULTS.md, "Raster prediction").
 """
 
 import math
@@ -60,7 +60,8 @@ _GROUP = 4
 _jit = njit(nogil=True, cache=True, error_model="numpy", boundscheck=False)
 # The loops over a tile's pixels, one per variant, each inlined into a loop over the pairs
 # that has no branch: with the variant tested inside the loop over the pairs, the division
-# loop ran about 40 % slower although it was vectorized the same.
+# loop ran slower although it was vectorized the same (benchmarks/RESULTS.md, "The
+# compiled kernel on one core").
 _inline = njit(inline="always")
 
 

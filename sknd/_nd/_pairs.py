@@ -208,7 +208,7 @@ def auto_pair_budget(n_features, n_outputs, mlp_width):
     estimators pass the default width, :func:`sknd.networks.default_hidden_units` of all
     the pairs (the width belongs with the networks, which import this module).
     Keeping fewer pairs than that budget cost accuracy on the 36-feature satimage data
-    (200 pairs: -1.3 points; 412: none).
+    (benchmarks/RESULTS.md, "Figures moved out of the code").
 
     >>> auto_pair_budget(10, 1, 45), auto_pair_budget(100, 1, 256), auto_pair_budget(100, 10, 256)
     (45, 1024, 709)

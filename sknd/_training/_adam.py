@@ -19,8 +19,9 @@ __all__ = ["FlatAdam"]
 def _unwrapped(method):
     """``method`` without ``torch._disable_dynamo``'s wrapper.
 
-    The wrapper imports ``torch._dynamo`` on its first call: 0.8 s, the whole warm-up
-    of a process's first fit (``Optimizer.__init__`` calls ``add_param_group``).
+    The wrapper imports ``torch._dynamo`` on its first call, the whole warm-up of a
+    process's first fit (``Optimizer.__init__`` calls ``add_param_group``;
+    benchmarks/RESULTS.md, "Start-up and sample weights").
     FlatAdam is never compiled, so the plain method does the same. tests/test_adam.py
     fails if torch wraps these methods in anything else.
     """

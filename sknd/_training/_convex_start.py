@@ -30,8 +30,9 @@ ALPHA_PATH_PER_ROW = np.logspace(-6, 1, 15)
 # Both paths are chosen by the one-standard-error rule (one_standard_error).
 #: The ``C`` path and the prior path stop at the first candidate without a better selection
 #: loss than the best so far (the weakest penalties cost the most: on satimage-36, with the
-#: noisy copies, the fits at C = 10 and 100 took 8 of the path's 10 s; the one-standard-
-#: error rule never picks a candidate past the best).
+#: noisy copies, the last two fits took most of the path's time, benchmarks/RESULTS.md,
+#: "Figures moved out of the code"; the one-standard-error rule never picks a candidate past
+#: the best).
 PATH_PATIENCE = 1
 #: Convex fits drop the principal directions of their features with less than this share
 #: of the largest variance (:class:`Components`).
@@ -39,7 +40,8 @@ MIN_COMPONENT_VARIANCE = 1e-6
 #: Fewer rows than this to select a penalty on (validation rows for ``C``, training rows
 #: for ``alpha``, validation rows for the prior): the fixed start, and no refinement.
 MIN_SELECTION_ROWS = 10
-# lbfgs iterations: the fits must converge (capped at 100 they lost 0.8-1.1 points).
+# lbfgs iterations: the fits must converge (capped at 100 they lost accuracy:
+# docs/training.md, "Measured").
 _MAX_ITER = 2000
 #: L-BFGS iterations of a candidate of the ``C`` path above
 #: :data:`PATH_NEWTON_MAX_COEFFICIENTS` (:class:`PathObjective`), and the gradient norm at
@@ -55,15 +57,15 @@ PATH_GTOL = 1e-6
 #: set for two classes) use scikit-learn's "newton-cholesky" solver, above it "lbfgs". A
 #: Newton step costs about ``n p^2`` for ``p`` coefficients on ``n`` rows, an lbfgs step
 #: ``n p``, and lbfgs takes hundreds to thousands of steps on these ill-conditioned
-#: features against Newton's handful: the refit of satimage-36's depth-3 head (20 hidden
-#: units, 6 classes, 12,870 rows with the noisy copies) took 1,512 lbfgs iterations and
-#: 2.4 s, and 6 Newton iterations and 0.1 s; its depth-2 start at the chosen ``C = 10``
-#: (87 components, 522 coefficients, 13,896 rows) 1,101 lbfgs iterations and 5.2 s, and 9
-#: Newton iterations and 2.1 s.
+#: features against Newton's handful, on satimage-36's depth-3 head refit and on its
+#: depth-2 start at the chosen ``C`` alike (benchmarks/RESULTS.md, "A cheaper default:
+#: depth 3 first, Newton steps for small heads, a float32 ``C`` path" and "Newton steps for
+#: the chosen ``C``, a shorter refinement").
 NEWTON_MAX_COEFFICIENTS = 1024
 #: The ``C`` path's candidates use Newton up to this many coefficients and preconditioned
 #: L-BFGS (:class:`PathObjective`) above: a Newton candidate of satimage-36's depth-2
-#: start took 2 s against 0.3 s.
+#: start cost several capped L-BFGS ones (benchmarks/RESULTS.md, "Newton steps for the
+#: chosen ``C``, a shorter refinement").
 PATH_NEWTON_MAX_COEFFICIENTS = 256
 
 #: Rows of the convex fits and of the conditioning statistics: all of them up to this many
@@ -192,7 +194,8 @@ def convex_fit(features, target, task, output, penalty, sample_weight=None, part
 def _log_losses(logits, onehot):
     """Per-row log-losses of ``logits`` (classes x rows; one row: the binary model's) and
     their gradients with respect to the logits. Classes in rows: the reductions over a
-    few classes run along rows of thousands (2.4x faster than rows of a few)."""
+    few classes run along rows of thousands, faster than along rows of a few
+    (benchmarks/RESULTS.md, "Figures moved out of the code")."""
     if len(logits) == 1:
         return np.logaddexp(0.0, logits[0]) - onehot[0] * logits[0], special.expit(logits) - onehot
     top = logits.max(axis=0)

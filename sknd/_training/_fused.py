@@ -435,8 +435,8 @@ class FusedTrainer:
         """``prepared[order], aux[order]``, written into buffers kept from epoch to epoch.
 
         Fresh copies of a large data set every epoch each cost their page faults (memory
-        blocks this large go back to the system when freed): 0.1-0.3 s an epoch for
-        2,000,000 x 10 rows.
+        blocks this large go back to the system when freed; benchmarks/RESULTS.md, "Large
+        batches", and "Figures moved out of the code").
         """
         buffers = getattr(self, "_shuffle_buffers", None)
         if buffers is None or buffers[0].shape != prepared.shape or buffers[1].shape != aux.shape:

@@ -1,8 +1,8 @@
 """Training epochs of the fused step replayed as CUDA graphs: no launch overhead, no host sync.
 
 On a GPU a step of sknd's small networks is a chain of some forty small kernels, each
-launched by the host: 0.5-0.7 ms a step whatever the batch (benchmarks/RESULTS.md, "GPU"),
-so that GPU fits paid off only from batch 4,096 up. :class:`GraphEpochs` runs the epochs
+launched by the host, at a cost per step whatever the batch (benchmarks/RESULTS.md, "GPU"),
+so that GPU fits paid off only from large batches up. :class:`GraphEpochs` runs the epochs
 of a :class:`~sknd._training._fused.FusedTrainer` as a few *segments* of up to
 :data:`SEGMENT_STEPS` steps. A segment gathers its rows in the epoch's order
 (``index_select`` on the device), runs the forward, closed-form backward and Adam step of

@@ -126,7 +126,8 @@ class Net(NeuralNet):
     def _default_callbacks(self):
         # train_loss / valid_loss are recorded by run_single_epoch (skorch's
         # PassthroughScoring would need per-batch records). PrintLog formats a table row
-        # every epoch even when it prints nothing (0.6 ms, 4% of a small fit): only with verbose.
+        # every epoch even when it prints nothing, a share of a small fit that shows
+        # (benchmarks/RESULTS.md, "Figures moved out of the code"): only with verbose.
         callbacks = [("epoch_timer", EpochTimer())]
         # A user's PrintLog replaces verbose's (one table, as the user set it up).
         own_log = any(

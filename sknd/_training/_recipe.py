@@ -2,8 +2,8 @@
 
 Under the paper's recipe a depth-2 ND network, which starts *at* the classic indices and
 can represent "logistic regression on all classic indices", stops on a plateau below that
-model (forest type, when this recipe was designed: 87.35 against 88.89; see
-docs/training.md). The steps below, for ND and AttND networks, close
+model (forest type and satimage-36 when this recipe was designed: docs/training.md, whose
+opening gives the figures). The steps below, for ND and AttND networks, close
 the gap and then learn the band weights where the data pay for them
 (benchmarks/bench_recipe.py, benchmarks/bench_default_recipe.py, docs/training.md). Steps
 1-3 work on the depth-2 network; a deeper one shares its first block and Standardize layer
@@ -20,9 +20,10 @@ the gap and then learn the band weights where the data pay for them
    :mod:`sknd._training._convex_start`): ridge regression on the standardized targets by generalized
    cross-validation over an alpha path (as :class:`~sklearn.linear_model.RidgeCV`),
    logistic regression by a warm-started path of ``C`` scored by the validation log-loss.
-   A fixed penalty (``C=1`` or ``alpha=1``) lost 9 points of R2 on a 250-band regression
-   and collapsed with ``pairs="all"``. A classifier's convex fits (and its steps 3 and 5)
-   train on the rows and noisy copies of them under the paper's noise
+   A fixed penalty (``C=1`` or ``alpha=1``) fell well short of ``RidgeCV`` on a 250-band
+   regression and collapsed with ``pairs="all"`` (docs/training.md, step 2). A
+   classifier's convex fits (and its steps 3 and 5) train on the rows and noisy copies
+   of them under the paper's noise
    (:class:`~sknd._training._refinement.NoisyCopies`, the estimators' ``train_noise``): robustness
    to noisy bands.
 3. **Learned indices.** From that start, the band weights and the output layer are trained
@@ -50,7 +51,8 @@ scikit-learn trains its MLP (:mod:`sknd._training._wide_head`), and keeps it whe
 confirms it (then trained anew on all rows in place of step 5); otherwise a deeper
 network carried from the start, or the start itself.
 
-Standardization alone (without 2) lost 2.5-3.4 points on two data sets. Deeper networks
+Standardization alone (without 2) lost accuracy on two data sets (docs/training.md,
+"Measured"; benchmarks/results_issue11/README.md). Deeper networks
 trained from random weights (as in the paper) lost to the tuned depth-2 model on forest
 type; started at it, with the width of :func:`hidden_units` and the refit of step 5, depths
 3 and 4 gain on both shipped data sets (benchmarks/bench_depth.py). Separate learning
@@ -157,7 +159,8 @@ def linear_part(module):
     layers = [layer.module for layer in describe(module)]
     first, standardize, hidden = layers[:3]
     # The caller's generator state comes back: the zeroed layer's draws leave no trace.
-    # (Not a "meta" layer: its to_empty imports sympy, 30 s without cached bytecode.)
+    # (Not a "meta" layer: its to_empty imports sympy, most of a process's first fit:
+    # benchmarks/RESULTS.md, "The default recipe's cost, noise robustness and depth="auto"".)
     with torch.random.fork_rng(devices=[]):
         head = torch.nn.Linear(hidden.in_features, layers[-1].out_features)
     head = head.to(device=hidden.weight.device, dtype=hidden.weight.dtype)

@@ -36,31 +36,33 @@ PASSTHROUGH_NOISE_LEVEL = 0.05
 #: penalty of the output layer), strongest first: each refined model warm-starts the next.
 PRIOR_PATH = np.logspace(2, -2, 3)
 #: L-BFGS iterations per refined model, at most: a refinement that pays converges well
-#: within them (a regression on ``(2 b1 - b3) / (2 b1 + b3)``, whose k = 2 it recovers: 10 to
-#: 21 per prior); on the shipped data, where validation kept the start in every fold of 5,
-#: the weaker priors ran to any cap (at 50, forest type's refinement was half its fit).
+#: within them (a regression on ``(2 b1 - b3) / (2 b1 + b3)``, whose k = 2 it recovers); on
+#: the shipped data, where validation kept the start in every fold, the weaker priors ran to
+#: any cap, and at a higher one forest type's refinement was half its fit
+#: (benchmarks/RESULTS.md, "Newton steps for the chosen ``C``, a shorter refinement", and
+#: "Figures moved out of the code").
 REFINE_MAX_ITER = 30
 #: ... and they stop once an iteration lowers the objective by less than this share of it
-#: (scipy's ``ftol``): on satimage's centre pixel the first prior then stopped after 4
-#: iterations instead of 53, with the same selected model.
+#: (scipy's ``ftol``): on satimage's centre pixel the first prior then stopped after a
+#: few iterations instead of running on, with the same selected model
+#: (benchmarks/RESULTS.md, "Figures moved out of the code").
 REFINE_FTOL = 1e-7
 #: The refinement runs on full batches of at most this many (rows x first-block outputs)
 #: values: larger training parts are sampled (:func:`~sknd._training._convex_start.sample_rows`, at
 #: least :data:`REFINE_CLASS_ROWS` rows of each class), weighted so that the objective and
-#: its penalties stay those of all rows. An L-BFGS iteration on all 4,000 training rows of
-#: satimage-36 (630 pairs) took 0.6 s, 93 s for the refinement.
+#: its penalties stay those of all rows: on all the training rows of satimage-36 (630
+#: pairs) the refinement was too slow to keep (benchmarks/RESULTS.md, "Figures moved out
+#: of the code").
 MAX_REFINE_ELEMENTS = 1 << 18
 REFINE_CLASS_ROWS = 50
 #: A classifier's convex fits and refinement train on the rows and this many noisy copies
 #: of them (:class:`NoisyCopies`): jitter under the paper's noise, whose expected
 #: effect is a penalty on the weights along the directions in which band noise moves the
-#: indices. Measured with the default otherwise unchanged (5-fold CV repeated, paired;
-#: accuracy under ``b + 0.1 |b| z`` on the test rows): forest type 89.05 -> 88.52 clean,
-#: 74.67 -> 80.33 noisy (20 folds); satimage's centre pixel 76.46 -> 74.30 clean, 53.53 ->
-#: 58.39 noisy (10 folds). One copy: 88.66 / 80.25 and 74.97 / 58.06. The selections
-#: (penalty, prior, depth) score the clean validation rows: scoring them also under the
-#: noise, with the copies, cost 1.02 points of clean accuracy on the centre pixel for no
-#: gain under noise (the runs behind these figures: benchmarks/RESULTS.md).
+#: indices. Two copies gain much more accuracy under the noise than they cost on clean
+#: rows on forest type and satimage's centre pixel, and a little more than one copy. The
+#: selections (penalty, prior, depth) score the clean validation rows: scoring them also
+#: under the noise, with the copies, cost clean accuracy on the centre pixel for no gain
+#: under noise (benchmarks/RESULTS.md, "Noisy copies of the training rows").
 TRAIN_NOISE_COPIES = 2
 
 
@@ -226,8 +228,9 @@ def _minimize(module, objective):
     Full-batch L-BFGS (scipy's L-BFGS-B without bounds, at most :data:`REFINE_MAX_ITER`
     iterations, stopping at :data:`REFINE_FTOL`) on the flat vector of parameters, torch
     computing the value and gradient: unlike ``torch.optim.LBFGS``, it does not import
-    ``torch._dynamo`` (1.3 s with cached bytecode, 16-19 s without, on a process's first
-    fit). A non-finite value reads as ``inf``, so that the line search steps back from it.
+    ``torch._dynamo``, which dominated a process's first fit (benchmarks/RESULTS.md, "The
+    default recipe's cost, noise robustness and depth="auto"" and "Figures moved out of
+    the code"). A non-finite value reads as ``inf``, so that the line search steps back from it.
     """
     params = [p for p in module.parameters() if p.requires_grad]
 

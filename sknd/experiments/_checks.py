@@ -18,8 +18,9 @@ from ._specs import ALL_PAIR_TABLES, specs_for
 __all__ = []
 
 # Peak memory of an ND or AttND fit with pairs="all", in (n_samples, n_pairs) float64
-# tables: the first block's outputs on the training rows (peak RSS of a 300-sample,
-# 600-band fit: 5.3 float32 tables above that of a 6-band fit).
+# tables: the first block's outputs on the training rows (the peak RSS of a 300-sample,
+# 600-band fit above that of a 6-band fit, in such tables, stays below it:
+# benchmarks/RESULTS.md, "Figures moved out of the code").
 NETWORK_ALL_PAIR_TABLES = 3
 
 

@@ -48,7 +48,11 @@ def _pm(mean, std, metric="accuracy"):
 
 
 def _score(value, metric):
-    """A mean score as the report's text quotes it: ``81.32 %`` or ``R² 0.891``."""
+    """A mean score as the report's text quotes it.
+
+    >>> _score(0.81316, "accuracy"), _score(0.8912, "r2")
+    ('81.32 %', 'R² 0.891')
+    """
     _, scale, digits = _FORMATS[metric]
     text = f"{scale * value:.{digits}f}"
     return f"{text} %" if metric == "accuracy" else f"{_FORMATS[metric][0]} {text}"

@@ -10,9 +10,10 @@ def _exit(code):
     """End the process with ``code`` as soon as the command is done.
 
     The map is in place (or removed) when :func:`~sknd.raster._cli.main` returns; the
-    interpreter's teardown that would follow (about 0.5-1 s once torch is loaded) only
-    frees memory, and a stop signal during it (a job scheduler's, ``timeout``'s) would
-    report a finished command as killed. The streams are flushed first.
+    interpreter's teardown that would follow (noticeable once torch is loaded:
+    benchmarks/RESULTS.md, "Figures moved out of the code") only frees memory, and a stop
+    signal during it (a job scheduler's, ``timeout``'s) would report a finished command
+    as killed. The streams are flushed first.
     """
     sys.stdout.flush()
     sys.stderr.flush()

@@ -71,8 +71,9 @@ __all__ = []
 _STRIP_PIXELS = 4_000_000
 _GDAL_CACHE_BYTES = 64 * 2**20
 # Scenes from this many pixels use numba's compiled kernels (sknd._nd._kernels) for sknd models:
-# their start-up (about 0.5 s and 130 MB in a fresh process) costs more than they save on a
-# smaller scene, which numpy evaluates in tens of milliseconds.
+# their start-up in a fresh process (time and memory: benchmarks/RESULTS.md, "The scene
+# command") costs more than they save on a smaller scene, which numpy evaluates in tens of
+# milliseconds.
 _COMPILED_MIN_PIXELS = 2**22
 _METHODS = {"class": "predict", "proba": "predict_proba", "indices": "transform"}
 
