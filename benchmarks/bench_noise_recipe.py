@@ -2,7 +2,7 @@
 the paper's 10 % multiplicative noise (issues 33 and 46).
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_noise_recipe.py
-[--dataset NAME ...] [--folds N] [--fold-limit N] [--draws N] [--peer] [--line]
+[--dataset NAME ...] [--folds N] [--fold-start N] [--fold-limit N] [--draws N] [--peer] [--line]
 [--one-vs-rest] [--model NAME ...] [--frontier] [--cache PATH.csv] [--reuse-nd]
 [--report PATH.md]``
 
@@ -41,12 +41,14 @@ accurate of them and its own drop is within the floor; rule (b), where none is, 
 default scores within 0.25 of the most accurate reference and its drop is at most that
 reference's; and the passthrough target, ``passthrough=True`` at least the MLP on bands
 minus 0.5 points. Run with ``--folds 10``; ``--fold-limit N`` runs only the first N of
-the folds. ``--cache PATH.csv`` keeps one row per (data, fold, model) (with the number
-of folds, the draws and the commit it was fitted at): a model whose row is there is not
-fitted again, except the ``ND ...`` models, which are always refitted (unless
-``--reuse-nd``), so that the default can be rerun after a code change against the same
-references (which depend only on scikit-learn and the seeds). ``--report PATH.md``
-also writes the tables there. The caches and tables of the runs are in
+the folds, ``--fold-start N`` skips the first N (so that two processes with their own
+caches can share the folds; concatenate the caches, and a rerun with ``--reuse-nd``
+fits nothing and prints the table). ``--cache PATH.csv`` keeps one row per (data, fold,
+model) (with the number of folds, the draws and the commit it was fitted at): a model
+whose row is there is not fitted again, except the ``ND ...`` models, which are always
+refitted (unless ``--reuse-nd``), so that the default can be rerun after a code change
+against the same references (which depend only on scikit-learn and the seeds).
+``--report PATH.md`` also writes the tables there. The caches and tables of the runs are in
 ``benchmarks/results_frontier/``; the figures are discussed in ``benchmarks/RESULTS.md``.
 """
 
@@ -181,14 +183,15 @@ def frontier_models():
 
 
 def head_commit():
-    """The short hash of the checkout's HEAD (``+`` when the tree has changes), or ``?``."""
+    """The short hash of the checkout's HEAD (``+`` when the package ``sknd/`` has uncommitted
+    changes), or ``?``."""
     try:
         git = ["git", "-C", os.path.dirname(os.path.abspath(__file__))]
         commit = subprocess.run(
             [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
         changed = subprocess.run(
-            [*git, "status", "--porcelain", "--untracked-files=no"],
+            [*git, "status", "--porcelain", "--untracked-files=no", "--", "sknd"],
             capture_output=True,
             text=True,
             check=True,
@@ -238,15 +241,17 @@ def tasks(name, one_vs_rest=False):
     return [(f"{name}, {label} vs rest", X, (y == label).astype(int)) for label in np.unique(y)]
 
 
-def run(name, X, y, folds, draws=3, fold_limit=None, cache=None):
+def run(name, X, y, folds, draws=3, fold_limit=None, cache=None, fold_start=0):
     """One row per (fold, model) on the task ``name`` of rows ``X`` and classes ``y``: the
-    first ``fold_limit`` (all when None) of the ``folds`` folds; rows found in the
-    :class:`Cache` ``cache`` are taken from it."""
+    folds from ``fold_start`` to before ``fold_limit`` (the last when None) of the
+    ``folds`` folds; rows found in the :class:`Cache` ``cache`` are taken from it."""
     rows, cache, commit = [], cache or Cache(None), head_commit()
     splits = StratifiedKFold(folds, shuffle=True, random_state=0).split(X, y)
     for fold, (train, test) in enumerate(splits):
         if fold_limit is not None and fold >= fold_limit:
             break
+        if fold < fold_start:
+            continue
         noisy = [
             add_multiplicative_noise(X[test], NOISE, random_state=draws * fold + draw)
             for draw in range(draws)
@@ -348,6 +353,7 @@ def main():
     parser.add_argument("--dataset", nargs="*", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--fold-limit", type=int, help="run only the first N of the folds")
+    parser.add_argument("--fold-start", type=int, default=0, help="skip the first N folds")
     parser.add_argument("--draws", type=int, default=3, help="noise draws per fold")
     parser.add_argument("--peer", action="store_true", help="also fit the invariant MLP peer")
     parser.add_argument("--line", action="store_true", help="also fit other invariant models")
@@ -379,7 +385,7 @@ def main():
     cache = Cache(args.cache, args.reuse_nd)
     results = pd.concat(
         [
-            run(*task, args.folds, args.draws, args.fold_limit, cache)
+            run(*task, args.folds, args.draws, args.fold_limit, cache, args.fold_start)
             for name in args.dataset
             for task in tasks(name, args.one_vs_rest)
         ]
