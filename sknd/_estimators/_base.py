@@ -45,7 +45,7 @@ from ..networks import (
     rows_per_pass,
 )
 from ._export_methods import ExportMixin
-from ._fitting import FittingMixin
+from ._fit import FittingMixin
 
 __all__ = []
 
