@@ -4,7 +4,7 @@ modules on shared ground.
 - Every function in ``sknd/`` has at most 60 lines of code (docstrings, blank and
   comment-only lines not counted); ruff's C901 (``pyproject.toml``) caps its branches.
 - No module uses another module's private name: no ``from .x import _name`` of a function
-  or class (private *modules* such as ``sknd._estimators._fitting`` are the package's own and may be
+  or class (private *modules* such as ``sknd._estimators._fit`` are the package's own and may be
   imported), and no ``obj._name`` read where ``obj`` is not ``self``/``cls`` and ``_name``
   is not defined by the reading module itself (a class's own private attributes, read by
   the module that defines the class, are fine). Dunder names are public protocol. The
@@ -13,6 +13,9 @@ modules on shared ground.
 - No test module imports another test module: shared data and fixtures live in
   ``tests/conftest.py`` or in helper modules that are not test modules (``nd_oracle.py``).
 - No module in ``sknd/`` has more than 800 lines (physical lines): a backstop, not a target.
+- A public estimator's MRO holds at most 4 classes defined in sknd, and no internal function
+  of ``sknd/_estimators`` takes more than 6 parameters (``self``/``cls`` not counted): one
+  fit is one object with its stages as methods (``sknd._estimators._fit.Fit``).
 - The package root holds at most 14 modules (the public ones, ``__init__``, ``_version``
   and a few every part uses), and no folder of ``sknd`` holds more than 17: the private
   code lives in one package per stage (docs/architecture.md).
@@ -390,3 +393,90 @@ def test_import_checks_catch_what_they_look_for(tmp_path, monkeypatch):
     ]
     assert upward_imports(graph) == ["sknd/sub/b.py:1 imports sknd"]
     assert long_modules(package) == [f"sknd/low.py ({MAX_MODULE_LINES + 1} lines)"]
+
+
+# ------------------------------------------------------------------ one fit, read top-down
+#: At most this many classes defined in sknd in a public estimator's MRO (scikit-learn's
+#: MLPClassifier and skorch's NeuralNetClassifier hold two of their own): the estimator, its
+#: base, the learned indices as features and the export methods; the fit's machinery is
+#: one object (``sknd._estimators._fit.Fit``), not mixins.
+MAX_SKND_CLASSES = 4
+#: At most this many parameters per function of ``sknd/_estimators``, ``self`` and ``cls``
+#: not counted (``*args`` and ``**kwargs`` count one each): state travels on the
+#: ``Fit`` object, not as positional arguments.
+MAX_PARAMETERS = 6
+#: The estimators' public API, whose signatures scikit-learn's conventions set (every
+#: parameter in ``__init__``) and users call: its public methods and ``__init__`` are
+#: exempt from :data:`MAX_PARAMETERS`.
+PUBLIC_API_CLASSES = {
+    "BaseND",
+    "NDClassifier",
+    "NDRegressor",
+    "NDTransformer",
+    "ExportMixin",
+    "LearnedIndicesMixin",
+}
+
+
+def parameter_count(node):
+    """The parameters of a function, a leading ``self`` or ``cls`` not counted."""
+    arguments = node.args
+    names = [a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs]
+    count = len(names) - (names[:1] in (["self"], ["cls"]))
+    return count + (arguments.vararg is not None) + (arguments.kwarg is not None)
+
+
+def many_parameters(root=PACKAGE / "_estimators", limit=MAX_PARAMETERS):
+    """``path:line name (n parameters)`` for each internal function over ``limit``
+    parameters (``self``/``cls`` not counted), the public API of
+    :data:`PUBLIC_API_CLASSES` exempt."""
+    found = []
+    for path in _modules(root):
+        tree = ast.parse(path.read_text())
+        owner = {
+            method: cls.name
+            for cls in ast.walk(tree)
+            if isinstance(cls, ast.ClassDef)
+            for method in cls.body
+        }
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if owner.get(node) in PUBLIC_API_CLASSES and not _is_private(node.name):
+                continue
+            n = parameter_count(node)
+            if n > limit:
+                found.append(f"{_label(path, node)} {node.name} ({n} parameters)")
+    return found
+
+
+def test_estimators_hold_few_sknd_classes():
+    """A public estimator's MRO holds at most 4 classes defined in sknd."""
+    import sknd
+
+    for name in ("NDClassifier", "NDRegressor", "NDTransformer"):
+        own = [
+            cls.__qualname__
+            for cls in getattr(sknd, name).__mro__
+            if cls.__module__.split(".")[0] == "sknd"
+        ]
+        assert len(own) <= MAX_SKND_CLASSES, f"{name}'s MRO holds {len(own)} sknd classes: {own}"
+
+
+def test_estimator_functions_take_few_parameters(tmp_path, monkeypatch):
+    """No internal function of sknd/_estimators takes more than 6 parameters, ``self`` and
+    ``cls`` not counted; the check counts as it says."""
+    found = many_parameters()
+    assert not found, f"over {MAX_PARAMETERS} parameters:\n" + "\n".join(found)
+    (tmp_path / "m.py").write_text(
+        "def f(a, b, c, d, e, g, *h):\n    pass\n"
+        "class NDClassifier:\n"
+        "    def __init__(self, a, b, c, d, e, g, h):\n        pass\n"
+        "    def fit(self, a, b, c, d, e, g, h):\n        pass\n"
+        "    def _fit(self, a, b, c, d, e, g):\n        pass\n"
+        "    def _many(self, a, b, c, d, e, g, **h):\n        pass\n"
+        "    @classmethod\n"
+        "    def _make(cls, a, b, c, d, e, g):\n        pass\n"
+    )
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)  # labels relative to it
+    assert many_parameters(tmp_path) == ["m.py:1 f (7 parameters)", "m.py:10 _many (7 parameters)"]

@@ -17,6 +17,7 @@ from skorch.callbacks import PrintLog
 
 from sknd import NDClassifier, NDRegressor, NDTransformer
 from sknd._data._tasks import ClassificationTask, RegressionTask
+from sknd._estimators._fit import Fit
 from sknd._nd._formula import classic_index
 from sknd._nd._pairs import AUTO_PARAMETER_SHARE, auto_pair_budget
 from sknd._threads import one_thread
@@ -693,7 +694,7 @@ def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(
     X = _spectra(n_samples=n_samples, seed=seed)
     y = _classes(X, n_classes=3, seed=seed)
     runs, scored = [], []
-    train, validation = NDClassifier._train, _refinement.validation
+    train, validation = Fit.train, _refinement.validation
 
     def spy_train(self, *args):
         runs.append(train(self, *args))
@@ -703,7 +704,7 @@ def test_auto_depth_keeps_depth_3_only_when_validation_confirms_it(
         scored.append((module, validation(module, *args).monitored(args[0])))
         return validation(module, *args)
 
-    monkeypatch.setattr(NDClassifier, "_train", spy_train)
+    monkeypatch.setattr(Fit, "train", spy_train)
     monkeypatch.setattr(_refinement, "validation", spy_validation)
     model = NDClassifier(max_epochs=15, random_state=0).fit(X, y)
     assert model.depth == "auto" and model.depth_ == depth

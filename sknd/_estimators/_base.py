@@ -1,9 +1,13 @@
-"""What the sknd estimators share: parameters, input validation, inference and persistence.
+"""What the sknd estimators share: parameters, input validation, fitting, inference and
+persistence.
 
-Training lives in :mod:`sknd._estimators._fitting`
-(:class:`~sknd._estimators._fitting.FittingMixin`), the methods that write the model out in
+:class:`BaseND` checks the data of a ``fit`` or ``partial_fit`` call and hands the training to
+one :class:`~sknd._estimators._fit.Fit` (:mod:`sknd._estimators._fit`: the fit's state and its
+stages), then reads the fitted attributes off the trained net
+(:mod:`sknd._estimators._fitted_state`). The validation split and the parameters the network
+is made of are :mod:`sknd._estimators._fit_data`; the methods that write the model out are
 :mod:`sknd._estimators._export_methods` (:class:`~sknd._estimators._export_methods.ExportMixin`),
-``transform`` to the learned indices in :mod:`sknd._estimators._learned_indices`.
+``transform`` to the learned indices :mod:`sknd._estimators._learned_indices`.
 """
 
 import copy
@@ -16,9 +20,11 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._data._parts import Part
 from .._data._tasks import check_label_kinds
 from .._data._validation import (
     check_band_values,
@@ -31,11 +37,13 @@ from .._data._validation import (
     reject_images,
     warn_about_training_values,
 )
-from .._inference._device_choice import inference_device
+from .._data._weights import fit_weights, merge_duplicates
+from .._inference._device_choice import inference_device, resolve_device
 from .._nd._formula import EPSILON_RANGE, VARIANTS
 from .._threads import one_thread
 from .._training._recipe import RECIPES
 from .._version import __version__
+from ..bands import resolve_bands
 from ..inspection import index_table
 from ..networks import (
     ARCHITECTURES,
@@ -45,7 +53,9 @@ from ..networks import (
     rows_per_pass,
 )
 from ._export_methods import ExportMixin
-from ._fit import FittingMixin
+from ._fit import Fit, Previous, Settings
+from ._fit_data import NETWORK_PARAMS, check_network_params, matching_outputs, split_validation
+from ._fitted_state import fitted_attributes
 
 __all__ = []
 
@@ -72,13 +82,16 @@ CLASS_LABEL_CONSTRAINTS = {
 }
 
 
-class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
-    """Parameters, validation, inference and persistence shared by all sknd estimators.
+class BaseND(ExportMixin, BaseEstimator, metaclass=ABCMeta):
+    """Parameters, validation, fitting, inference and persistence shared by all sknd
+    estimators.
 
-    Training comes from :class:`~sknd._estimators._fitting.FittingMixin`, the export methods from
+    ``_fit`` and ``_partial_fit`` check the data and train through a
+    :class:`~sknd._estimators._fit.Fit`; the export methods come from
     :class:`~sknd._estimators._export_methods.ExportMixin`. Subclasses set
     ``_make_task(y, sample_weight, classes)`` (a task from :mod:`sknd._data._tasks`), their
-    own prediction methods and what ``_finish_fit`` adds.
+    own prediction methods, what ``_finish_fit`` adds and, where they take class labels,
+    ``_class_label_params``.
     """
 
     # The HTML repr's links (scikit-learn's _HTMLDocumentationLinkMixin: the "?" of the
@@ -305,6 +318,208 @@ class BaseND(FittingMixin, ExportMixin, BaseEstimator, metaclass=ABCMeta):
     def _y_validation_kwargs(self):
         """Extra ``validate_data`` arguments for ``y`` (overridden for regression)."""
         return {}
+
+    def _class_label_params(self):
+        """``(class_weight, train_noise)``: the parameters of the estimators that take class
+        labels (:data:`CLASS_LABEL_CONSTRAINTS`), which return theirs; none here."""
+        return None, 0.0
+
+    # ------------------------------------------------------------------ fitting
+    @one_thread()
+    def _fit(self, X, y, X_val=None, y_val=None, groups=None, sample_weight=None):
+        """``fit``: train a new network, or continue the fitted one with ``warm_start``."""
+        continuing = self.warm_start and hasattr(self, "_module")
+        how = "warm_start=True"
+        if continuing:
+            data, task, groups = self._continued_data(X, y, sample_weight, how, groups)
+        else:
+            data, task, groups = self._new_data(X, y, sample_weight, None, groups)
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        device = resolve_device(self.device)
+        train, valid = self._validation_split(data, task, X_val, y_val, seed, groups)
+        fit = Fit(self._fit_settings(), task, seed, device, train, valid)
+        fit.run(self._previous() if continuing else None)
+        self._set_fitted_state(fit.net, task, fit.pairs, train)
+        if not continuing:
+            self.depth_ = fit.depth
+        self.learning_gain_ = fit.gain
+        self.start_regularization_ = fit.penalty
+        # partial_fit after fit starts a new optimizer (as after a warm start).
+        self._optimizer_state = None
+        self._finish_fit()
+
+    @one_thread()
+    def _partial_fit(self, X, y, classes=None, sample_weight=None):
+        """``partial_fit``: one epoch over ``X``; the first call builds the network."""
+        continuing = hasattr(self, "_module")
+        if continuing and classes is not None:
+            fitted = getattr(self._task, "classes", None)
+            if fitted is None or not np.array_equal(np.unique(classes), fitted):
+                raise ValueError(
+                    f"classes={classes!r} differs from the classes of the fitted model "
+                    f"({fitted!r}): pass classes only on the first call to partial_fit, or "
+                    "the same ones."
+                )
+        if self._class_label_params()[0] == "balanced":
+            raise ValueError(
+                "class_weight='balanced' needs the class counts of all the data, which "
+                "partial_fit sees one part at a time. Compute the weights once with "
+                "sklearn.utils.class_weight.compute_class_weight('balanced', classes=classes, "
+                "y=y) and pass them as a dict: class_weight=dict(zip(classes, weights))."
+            )
+        if continuing:
+            data, task, _ = self._continued_data(X, y, sample_weight, "partial_fit")
+        else:
+            data, task, _ = self._new_data(X, y, sample_weight, classes)
+        n_calls = self.n_iter_ if continuing else 0
+        # A new shuffling order each call, reproducible from random_state.
+        seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+        seed = (seed + n_calls) % np.iinfo(np.int32).max
+        fit = Fit(self._fit_settings(), task, seed, resolve_device(self.device), data)
+        fit.epoch(self._previous() if continuing else None)
+        self._set_fitted_state(fit.net, task, fit.pairs, data)
+        if not continuing:
+            self.depth_ = fit.depth
+            self.start_regularization_ = fit.penalty
+        self.learning_gain_ = None  # no validation part to measure it on
+        self._optimizer_state = fit.optimizer_state()
+        self._optimizer_params = (self.lr, self.weight_decay)
+        self._finish_fit()
+
+    def _fit_settings(self):
+        """The parameters a :class:`~sknd._estimators._fit.Fit` trains with, as values
+        (``variant`` and ``bands`` as frozen at fit)."""
+        _, train_noise = self._class_label_params()
+        return Settings(
+            name=type(self).__name__,
+            architecture=self.architecture,
+            depth=self.depth,
+            hidden_units=self.hidden_units,
+            epsilon=self.epsilon,
+            variant=self.variant_,
+            pairs=self.pairs,
+            bands=self.bands_,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            batch_size=self.batch_size,
+            max_epochs=self.max_epochs,
+            early_stopping=self.early_stopping,
+            patience=self.patience,
+            verbose=self.verbose,
+            passthrough=self.passthrough,
+            recipe=self.recipe,
+            callbacks=self.callbacks,
+            train_noise=train_noise,
+        )
+
+    def _previous(self):
+        """The fitted model a warm start or ``partial_fit`` continues, a
+        :class:`~sknd._estimators._fit.Previous`: training continues a copy of the network,
+        so that a failed or interrupted call leaves the fitted model intact."""
+        return Previous(
+            pairs=self.pairs_,
+            module=copy.deepcopy(self._module).cpu(),
+            penalty=self.start_regularization_,
+            history=self.net_.history,
+            optimizer_state=getattr(self, "_optimizer_state", None),
+            optimizer_params=getattr(self, "_optimizer_params", None),
+        )
+
+    def _check_batch_size(self):
+        """Refuse a boolean ``batch_size``, an Integral to scikit-learn's checks."""
+        if isinstance(self.batch_size, (bool, np.bool_)):
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}.")
+
+    def _new_data(self, X, y, sample_weight, classes=None, groups=None):
+        """Validate the data of a new fit; return ``(data, task, groups)``.
+
+        ``data`` is the :class:`~sknd._data._parts.Part` of the data with the target encoded,
+        exact duplicate rows merged into weighted ones
+        (:func:`~sknd._data._weights.merge_duplicates`). Freezes what the network is made of
+        (``epsilon_``, ``variant_``, ``bands_``, the network parameters) and makes a task from
+        ``y`` (and ``classes``).
+        """
+        self._check_batch_size()
+        # Frozen at fit: set_params without a refit must not change what the network
+        # computes or which inputs it accepts (X_val is checked against these too).
+        self.epsilon_, self.variant_ = float(self.epsilon), self.variant
+        self._network_params_ = {name: getattr(self, name) for name in NETWORK_PARAMS}
+        self._band_names_given = self.bands is not None
+        X, y = self._validate_X_y(X, y, reset=True)
+        self._record_band_range(X, continuing=False)
+        # Band names (DataFrame columns or bands=) are frozen at fit time; they
+        # label indices_, export_formulas and get_feature_names_out.
+        self.bands_ = resolve_bands(
+            self.bands,
+            n_features=X.shape[1],
+            feature_names=getattr(self, "feature_names_in_", None),
+            sensor=self.sensor,
+        )
+        self.band_names_ = np.asarray([band.name for band in self.bands_], dtype=object)
+        weight = fit_weights(sample_weight, X, y, self._class_label_params()[0])
+        X, y, weight, groups = merge_duplicates(X, y, weight, groups)
+        task = self._make_task(y, weight, classes)
+        return Part(X, task.encoded, weight), task, groups
+
+    def _continued_data(self, X, y, sample_weight, how, groups=None):
+        """Validate the data of a call that continues the fitted network (``how``: the
+        call, a warm start or ``partial_fit``) against what it was fitted on; return
+        ``(data, task, groups)`` as :meth:`_new_data`, the fitted task kept."""
+        self._check_batch_size()
+        check_network_params(self._network_params_, self.get_params(deep=False), how)
+        X, y = self._validate_X_y(X, y, reset=False)
+        self._record_band_range(X, continuing=True)
+        weight = fit_weights(sample_weight, X, y, self._class_label_params()[0])
+        X, y, weight, groups = merge_duplicates(X, y, weight, groups)
+        task = self._task.continued(y)
+        codes = task.encode(y)
+        if np.ndim(codes) == 2 and codes.shape[1] != task.n_outputs:
+            raise ValueError(
+                f"y has {codes.shape[1]} target column(s), but the fitted "
+                f"{type(self).__name__} predicts {task.n_outputs}: pass y with the "
+                "columns of the first fit."
+            )
+        return Part(X, codes, weight), task, groups
+
+    def _validation_split(self, rows, task, X_val, y_val, seed, groups=None):
+        """Return the ``(train, valid)`` :class:`~sknd._data._parts.Part` of ``rows``.
+
+        ``valid`` is None without a validation part; an explicit ``X_val`` is not
+        weighted. Otherwise ``validation_fraction`` of the rows is held out
+        (:func:`~sknd._estimators._fit_data.split_validation`: whole ``groups`` where given).
+        """
+        if (X_val is None) != (y_val is None):
+            raise ValueError("Pass both X_val and y_val, or neither.")
+        if X_val is not None:
+            try:
+                X_val, y_val = self._validate_X_y(X_val, y_val, reset=False, name="X_val")
+            except ValueError as exc:
+                if "X_val" in str(exc) or "y_val" in str(exc):
+                    raise
+                # scikit-learn calls any target "y": here it is y_val.
+                message = str(exc).replace("Input y ", "Input y_val ")
+                raise ValueError(f"Invalid validation data X_val, y_val: {message}") from exc
+            codes_val = task.encode(y_val, "y_val")
+            return rows, Part(X_val, matching_outputs(codes_val, rows.target))
+        if not self.early_stopping:
+            return rows, None
+        return split_validation(rows, task, self.validation_fraction, seed, groups)
+
+    def _set_fitted_state(self, net, task, pairs, train):
+        """Keep the trained ``net`` (as ``net_``) and its ``task``, and set the fitted
+        attributes read from it (:func:`~sknd._estimators._fitted_state.fitted_attributes`;
+        ``train``: the training :class:`~sknd._data._parts.Part`)."""
+        self.net_ = net
+        self._module = net.module_.eval()
+        self._task = task
+        self.n_outputs_ = task.n_outputs
+        fitted = fitted_attributes(net, pairs, train, self.passthrough, self._inference_device())
+        for name, value in fitted.items():
+            setattr(self, name, value)
+
+    def _finish_fit(self):
+        """Attributes derived from the trained network (subclasses add theirs)."""
+        self._set_indices()
 
     @property
     def module_(self):

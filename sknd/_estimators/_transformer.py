@@ -146,6 +146,9 @@ class NDTransformer(TransformerMixin, BaseND):
         tags.transformer_tags.preserves_dtype = ["float64", "float32"]
         return tags
 
+    def _class_label_params(self):
+        return self.class_weight, self.train_noise
+
     def _make_task(self, y, sample_weight=None, classes=None):
         if np.ndim(y) == 2 and np.shape(y)[1] == 1:
             y = np.asarray(y)[:, 0]  # one target as a column, as NDClassifier accepts it
