@@ -2,7 +2,7 @@
 
 import importlib
 
-from ._inference._model_file import SavedModel, load_model
+from ._model_file import SavedModel, load_model
 from ._version import __version__
 
 __all__ = [

@@ -28,8 +28,8 @@ import re
 import numpy as np
 
 from ._data._validation import fitted_indices
-from ._inference._export._asi_catalogue import asi_domain, asi_platforms, asi_symbol
-from ._inference._export._formula_syntax import format_formula, format_number
+from ._export._asi_catalogue import asi_domain, asi_platforms, asi_symbol
+from ._export._formula_syntax import format_formula, format_number
 from ._nd._formula import VARIANTS, softplus, weight_ratio
 from .bands import get_sensor, resolve_bands
 from .indices import get_catalogue, known_index, why_no_known_indices

@@ -47,11 +47,11 @@ against autograd:
   (the exported numpy formula reproduces ``transform``).
 - whole-model exports (``export_model``), pinned by tests/test_export.py (each
   export equals :class:`sknd.SavedModel`): openEO process graphs, the formula
-  as scalar arithmetic in :mod:`sknd._inference._export._program`; Earth Engine
+  as scalar arithmetic in :mod:`sknd._export._program`; Earth Engine
   code, the layer as two products of pair weight matrices and a quotient on
-  array images (:mod:`sknd._inference._export._earthengine`, run through
+  array images (:mod:`sknd._export._earthengine`, run through
   tests/ee_numpy.py); openEO ``run_udf`` processes, a numpy copy in the UDF's
-  source (:mod:`sknd._inference._export._udf`, which runs on back-ends without
+  source (:mod:`sknd._export._udf`, which runs on back-ends without
   sknd).
 """
 

@@ -24,6 +24,9 @@ modules on shared ground.
   imports from a package ``__init__`` above it (``from .. import name`` of a name the
   parent package defines, ``from sknd import ...`` inside ``sknd``): the version lives in
   ``sknd._version``, not in ``sknd/__init__.py``.
+- Each stage package imports only packages below it (:data:`NOT_IMPORTED`; model files
+  and exports never the estimators or training), and model files, exports and the scene
+  command load without torch, scikit-learn or pandas (:data:`LOAD_WITHOUT_TORCH`).
 """
 
 import ast
@@ -209,14 +212,29 @@ def _imported(importer, is_package, node, known):
     return [f"{stem}.{a.name}" if f"{stem}.{a.name}" in known else stem for a in node.names]
 
 
-def import_graph(root=PACKAGE):
+def _run_on_load(tree):
+    """The nodes of a module that run when it is loaded: all but function bodies."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        todo += [
+            child
+            for child in ast.iter_child_nodes(node)
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        ]
+
+
+def import_graph(root=PACKAGE, on_load=False):
     """``{module: {imported module: "path:line"}}`` over the modules of ``root``, from every
-    import statement, at the top or inside functions."""
+    import statement, at the top or inside functions; with ``on_load``, from those a module
+    runs when it is loaded only (not inside functions)."""
     paths = {module_name(path, root): path for path in _modules(root)}
     graph = {}
     for name, path in paths.items():
         edges = graph.setdefault(name, {})
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        for node in _run_on_load(tree) if on_load else ast.walk(tree):
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 continue
             for target in _imported(name, path.name == "__init__.py", node, paths):
@@ -361,6 +379,111 @@ def test_no_import_cycle_or_upward_import():
     assert not found, "import circles:\n" + "\n".join(found)
     found = upward_imports(graph)
     assert not found, "imports from a package __init__ above:\n" + "\n".join(found)
+
+
+#: Stage packages and the packages they never import, not even inside a function: each
+#: package's ``__init__`` docstring says which it may import. Model files stand on exports
+#: (an MLM Item's artifact type, ``export_model``), both on inference (the evaluator,
+#: class colours); none of them on training or the estimators.
+NOT_IMPORTED = {
+    "sknd._data": ("sknd._estimators", "sknd._training", "sknd._inference"),
+    "sknd._training": ("sknd._estimators", "sknd._inference", "sknd._model_file"),
+    "sknd._inference": (
+        "sknd._estimators",
+        "sknd._training",
+        "sknd._model_file",
+        "sknd._export",
+    ),
+    "sknd._export": ("sknd._estimators", "sknd._training", "sknd._model_file"),
+    "sknd._model_file": ("sknd._estimators", "sknd._training"),
+}
+#: Modules that load without torch, scikit-learn or pandas (xarray imports pandas): a
+#: model file loads, predicts and exports, and the scene command runs, without them
+#: (tests/test_model_file.py and tests/test_raster_cli.py check the same at run time).
+LOAD_WITHOUT_TORCH = (
+    "sknd._model_file",
+    "sknd._export",
+    "sknd._inference._evaluator",
+    "sknd._inference._pixels",
+    "sknd.raster._cli",
+)
+HEAVY = ("torch", "skorch", "sklearn", "pandas", "xarray")
+
+
+def forbidden_imports(graph, rules=NOT_IMPORTED):
+    """Each import of a package its rule in ``rules`` forbids."""
+    return [
+        f"{label} imports {target}"
+        for name, edges in sorted(graph.items())
+        for package, forbidden in rules.items()
+        if name == package or name.startswith(package + ".")
+        for target, label in edges.items()
+        if any(target == other or target.startswith(other + ".") for other in forbidden)
+    ]
+
+
+def _third_party_on_load(path):
+    """``{top-level name: "path:line"}`` of what a module imports outside sknd on load."""
+    found = {}
+    for node in _run_on_load(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names = [node.module or ""]
+        else:
+            continue
+        for name in names:
+            if name.split(".")[0] != "sknd":
+                found.setdefault(name.split(".")[0], _label(path, node))
+    return found
+
+
+def heavy_on_load(root=PACKAGE, starts=LOAD_WITHOUT_TORCH, heavy=HEAVY):
+    """``"start: path:line imports name"`` for each heavy import that loading a module of
+    ``starts`` runs (through sknd's modules it loads, its parent packages included)."""
+    graph = import_graph(root, on_load=True)
+    paths = {module_name(path, root): path for path in _modules(root)}
+    found = []
+    for start in starts:
+        loaded = {start} | _ancestors(start)
+        for name in list(loaded):
+            loaded |= _reachable(graph, name)
+        for name in sorted(loaded):
+            found += [
+                f"{start}: {label} imports {imported}"
+                for imported, label in _third_party_on_load(paths[name]).items()
+                if imported in heavy
+            ]
+    return found
+
+
+def test_stage_packages_import_only_what_stands_below():
+    """No stage package imports one its rule forbids (model files and exports never the
+    estimators or training), and model files, exports and the scene command load
+    without torch, scikit-learn or pandas."""
+    found = forbidden_imports(import_graph())
+    assert not found, "imports a stage package's rule forbids:\n" + "\n".join(found)
+    found = heavy_on_load()
+    assert not found, "heavy imports on load:\n" + "\n".join(found)
+
+
+def test_stage_checks_catch_what_they_look_for(tmp_path, monkeypatch):
+    """Forbidden imports, at the top or in a function; heavy imports on load only, through
+    the modules loaded and the parent packages, not inside functions."""
+    package = tmp_path / "sknd"
+    (package / "low").mkdir(parents=True)
+    (package / "__init__.py").write_text("from . import top\n")
+    (package / "top.py").write_text("import torch\n")
+    (package / "low" / "__init__.py").write_text("")
+    (package / "low" / "a.py").write_text("from . import b\ndef f():\n    from .. import top\n")
+    (package / "low" / "b.py").write_text("import numpy\ndef f():\n    import pandas\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)  # labels relative to it
+    rules = {"sknd.low": ("sknd.top",)}
+    assert forbidden_imports(import_graph(package), rules) == ["sknd/low/a.py:3 imports sknd.top"]
+    assert heavy_on_load(package, ("sknd.low.b",), ("torch", "pandas")) == [
+        "sknd.low.b: sknd/top.py:1 imports torch"
+    ]
+    assert heavy_on_load(package, ("sknd.top",), ("pandas",)) == []
 
 
 def test_import_checks_catch_what_they_look_for(tmp_path, monkeypatch):

@@ -1,4 +1,4 @@
-"""Tests of the whole-model exports (sknd._inference._export): openEO graphs, Earth Engine code.
+"""Tests of the whole-model exports (sknd._export): openEO graphs, Earth Engine code.
 
 The openEO graphs run locally with openeo-processes-dask (the openEO core processes
 on xarray/dask) and openeo-pg-parser-networkx; the Earth Engine code runs against a
@@ -539,7 +539,7 @@ def test_earthengine_nodata_pixels_are_masked_or_filled():
 
 def test_auto_form_keeps_small_graphs_and_runs_large_models_in_a_udf():
     """form="auto": the pure process graph up to GRAPH_MAX_NODES, run_udf beyond."""
-    from sknd._inference._export import GRAPH_MAX_NODES
+    from sknd._export import GRAPH_MAX_NODES
 
     X, y = _data()
     small = NDClassifier(bands=BANDS, depth=2, **FAST).fit(X, y)

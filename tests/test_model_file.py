@@ -1,4 +1,4 @@
-"""Tests of sknd model files (sknd/_inference/_model_file/): save_model, load_model, SavedModel."""
+"""Tests of sknd model files (sknd/_model_file/): save_model, load_model, SavedModel."""
 
 import io
 import json
@@ -14,7 +14,7 @@ import pytest
 
 import sknd
 from sknd import NDClassifier, NDRegressor, NDTransformer, raster
-from sknd._inference._model_file import FORMAT_VERSION, SavedModel
+from sknd._model_file import FORMAT_VERSION, SavedModel
 
 FAST = {"max_epochs": 3, "random_state": 0}
 BANDS = ["blue", "green", "red", "nir"]
@@ -593,7 +593,7 @@ def test_files_get_the_umask_mode_and_bytes_paths_work(tmp_path):
 def test_the_documentation_describes_every_field_of_the_format():
     import pathlib
 
-    from sknd._inference._model_file import _format
+    from sknd._model_file import _format
 
     page = (pathlib.Path(__file__).parents[1] / "docs" / "model_files.md").read_text()
     fields = set(_format.COMMON_FIELDS + _format.BAND_FIELDS + _format.TARGET_FIELDS)

@@ -1,7 +1,7 @@
 """Decoding of raw network outputs: class probabilities, labels and regression targets.
 
 Numpy only (scipy for the logistic function), so that a model loaded from a
-file (:mod:`sknd._inference._model_file`) decodes without torch or scikit-learn, with the
+file (:mod:`sknd._model_file`) decodes without torch or scikit-learn, with the
 very code the estimators' tasks (:mod:`sknd._data._tasks`) use.
 """
 

@@ -252,7 +252,7 @@ class BaseND(ExportMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _band_range_to_check(self):
         """``band_range_`` where values far outside it warn, else None (internal hook of
-        :mod:`sknd._inference._model_file`).
+        :mod:`sknd._model_file`).
 
         Only for networks that see raw band values (``passthrough=True``, the
         MLP), as fitted: normalized differences do not change when all bands
@@ -276,7 +276,7 @@ class BaseND(ExportMixin, BaseEstimator, metaclass=ABCMeta):
 
     def _fitted_band_names(self):
         """``band_names_`` when ``bands=`` named the bands at fit, else None (internal hook
-        of :mod:`sknd.raster` and :mod:`sknd._inference._model_file`).
+        of :mod:`sknd.raster` and :mod:`sknd._model_file`).
 
         Names given by ``bands=`` must be found in an image, as DataFrame columns
         (``feature_names_in_``) are; names made up for unnamed columns are not.
@@ -651,7 +651,7 @@ class BaseND(ExportMixin, BaseEstimator, metaclass=ABCMeta):
         return FastNetwork.for_network(records, self.n_features_in_, finish, **self._pixel_checks())
 
     def _model_content(self):
-        """What a model file keeps to predict (internal hook of :mod:`sknd._inference._model_file`).
+        """What a model file keeps to predict (internal hook of :mod:`sknd._model_file`).
 
         The network as plain data (:func:`sknd._inference._evaluator.network_layers`) and
         what decodes its outputs: ``classes`` of a classifier, the ``target``

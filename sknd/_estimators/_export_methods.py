@@ -1,7 +1,7 @@
 """The estimator methods that write a fitted model out: formulas, model files, exports.
 
 :class:`ExportMixin` is part of :class:`~sknd._estimators._base.BaseND`; the formats themselves
-live in :mod:`sknd.inspection` (formulas) and :mod:`sknd._inference._model_file` (model files,
+live in :mod:`sknd.inspection` (formulas) and :mod:`sknd._model_file` (model files,
 openEO and Earth Engine).
 """
 
@@ -86,7 +86,7 @@ class ExportMixin:
                 f"This {type(self).__name__} has a network with layers a model file cannot "
                 "describe (a custom torch module): save it with a pickle (joblib.dump)."
             )
-        from .._inference._model_file import save_model
+        from .._model_file import save_model
 
         save_model(self, path)
 
@@ -156,7 +156,7 @@ class ExportMixin:
         import os
         import tempfile
 
-        from .._inference._model_file import load_model
+        from .._model_file import load_model
 
         with tempfile.TemporaryDirectory() as directory:
             path = os.path.join(directory, "model.sknd")

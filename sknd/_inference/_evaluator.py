@@ -91,7 +91,7 @@ class FastNetwork:
     same values as a cast of the whole table. On the CPU the estimators' own
     ``predict``, ``predict_proba`` and ``transform`` run through this
     evaluator too, so that an estimator, a scene (:mod:`sknd.raster`) and a
-    model file (:mod:`sknd._inference._model_file`) give the same values bit for bit.
+    model file (:mod:`sknd._model_file`) give the same values bit for bit.
 
     Built by :meth:`for_network`, :meth:`for_layers` or :meth:`for_indices`;
     the input checks are those of the estimator's own validation.
@@ -489,7 +489,7 @@ class _ReLUStep:
 # ------------------------------------------------------------- network layers
 # A fitted network as plain data: one dict per layer of sknd.networks.describe, its
 # weights float64 numpy arrays (exact copies of the float32 parameters), its settings
-# Python scalars. The evaluator is built from these dicts, and sknd._inference._model_file stores
+# Python scalars. The evaluator is built from these dicts, and sknd._model_file stores
 # them, so that a network read from a file evaluates exactly as the estimator's.
 
 

@@ -122,15 +122,22 @@ class _NamedColumns:
         return self.method(pd.DataFrame(X, columns=self.names, copy=False))
 
 
+#: The classes whose objects hand out a fast evaluator (``_fast_evaluator``), by module.
+_SKND_MODELS = (
+    ("sknd._model_file._saved_model", "SavedModel"),
+    ("sknd._estimators._base", "BaseND"),
+)
+
+
 def pixel_function(estimator, method):
     """A picklable callable mapping a pixel table (n, n_bands) to the method's output."""
-    from ._model_file import SavedModel
-
     # Fitted sknd estimators and loaded model files hand out a fast evaluator of their
-    # network (sknd._inference._evaluator). sknd._estimators._base is looked up, not imported: it
-    # imports torch and scikit-learn, which no estimator of its classes can exist without.
-    base = sys.modules.get("sknd._estimators._base")
-    sknd_types = (SavedModel,) if base is None else (SavedModel, base.BaseND)
+    # network (sknd._inference._evaluator). Their modules are looked up, not imported: no
+    # object of their classes exists before they are, and both stand above this package
+    # (sknd._estimators._base imports torch and scikit-learn).
+    sknd_types = tuple(
+        getattr(sys.modules[module], name) for module, name in _SKND_MODELS if module in sys.modules
+    )
     fast = estimator._fast_evaluator(method) if isinstance(estimator, sknd_types) else None
     if fast is not None:
         return fast

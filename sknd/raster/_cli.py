@@ -42,8 +42,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from .._inference._model_file import SavedModel, load_model
 from .._inference._pixels import apply_pixels, prepare
+from .._model_file import SavedModel, load_model
 from ..bands import Band
 from ._categorical import CodeTable, adjust_output
 from ._checks import band_nodata, check_n_jobs

@@ -15,8 +15,8 @@ apart. The user guide is ``docs/raster.md``.
 import numpy as np
 
 from .._docstrings import Substitution
-from .._inference._model_file import SavedModel
 from .._inference._pixels import DEFAULT_CHUNK_PIXELS, prepare
+from .._model_file import SavedModel
 from ._arrays import PixelJob
 from ._categorical import CodeTable, adjust_output
 from ._checks import check_options, check_scalar

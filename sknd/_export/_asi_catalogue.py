@@ -7,8 +7,8 @@ learned indices as its entries.
 
 from __future__ import annotations
 
-from ...bands import get_sensor
-from ...indices import SPYNDEX_BANDS
+from ..bands import get_sensor
+from ..indices import SPYNDEX_BANDS
 
 __all__ = ["asi_domain", "asi_platforms", "asi_symbol"]
 

@@ -7,14 +7,21 @@ the model file's network (:mod:`._program` turns it into scalar arithmetic
 once; :mod:`._openeo` and :mod:`._earthengine` spell it), or, for openEO, as
 a UDF that computes it with numpy from the model as data (:mod:`._openeo_udf`,
 :mod:`._udf`). The estimators' and :class:`sknd.SavedModel`'s ``export_model``
-methods call it.
+methods call it. The package also holds one learned index as text in each
+``export_formulas`` syntax (:mod:`._formula_syntax`) and the Awesome Spectral Indices
+vocabulary (:mod:`._asi_catalogue`), which :mod:`sknd.inspection` uses.
+
+May import: :mod:`sknd._inference`'s colours, :mod:`sknd._nd`, :mod:`sknd.bands`,
+:mod:`sknd.indices` and :mod:`sknd._version`; not the estimators, training or model files
+(which import it), and nothing that imports torch, scikit-learn or pandas when loaded
+(``tests/test_architecture.py`` checks it).
 """
 
 import numbers
 
 import numpy as np
 
-from ...bands import match_bands
+from ..bands import match_bands
 from ._earthengine import earthengine_code
 from ._mlm import mlm_item
 from ._openeo import graph_nodes, process_graph

@@ -30,8 +30,8 @@ tests/test_export.py checks every dialect against :class:`sknd.SavedModel`.
 
 import numpy as np
 
-from ..._nd._formula import softplus
-from ..._nd._pairs import index_names
+from .._nd._formula import softplus
+from .._nd._pairs import index_names
 
 __all__ = []
 

@@ -9,8 +9,8 @@ classes that fit the output layer. What it returns is what
 
 import numpy as np
 
-from ..._nd._formula import VARIANTS
-from ..._version import __version__
+from .._nd._formula import VARIANTS
+from .._version import __version__
 from ._archive import read_array
 from ._format import (
     BAND_FIELDS,

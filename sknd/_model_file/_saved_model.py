@@ -12,9 +12,9 @@ import os
 
 import numpy as np
 
-from ..._data._decoding import class_labels, class_probabilities, regression_targets
-from ..._data._validation import check_band_values, plain_values
-from ..._nd._pairs import index_names
+from .._data._decoding import class_labels, class_probabilities, regression_targets
+from .._data._validation import check_band_values, plain_values
+from .._nd._pairs import index_names
 from ._format import ESTIMATOR_METHODS
 from ._item import is_item, model_asset_bytes
 from ._reading import read_fields, read_file
@@ -191,7 +191,7 @@ class SavedModel:
     """
 
     def __init__(self, fields, content):
-        from ...bands import Band
+        from ..bands import Band
 
         self._content = content
         self._fields = fields
@@ -230,7 +230,7 @@ class SavedModel:
         """The evaluator of ``method``, built once (hook of :mod:`sknd._inference._pixels`)."""
         evaluator = self._evaluators.get(method)
         if evaluator is None:
-            from .._evaluator import FastNetwork
+            from .._inference._evaluator import FastNetwork
 
             fields = self._fields
             checks = dict(

@@ -19,7 +19,7 @@ import zipfile
 
 import numpy as np
 
-from ..._version import __version__
+from .._version import __version__
 from ._fields import is_plain
 from ._format import ARRAY_KINDS, ARRAYS, BAND_FIELDS, FORMAT, FORMAT_VERSION, METADATA
 from ._reading import read_fields

@@ -12,7 +12,14 @@ weight, read with ``allow_pickle=False``. The package, one concern a module:
 - :mod:`._archive`: the zip archive and its arrays read in bounded memory;
 - :mod:`._fields`: every field and array checked before anything is built;
 - :mod:`._reading`: a file's bytes to checked fields, errors as ``ValueError``;
-- :mod:`._saved_model`: :func:`load_model` and the :class:`SavedModel` it returns.
+- :mod:`._saved_model`: :func:`load_model` and the :class:`SavedModel` it returns;
+- :mod:`._item`: a STAC MLM Item read as the model file it points to.
+
+May import: :mod:`sknd._export`, :mod:`sknd._inference`'s evaluator, :mod:`sknd._data`'s
+numpy modules (``_validation``, ``_decoding``), :mod:`sknd._nd`, :mod:`sknd.bands` and
+:mod:`sknd._version`; not the estimators or training, and nothing that imports torch,
+scikit-learn or pandas when loaded: a model file loads and predicts without them
+(``tests/test_architecture.py`` and ``tests/test_model_file.py`` check it).
 """
 
 from ._format import FORMAT_VERSION

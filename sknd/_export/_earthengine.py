@@ -24,8 +24,8 @@ the fill code there (``where``) for class codes.
 
 import numpy as np
 
-from ..._nd._formula import softplus
-from ..._version import __version__
+from .._nd._formula import softplus
+from .._version import __version__
 from ._program import NODATA, Program, decoded, num, op, valid
 
 __all__ = []

@@ -9,7 +9,7 @@ outputs (a classifier's class codes, as :func:`sknd.raster.class_map` numbers
 them, with the class names and colours), and the model file itself as the
 asset of role ``mlm:model``, with its size and SHA-256 checksum (the file
 extension). :func:`sknd.load_model` reads such an Item back
-(:mod:`sknd._inference._model_file._item`).
+(:mod:`sknd._model_file._item`).
 """
 
 import datetime
@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from .._colors import check_colors
+from .._inference._colors import check_colors
 
 __all__ = []
 

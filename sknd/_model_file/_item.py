@@ -1,7 +1,7 @@
 """A model file reached through a STAC MLM Item: the bytes of its ``mlm:model`` asset.
 
 ``export_model("mlm", href=...)`` describes a model file as a STAC Item
-(:mod:`sknd._inference._export._mlm`); :func:`sknd.load_model` takes such an
+(:mod:`sknd._export._mlm`); :func:`sknd.load_model` takes such an
 Item's JSON file in place of the model file and reads the asset of role
 ``mlm:model`` (of ``mlm:artifact_type`` ``"sknd.save_model"`` where the Item
 has several model assets). A relative ``href`` is read from the Item's

@@ -65,7 +65,7 @@ def udf_context(fields, output, labels, dimension, scale, offset, nodata, fill):
 def udf_nodes(context, dimension):
     """The nodes after the node ``"select"`` that compute the outputs with the UDF."""
     # Imported here: the UDF imports xarray (and so pandas), which loading a model file
-    # (sknd._inference._model_file reads this package's MLM artifact type) must not.
+    # (sknd._model_file reads this package's MLM artifact type) must not.
     from . import _udf
 
     run = {
