@@ -35,20 +35,20 @@ def test_oversized_network_is_refused_before_allocating(hidden_units):
 
 
 def test_oversized_batch_is_refused(monkeypatch):
-    import sknd._data._validation
+    import sknd._training._memory
 
-    monkeypatch.setattr(sknd._data._validation, "physical_memory", lambda: 1000)
+    monkeypatch.setattr(sknd._training._memory, "physical_memory", lambda: 1000)
     X, y = make_data()
     with pytest.raises(ValueError, match="GiB"):
         NDClassifier(**FAST).fit(X, y)
 
 
 def test_the_recipe_tables_of_all_pairs_count_in_the_memory_estimate(monkeypatch):
-    import sknd._data._validation
+    import sknd._training._memory
 
     # 100 bands, all 4,950 pairs, 2,000 rows: the recipe's convex fits hold ~240 MB of
     # float64 tables (rows x pairs), the network and its batches ~10 MB.
-    monkeypatch.setattr(sknd._data._validation, "physical_memory", lambda: 64 * 2**20)
+    monkeypatch.setattr(sknd._training._memory, "physical_memory", lambda: 64 * 2**20)
     rng = np.random.default_rng(0)
     X = rng.uniform(0.05, 0.5, (2000, 100))
     y = (X[:, 1] > X[:, 0]).astype(int)

@@ -19,7 +19,6 @@ from sklearn.exceptions import NotFittedError
 
 import sknd._data._validation
 from sknd import NDClassifier, NDRegressor, NDTransformer
-from sknd.networks import build_network
 
 FAST = dict(max_epochs=3, batch_size=16, random_state=0)
 KINDS = ("classifier", "regressor", "transformer")
@@ -638,23 +637,6 @@ def test_partial_fit_extends_the_training_range():
         clf.predict(X * 100)
     clf.fit(X, y)  # a new fit: the range of its data only
     np.testing.assert_allclose(clf.band_range_[:, 1], X.max(0))
-
-
-@pytest.mark.parametrize("architecture", ["nd", "attnd", "mlp"])
-@pytest.mark.parametrize("depth", [2, 3, 4])
-@pytest.mark.parametrize("passthrough", [False, True])
-def test_network_size_counts_the_parameters_build_network_builds(architecture, depth, passthrough):
-    n_features, n_outputs, hidden = 5, 3, 7
-    scaling = ([0.0] * n_features, [1.0] * n_features) if passthrough else None
-    net = build_network(
-        architecture, n_features, n_outputs, depth, hidden, passthrough=scaling, standardize=True
-    )
-    params, _, first_width = sknd._data._validation.network_size(
-        architecture, n_features, 10, n_outputs, depth, hidden, passthrough
-    )
-    assert params == sum(p.numel() for p in net.parameters())
-    width = 10 if architecture != "mlp" else hidden
-    assert first_width == width + (n_features if passthrough else 0)
 
 
 def test_standardized_bands_warn_that_the_layer_wants_them_as_measured():

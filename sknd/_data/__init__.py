@@ -1,6 +1,7 @@
 """What the estimators take in and give out: bands checked, targets, weights.
 
 Holds the checks of band values and clear errors for bad input (``_validation``), the
+ND variant ``variant="auto"`` chooses from the training bands (``_variant``), the
 targets encoded and the outputs decoded (``_tasks`` with torch; ``_decoding`` in numpy,
 for model files too), and sample and class weights (``_weights``).
 

@@ -9,7 +9,6 @@ values are and what to do about them. The standard phrases ("Input X contains Na
 scikit-learn's estimator checks still recognise them.
 """
 
-import os
 import sys
 import warnings
 
@@ -241,45 +240,6 @@ def check_band_values(
         warn_far_outside(X, band_range, peak, name, estimator_name, feature_names)
 
 
-#: Negative band values that mark no-data in satellite products (GDAL/ENVI -9999,
-#: int16 -32768 ...): under ``variant="auto"`` they are refused, not taken as signed data.
-FILL_VALUES = (-9999.0, -999.0, -10000.0, -32767.0, -32768.0)
-
-
-def choose_variant(variant, X, *, estimator_name, feature_names, verbose=0):
-    """``variant`` as a fit uses it: ``"auto"`` chooses from the training bands ``X``.
-
-    ``"reflectance"`` when every value is non-negative, ``"signed"`` for signed
-    data (standardized features, differences). Negative values that look like
-    no-data fill values (one of :data:`FILL_VALUES`, below -1e30, or a row with
-    one negative value in every band) raise the reflectance variant's
-    ``ValueError`` instead: a model of reflectance must not learn fill values.
-    """
-    if variant != "auto":
-        return variant
-    if X.size == 0 or X.min() >= 0:
-        return "reflectance"
-    fill = np.isin(X, FILL_VALUES) | (X < -1e30)
-    fill |= ((X == X[:, :1]).all(axis=1) & (X[:, 0] < 0))[:, None]
-    if fill.any():
-        raise ValueError(
-            f"Negative values in data passed to {estimator_name}: "
-            f"{locate(fill, feature_names)} of X, down to {X.min():.4g}, look like no-data "
-            "fill values (such as -9999 or -32768, or one negative value in every band of a "
-            "row): mask those rows before fit. variant='auto' takes negative values as "
-            "signed data (standardized features) only without such values: set "
-            "variant='signed' to use them as they are, or variant='reflectance' for "
-            "non-negative reflectance (small negative reflectances can be clipped with "
-            "np.clip(X, 0, None))."
-        )
-    if verbose:
-        print(
-            f"variant='auto': X has negative values (down to {X.min():.4g}): using "
-            "variant_='signed'"
-        )
-    return "signed"
-
-
 #: Band values beyond this many times the largest magnitude the band had at fit warn:
 #: orders of magnitude (other units), not the few percent by which new data may exceed it.
 RANGE_FACTOR = 10.0
@@ -469,84 +429,3 @@ def fitted_indices(model):
         bands=None if layer.bands is None else [str(name) for name in layer.bands],
         sensor=getattr(layer, "sensor", None),
     )
-
-
-def physical_memory():
-    """Bytes of physical memory of this machine (16 GiB where the system does not say)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return 16 * 2**30
-
-
-def network_size(architecture, n_features, n_pairs, n_outputs, depth, hidden_units, passthrough):
-    """``(parameters, activations, first width)`` of the network ``build_network`` builds.
-
-    In Python integers, so that sizes no machine holds still compare without overflow
-    (building the network, even on torch's ``"meta"`` device, overflows first).
-    ``activations`` counts the values one sample keeps through a forward pass (the
-    ``"signed"`` variant's gathered columns included); ``first width`` is the number of
-    outputs of the first block. tests/test_validation.py checks the parameters against
-    built networks.
-    """
-    if architecture == "mlp":
-        params, width, gathered = n_features * hidden_units + hidden_units, hidden_units, 0
-    else:
-        params, width = 2 * n_pairs, n_pairs
-        gathered = 4 * n_pairs  # "signed" gathers [b_i, b_j, r_i, r_j] per pair
-        if architecture == "attnd":
-            params += n_features * n_pairs + n_pairs
-    if passthrough:
-        width += n_features
-    first_width, widths = width, gathered + width
-    for _ in range(depth - 2):
-        params += width * hidden_units + hidden_units
-        width = hidden_units
-        widths += 2 * hidden_units
-    params += width * n_outputs + n_outputs
-    return params, widths, first_width
-
-
-def check_training_memory(
-    *,
-    architecture,
-    n_features,
-    n_pairs,
-    n_outputs,
-    depth,
-    hidden_units,
-    batch_size,
-    n_samples,
-    passthrough,
-    estimator_name,
-    recipe_rows=0,
-):
-    """Refuse a fit whose network and batches cannot fit in this machine's memory.
-
-    Counts the parameters of the network :func:`sknd.networks.build_network`
-    would build (in Python integers: no overflow) and the float32 activations
-    of one batch. Training keeps four copies of each parameter (weights,
-    gradients, Adam's two moments) and one more for early stopping's best
-    state; a backward pass keeps about three values per activation. The
-    default recipe's convex fits hold about three float64 tables of their
-    ``recipe_rows`` rows by the first block's outputs. An estimate above the
-    physical memory raises a ``ValueError`` naming the parameter to lower,
-    instead of letting the operating system kill the process.
-    """
-    params, widths, first_width = network_size(
-        architecture, n_features, n_pairs, n_outputs, depth, hidden_units, passthrough
-    )
-    tables = 3 * 8 * recipe_rows * first_width
-    rows = min(batch_size, max(n_samples, 1))
-    estimate = 4 * (5 * params + 3 * rows * (widths + n_features + n_outputs)) + tables
-    limit = physical_memory()
-    if estimate > limit:
-        largest = "hidden_units" if hidden_units >= n_pairs else "pairs"
-        raise ValueError(
-            f"{estimator_name} would need about {estimate / 2**30:,.3g} GiB to train a network "
-            f"of {params:,} parameters (depth={depth}, hidden_units={hidden_units:,}, "
-            f"{n_pairs:,} band pairs, batch_size={batch_size:,}), more than the "
-            f"{limit / 2**30:,.3g} GiB of memory of this machine. Lower {largest} (or depth, "
-            "batch_size), or select fewer bands or pairs (e.g. pairs='auto')."
-        )
-    return estimate

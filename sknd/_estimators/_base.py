@@ -29,7 +29,6 @@ from .._data._tasks import check_label_kinds
 from .._data._validation import (
     check_band_values,
     check_min_bands,
-    choose_variant,
     densify,
     locate,
     non_numeric_error,
@@ -37,6 +36,7 @@ from .._data._validation import (
     reject_images,
     warn_about_training_values,
 )
+from .._data._variant import choose_variant
 from .._data._weights import fit_weights, merge_duplicates
 from .._inference._device_choice import inference_device, resolve_device
 from .._nd._formula import EPSILON_RANGE, VARIANTS

@@ -32,7 +32,6 @@ import torch
 from skorch.helper import predefined_split
 
 from .._data._tasks import ClassificationTask
-from .._data._validation import check_training_memory
 from .._data._weights import weight_tensor
 from .._inference._device import device_memory
 from .._nd._pairs import estimator_pairs
@@ -41,6 +40,7 @@ from .._training._adam import FlatAdam
 from .._training._batches import TensorBatches, TensorDataset
 from .._training._callbacks import BestEpochStopping, FiniteTraining, ValidationScore
 from .._training._convex_start import MIN_SELECTION_ROWS, convex_budget
+from .._training._memory import check_training_memory
 from .._training._net import Net
 from .._training._user_callbacks import user_callbacks
 from ..networks import build_network, default_hidden_units, describe, rows_per_pass

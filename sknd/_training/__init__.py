@@ -7,6 +7,7 @@ their noisy copies (``_noise_models``), and for ``depth="auto"`` trains the wide
 hand-written step (``_fused``) with Adam on one buffer (``_adam``), or as CUDA graphs
 (``_graph_epochs``), over tensor batches (``_batches``) and with sknd's own callbacks,
 early stopping among them (``_callbacks``; ``_user_callbacks`` checks the user's).
+What a fit needs in memory is checked before anything is built (``_memory``).
 
 May import: :mod:`sknd._nd`, :mod:`sknd._data`, :mod:`sknd.networks` and
 :mod:`sknd.nn`; not the estimators or inference.

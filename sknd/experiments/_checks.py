@@ -12,7 +12,7 @@ import numpy as np
 from joblib import effective_n_jobs
 
 from .._data._validation import check_band_values
-from .._data._validation import physical_memory as _physical_memory
+from .._training._memory import physical_memory as _physical_memory
 from ._specs import ALL_PAIR_TABLES, specs_for
 
 __all__ = []
