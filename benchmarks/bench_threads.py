@@ -29,19 +29,26 @@ import numpy as np
 import torch
 from sklearn.model_selection import GridSearchCV
 
-import sknd._estimators._fitting as fitting
+import sknd._threads as threads
 from sknd import NDClassifier, NDRegressor
+
+#: What sknd._threads.one_thread enters (looked up in the module at each call): torch's
+#: threads, then the BLAS and OpenMP pools.
+POLICY = ("torch_threads", "_single_threaded_blas", "_single_threaded_openmp")
 
 
 @contextlib.contextmanager
 def fit_threads_follow_torch():
-    """Counterfactual: fits use torch's current thread count instead of one thread."""
-    original = fitting.torch_threads
-    fitting.torch_threads = lambda n_threads: original(None)
+    """Counterfactual: sknd's one-thread policy off, so that fits use torch's current
+    thread count (and the BLAS / OpenMP pools theirs) instead of one thread."""
+    original = {name: getattr(threads, name) for name in POLICY}
+    for name in POLICY:
+        setattr(threads, name, lambda *args: contextlib.nullcontext())
     try:
         yield
     finally:
-        fitting.torch_threads = original
+        for name, value in original.items():
+            setattr(threads, name, value)
 
 
 def timed(fn):

@@ -1,4 +1,4 @@
-"""Continuing training: ``warm_start`` and ``partial_fit`` (sknd._estimators._fitting)."""
+"""Continuing training: ``warm_start`` and ``partial_fit`` (sknd._estimators._fit)."""
 
 import pickle
 
