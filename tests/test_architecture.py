@@ -386,8 +386,14 @@ def test_no_import_cycle_or_upward_import():
 #: (an MLM Item's artifact type, ``export_model``), both on inference (the evaluator,
 #: class colours); none of them on training or the estimators.
 NOT_IMPORTED = {
-    "sknd._data": ("sknd._estimators", "sknd._training", "sknd._inference"),
-    "sknd._training": ("sknd._estimators", "sknd._inference", "sknd._model_file"),
+    "sknd._data": (
+        "sknd._estimators",
+        "sknd._training",
+        "sknd._inference",
+        "sknd._model_file",
+        "sknd._export",
+    ),
+    "sknd._training": ("sknd._estimators", "sknd._inference", "sknd._model_file", "sknd._export"),
     "sknd._inference": (
         "sknd._estimators",
         "sknd._training",
