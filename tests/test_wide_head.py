@@ -49,7 +49,7 @@ def _head(seed=1, width=32, weight=None):
     network = _network(X, y, width=width)
     weight = (None, None) if weight is None else (weight[:450], weight[450:])
     train, valid = Part(X[:450], y[:450], weight[0]), Part(X[450:], y[450:], weight[1])
-    return network, _wide_head.WideHead(network, train, valid, ClassificationTask(y), 1000, 0.1, 0)
+    return network, _wide_head.WideHead(network, train, valid, ClassificationTask(y), 0.1, 0)
 
 
 def test_train_returns_the_validation_of_the_network_it_leaves():

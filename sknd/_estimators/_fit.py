@@ -453,7 +453,6 @@ class Fit:
             self.training,
             self.scored,
             self.task,
-            rows_per_pass(wide),
             self.copies.level,
             self.seed,
         )

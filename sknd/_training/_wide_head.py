@@ -15,17 +15,23 @@ refined, indices, standardized), from random weights, and keeps the epoch that s
 on the validation rows. Every second epoch trains on a noisy copy of the training rows
 instead of the rows, under the paper's noise at ``train_noise``
 (:func:`~sknd._training._refinement.noisy_copy`; :data:`NOISY_COPIES` of them in turn): a head
-trained on the clean rows alone is as fragile as the peer (satimage-36, two folds: a drop
-of 22.8 points under 10 % multiplicative noise for the peer against 11.5 for the MLP on the
-bands), one with the rows and a new copy each epoch dropped 10.3 there. Where the recipe
-keeps the head, :meth:`WideHead.refit` trains a new one on the training and validation rows
-for the epochs validation kept, as the peer trains on all the rows it is given (10 folds:
-satimage-36 83.62 -> 83.90, with passthrough 90.26 -> 90.46; benchmarks/RESULTS.md). The head
-reads the principal components of the first block's outputs
-(:class:`~sknd._training._convex_start.Components`, as the convex fits do: 87 of satimage-36's
-630 indices), computed once for both trainings, and the trained layer is folded back onto
-the indices, so that the network and its exports stay as they are. Its epochs run through
+trained on the clean rows alone is as fragile as the peer, which loses about twice what the
+MLP on the bands loses under the paper's noise (benchmarks/RESULTS.md, "Figures moved out
+of the code"). Where the recipe keeps the head, :meth:`WideHead.refit` trains a new one on
+the training and validation rows for the epochs validation kept, as the peer trains on all
+the rows it is given (benchmarks/RESULTS.md, "The kept wide head trained anew on all
+rows"). The head reads the principal components of the first block's outputs
+(:class:`~sknd._training._convex_start.Components`, as the convex fits do: hundreds of indices
+of a few dozen bands span few more directions than the bands), computed once for both
+trainings, and the trained layer is folded back onto the indices, so that the network and
+its exports stay as they are. Its epochs run through
 :class:`~sknd._training._fused.FusedTrainer`'s hand-written backward, as the network's own do.
+
+Penalty paths, two noisy rows for each clean one in every epoch, training without a
+validation stop and the classic indices under the head, as the invariant references are
+trained, were each measured against this schedule and not taken: none moved the frontier
+beyond the folds' noise, and a path over the penalty doubled the head's cost
+(benchmarks/RESULTS.md, "The invariant frontier at the noise floor").
 """
 
 import itertools
@@ -36,7 +42,7 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from .._data._tasks import ClassificationTask
 from .._data._weights import weight_tensor
-from ..networks import describe, forward_rows
+from ..networks import describe, forward_rows, rows_per_pass
 from ._adam import FlatAdam
 from ._batches import TensorBatches, TensorDataset
 from ._callbacks import improves
@@ -58,13 +64,13 @@ ALPHA = 1e-4
 MAX_EPOCHS = 200
 #: Epochs without a better validation score (then loss) before the head stops. The peer
 #: stops after 10 epochs without a better training loss; 10 validation epochs stopped the
-#: head early on satimage-36 (two folds: 81.86 against 82.98 at 20, for 2.40x against
-#: 2.95x the MLP's fit time).
+#: head too early on satimage-36, for less than they saved (benchmarks/RESULTS.md, "The
+#: default against the peers it contains: the wide head").
 PATIENCE = 20
-#: Noisy copies of the training rows that odd epochs cycle through (a new copy every epoch
-#: of a two-fold probe dropped 10.3 points on satimage-36 against 12.4 for two fixed copies
-#: beside the rows in every epoch; computing a copy's indices every epoch took most of the
-#: head's time).
+#: Noisy copies of the training rows that odd epochs cycle through: a new copy every epoch
+#: was more robust than two fixed copies beside the rows in every epoch, but computing a
+#: copy's indices every epoch took most of the head's time (benchmarks/RESULTS.md, "The
+#: default against the peers it contains: the wide head").
 NOISY_COPIES = 8
 #: Fewest training rows to train a wide head on: below it, the recipe keeps its linear
 #: start (``verbose`` says so).
@@ -137,8 +143,9 @@ class _Rows:
     refit: the rows themselves and, at ``level`` > 0, :data:`NOISY_COPIES` noisy copies of
     them, with their training targets (class codes) and weights."""
 
-    def __init__(self, first, data, n_train, task, level, seed, rows):
+    def __init__(self, first, data, n_train, task, level, seed):
         X, target, weight = data
+        rows = rows_per_pass(first)
         features = forward_rows(first, X, rows)
         train_weight = None if weight is None else weight[:n_train]
         self.components = Components(features[:n_train], train_weight)
@@ -179,13 +186,13 @@ class WideHead:
     for none); ``seed`` seeds the head's initial weights, the batches' order and the copies.
     """
 
-    def __init__(self, module, train, valid, task, rows, level, seed):
-        self.task, self.rows, self.seed = task, rows, seed
+    def __init__(self, module, train, valid, task, level, seed):
+        self.task, self.rows, self.seed = task, rows_per_pass(module), seed
         self.valid = valid
         self.n_train = train.n_rows
         hidden = next(layer.module for layer in describe(module) if layer.kind == "linear")
         self.width = hidden.out_features
-        self.data = _Rows(module[:2], train.joined(valid), train.n_rows, task, level, seed, rows)
+        self.data = _Rows(module[:2], train.joined(valid), train.n_rows, task, level, seed)
         #: Epochs :meth:`train` trained up to the one it kept (None before it ran).
         self.epochs = None
 
