@@ -14,8 +14,10 @@ modules on shared ground.
   ``tests/conftest.py`` or in helper modules that are not test modules (``nd_oracle.py``).
 - No module in ``sknd/`` has more than 800 lines (physical lines): a backstop, not a target.
 - A public estimator's MRO holds at most 4 classes defined in sknd, and no internal function
-  of ``sknd/_estimators`` takes more than 6 parameters (``self``/``cls`` not counted): one
-  fit is one object with its stages as methods (``sknd._estimators._fit.Fit``).
+  of ``sknd/_estimators`` or ``sknd/_training`` takes more than 6 parameters
+  (``self``/``cls`` not counted): one fit is one object with its stages as methods
+  (``sknd._estimators._fit.Fit``), and the recipe's steps take the rows they read as parts
+  (``sknd._data._parts.Part``, ``Split``).
 - The package root holds at most 14 modules (the public ones, ``__init__``, ``_version``
   and a few every part uses), and no folder of ``sknd`` holds more than 17: the private
   code lives in one package per stage (docs/architecture.md).
@@ -530,10 +532,13 @@ def test_import_checks_catch_what_they_look_for(tmp_path, monkeypatch):
 #: base, the learned indices as features and the export methods; the fit's machinery is
 #: one object (``sknd._estimators._fit.Fit``), not mixins.
 MAX_SKND_CLASSES = 4
-#: At most this many parameters per function of ``sknd/_estimators``, ``self`` and ``cls``
-#: not counted (``*args`` and ``**kwargs`` count one each): state travels on the
-#: ``Fit`` object, not as positional arguments.
+#: At most this many parameters per function of :data:`FEW_PARAMETER_PACKAGES`, ``self``
+#: and ``cls`` not counted (``*args`` and ``**kwargs`` count one each): state travels on the
+#: ``Fit`` object, rows as parts, not as positional arguments.
 MAX_PARAMETERS = 6
+#: The packages whose internal functions take at most :data:`MAX_PARAMETERS` parameters:
+#: the estimators' machinery and the training it calls.
+FEW_PARAMETER_PACKAGES = ("_estimators", "_training")
 #: The estimators' public API, whose signatures scikit-learn's conventions set (every
 #: parameter in ``__init__``) and users call: its public methods and ``__init__`` are
 #: exempt from :data:`MAX_PARAMETERS`.
@@ -593,9 +598,9 @@ def test_estimators_hold_few_sknd_classes():
 
 
 def test_estimator_functions_take_few_parameters(tmp_path, monkeypatch):
-    """No internal function of sknd/_estimators takes more than 6 parameters, ``self`` and
-    ``cls`` not counted; the check counts as it says."""
-    found = many_parameters()
+    """No internal function of sknd/_estimators or sknd/_training takes more than 6
+    parameters, ``self`` and ``cls`` not counted; the check counts as it says."""
+    found = [line for name in FEW_PARAMETER_PACKAGES for line in many_parameters(PACKAGE / name)]
     assert not found, f"over {MAX_PARAMETERS} parameters:\n" + "\n".join(found)
     (tmp_path / "m.py").write_text(
         "def f(a, b, c, d, e, g, *h):\n    pass\n"

@@ -3,7 +3,7 @@ refusals of fits too large for the machine are in tests/test_contract.py."""
 
 import pytest
 
-from sknd._training._memory import network_size
+from sknd._training._memory import NetworkShape, network_size
 from sknd.networks import build_network
 
 
@@ -17,7 +17,7 @@ def test_network_size_counts_the_parameters_build_network_builds(architecture, d
         architecture, n_features, n_outputs, depth, hidden, passthrough=scaling, standardize=True
     )
     params, _, first_width = network_size(
-        architecture, n_features, 10, n_outputs, depth, hidden, passthrough
+        NetworkShape(architecture, n_features, 10, n_outputs, depth, hidden, passthrough)
     )
     assert params == sum(p.numel() for p in net.parameters())
     width = 10 if architecture != "mlp" else hidden

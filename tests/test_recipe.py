@@ -230,7 +230,7 @@ def test_convex_fits_on_principal_components_equal_fits_on_all_features():
     assert components.basis.shape[1] < features.shape[1]
     layer = torch.nn.Linear(features.shape[1], 3).double()
     task = ClassificationTask(y)
-    _convex_start.convex_fit(features, y, task, layer, 0.1)
+    _convex_start.convex_fit((features, y, None), task, layer, 0.1)
     reference = LogisticRegression(C=0.1, max_iter=5000, tol=1e-8).fit(features, y)
     _assert_layer_predicts_as(layer, features, reference)
 
@@ -249,7 +249,7 @@ def test_convex_fits_from_a_trained_layer_reach_the_fit_from_zero(newton_max, mo
     with torch.no_grad():
         layer.weight.copy_(torch.as_tensor(rng.normal(size=(3, features.shape[1]))))
         layer.bias.copy_(torch.as_tensor([3.0, -1.0, 2.0]))
-    _convex_start.convex_fit(features, y, ClassificationTask(y), layer, 1.0)
+    _convex_start.convex_fit((features, y, None), ClassificationTask(y), layer, 1.0)
     solver = _convex_start._logistic(layer, 1.0, _convex_start.Components(features, None)).solver
     assert solver == ("lbfgs" if newton_max == 0 else "newton-cholesky")
     reference = LogisticRegression(C=1.0, max_iter=5000, tol=1e-8).fit(features, y)
@@ -605,7 +605,8 @@ def test_convex_rows_sample_large_data_without_bias_and_keep_rare_classes():
 
 def _small_budget_rows(monkeypatch, module, function, argument, *, rows, class_rows, per):
     """Shrink the convex fits' row budget; return the row counts of the table that calls
-    of ``module.<function>`` get as their positional ``argument``."""
+    of ``module.<function>`` get as their positional ``argument`` (an array, or a
+    ``(features, target, weight)`` tuple: its features)."""
     monkeypatch.setattr(_convex_start, "MIN_CONVEX_ROWS", rows)
     monkeypatch.setattr(_convex_start, "MIN_CLASS_ROWS", class_rows)
     monkeypatch.setattr(_convex_start, "ROWS_PER_COEFFICIENT", per)
@@ -613,7 +614,8 @@ def _small_budget_rows(monkeypatch, module, function, argument, *, rows, class_r
     original = getattr(module, function)
 
     def spy(*args):
-        seen.append(len(args[argument]))
+        table = args[argument]
+        seen.append(len(table[0] if isinstance(table, tuple) else table))
         return original(*args)
 
     monkeypatch.setattr(module, function, spy)

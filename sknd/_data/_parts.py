@@ -2,14 +2,15 @@
 
 A fit splits its rows into a training part and a validation part, the recipe's convex fits
 learn other targets of the same rows, and the refit joins the two parts again. The three
-arrays of a part always travel together, as a :class:`Part`.
+arrays of a part always travel together, as a :class:`Part`, and the two parts of a fit
+as a :class:`Split`.
 """
 
 from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Part"]
+__all__ = ["Part", "Split"]
 
 
 class Part(NamedTuple):
@@ -71,6 +72,29 @@ class Part(NamedTuple):
         return Part(
             np.concatenate([self.X, other.X]), np.concatenate([self.target, other.target]), weight
         )
+
+
+class Split(NamedTuple):
+    """A fit's training part and its validation part, which the recipe's steps read
+    together (the convex start's path and the refinement select on the validation part).
+
+    Attributes
+    ----------
+    train : Part
+        The training rows.
+    valid : Part or None
+        The validation rows; None where the fit holds none out.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sknd._data._parts import Part, Split
+    >>> Split(Part(np.ones((4, 2)), np.array([0, 1, 0, 1]))).valid is None
+    True
+    """
+
+    train: Part
+    valid: Part | None = None
 
 
 def _weights(part):

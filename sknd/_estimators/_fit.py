@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from skorch.helper import predefined_split
 
+from .._data._parts import Split
 from .._data._tasks import ClassificationTask
 from .._data._weights import weight_tensor
 from .._inference._device import device_memory
@@ -40,7 +41,7 @@ from .._training._adam import FlatAdam
 from .._training._batches import TensorBatches, TensorDataset
 from .._training._callbacks import BestEpochStopping, FiniteTraining, ValidationScore
 from .._training._convex_start import MIN_SELECTION_ROWS, convex_budget
-from .._training._memory import check_training_memory
+from .._training._memory import NetworkShape, check_training_memory
 from .._training._net import Net
 from .._training._user_callbacks import user_callbacks
 from ..networks import build_network, default_hidden_units, describe, rows_per_pass
@@ -301,16 +302,19 @@ class Fit:
             outputs = n_pairs + (n_features if settings.passthrough else 0)
             coefficients = (outputs + 1) * task.n_outputs
             recipe_rows = min(train.n_rows, convex_budget(coefficients))
+        shape = NetworkShape(
+            settings.architecture,
+            n_features,
+            n_pairs,
+            task.n_outputs,
+            depth,
+            hidden_units,
+            settings.passthrough,
+        )
         check_training_memory(
-            architecture=settings.architecture,
-            n_features=n_features,
-            n_pairs=n_pairs,
-            n_outputs=task.n_outputs,
-            depth=depth,
-            hidden_units=hidden_units,
+            shape,
             batch_size=settings.batch_size,
             n_samples=train.n_rows,
-            passthrough=settings.passthrough,
             estimator_name=settings.name,
             recipe_rows=recipe_rows,
         )
@@ -390,13 +394,14 @@ class Fit:
             return self.module
         linear = _recipe.linear_part(self.module)
         train = self.training.with_target(self.convex_target(self.training.target))
+        split = Split(train, scored)
         self.penalty, self.tuned = _recipe.prepare(
-            linear, train, task, rows, self.copies, scored, self.clock
+            linear, split, task, rows, self.copies, self.clock
         )
         if scored is not None:
             with self.clock.stage("refinement"):
                 self.start_validation, self.selected = _refinement.refine(
-                    linear, train, task, rows, self.penalty, scored, self.copies
+                    linear, split, task, rows, self.penalty, self.copies
                 )
         if chooses:
             return linear
@@ -544,7 +549,9 @@ class Fit:
                 linear = _recipe.linear_part(self.module)
                 learned = self.training.with_target(self.convex_target(self.training.target))
                 rows = rows_per_pass(self.module)
-                self.penalty, _ = _recipe.prepare(linear, learned, self.task, rows, self.copies)
+                self.penalty, _ = _recipe.prepare(
+                    linear, Split(learned), self.task, rows, self.copies
+                )
                 _recipe.carry(self.module, linear)
         else:
             self.pairs, self.module = previous.pairs, previous.module

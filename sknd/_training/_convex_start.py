@@ -173,13 +173,17 @@ def _set_layer(output, coef, intercept, components):
         output.bias.copy_(torch.as_tensor(bias))
 
 
-def convex_fit(features, target, task, output, penalty, sample_weight=None, parts=1):
-    """Fit ``output`` (an ``nn.Linear``) as the convex model of ``features``, in place.
+def convex_fit(data, task, output, penalty, parts=1):
+    """Fit ``output`` (an ``nn.Linear``) as the convex model of ``data``, in place.
 
-    ``penalty`` is the logistic regression's ``C`` or the ridge's ``alpha``; ``parts`` as
-    for :class:`Components`. Starts from the layer's current weights. Leaves the layer
-    unchanged when the fit is not possible (a class missing from the rows) or not finite.
+    ``data`` is the :class:`~sknd._data._parts.Part` (or any ``(features, target,
+    sample_weight)``) of the rows the fit learns: the features ``output`` reads, their
+    target and sample weights (or None). ``penalty`` is the logistic regression's ``C`` or
+    the ridge's ``alpha``; ``parts`` as for :class:`Components`. Starts from the layer's
+    current weights. Leaves the layer unchanged when the fit is not possible (a class
+    missing from the rows) or not finite.
     """
+    features, target, sample_weight = data
     components = Components(features, sample_weight, parts)
     features = components(features)
     if isinstance(task, ClassificationTask):
@@ -281,11 +285,12 @@ def one_standard_error(losses, weight):
     return int(np.flatnonzero(means <= means[best] + spread / np.sqrt(n))[0])
 
 
-def tuned_logistic(output, features, target, n_classes, sample_weight, valid, parts=1):
+def tuned_logistic(output, data, n_classes, valid, parts=1):
     """``C`` of the path (each candidate warm-started at the last) chosen on the validation
     log-loss; fits ``output``.
 
-    ``valid`` is ``(features, target, sample_weight)`` of the validation rows. The path,
+    ``data`` and ``valid`` are the :class:`~sknd._data._parts.Part` (or any ``(features,
+    target, sample_weight)``) of the training and the validation rows. The path,
     strongest penalty first, stops once their mean log-loss has not improved on its best for
     :data:`PATH_PATIENCE` candidates: weaker penalties cost the most iterations and only fit
     the training rows closer. Candidates of up to :data:`PATH_NEWTON_MAX_COEFFICIENTS`
@@ -293,6 +298,7 @@ def tuned_logistic(output, features, target, n_classes, sample_weight, valid, pa
     :data:`PATH_MAX_ITER` iterations, after which the chosen ``C`` is refitted by
     :func:`_logistic`'s solver from there. ``parts`` as for :class:`Components`.
     """
+    features, target, sample_weight = data
     if np.unique(target).size < n_classes:
         return None
     components = Components(features, sample_weight, parts)
@@ -379,7 +385,7 @@ def tuned_ridge(output, features, target, task, sample_weight):
     alphas = ALPHA_PATH_PER_ROW[::-1] * total  # strongest first
     errors = _leave_one_out_errors(features, target, sample_weight, alphas)
     alpha = alphas[one_standard_error(errors, sample_weight)]
-    convex_fit(features, target, task, output, alpha, sample_weight)
+    convex_fit((features, target, sample_weight), task, output, alpha)
     return float(alpha)
 
 

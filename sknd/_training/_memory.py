@@ -8,6 +8,7 @@ operating system killing the process.
 """
 
 import os
+from typing import NamedTuple
 
 __all__ = []
 
@@ -20,8 +21,23 @@ def physical_memory():
         return 16 * 2**30
 
 
-def network_size(architecture, n_features, n_pairs, n_outputs, depth, hidden_units, passthrough):
-    """``(parameters, activations, first width)`` of the network ``build_network`` builds.
+class NetworkShape(NamedTuple):
+    """What sets the size of the network :func:`sknd.networks.build_network` builds: its
+    architecture (``"nd"``, ``"attnd"``, ``"mlp"``), bands, band pairs, outputs, depth,
+    hidden width, and whether the bands pass through beside the first block."""
+
+    architecture: str
+    n_features: int
+    n_pairs: int
+    n_outputs: int
+    depth: int
+    hidden_units: int
+    passthrough: bool
+
+
+def network_size(shape):
+    """``(parameters, activations, first width)`` of the network of ``shape`` (a
+    :class:`NetworkShape`) that ``build_network`` builds.
 
     In Python integers, so that sizes no machine holds still compare without overflow
     (building the network, even on torch's ``"meta"`` device, overflows first).
@@ -30,6 +46,7 @@ def network_size(architecture, n_features, n_pairs, n_outputs, depth, hidden_uni
     outputs of the first block. tests/test_memory.py checks the parameters against
     built networks.
     """
+    architecture, n_features, n_pairs, n_outputs, depth, hidden_units, passthrough = shape
     if architecture == "mlp":
         params, width, gathered = n_features * hidden_units + hidden_units, hidden_units, 0
     else:
@@ -48,38 +65,28 @@ def network_size(architecture, n_features, n_pairs, n_outputs, depth, hidden_uni
     return params, widths, first_width
 
 
-def check_training_memory(
-    *,
-    architecture,
-    n_features,
-    n_pairs,
-    n_outputs,
-    depth,
-    hidden_units,
-    batch_size,
-    n_samples,
-    passthrough,
-    estimator_name,
-    recipe_rows=0,
-):
+def check_training_memory(shape, *, batch_size, n_samples, estimator_name, recipe_rows=0):
     """Refuse a fit whose network and batches cannot fit in this machine's memory.
 
-    Counts the parameters of the network :func:`sknd.networks.build_network`
-    would build (in Python integers: no overflow) and the float32 activations
-    of one batch. Training keeps four copies of each parameter (weights,
-    gradients, Adam's two moments) and one more for early stopping's best
-    state; a backward pass keeps about three values per activation. The
-    default recipe's convex fits hold about three float64 tables of their
-    ``recipe_rows`` rows by the first block's outputs. An estimate above the
-    physical memory raises a ``ValueError`` naming the parameter to lower,
-    instead of letting the operating system kill the process.
+    Counts the parameters of the network of ``shape`` (a :class:`NetworkShape`) that
+    :func:`sknd.networks.build_network` would build (in Python integers: no overflow) and
+    the float32 activations of one batch. Training keeps four copies of each parameter
+    (weights, gradients, Adam's two moments) and one more for early stopping's best state;
+    a backward pass keeps about three values per activation. The default recipe's convex
+    fits hold about three float64 tables of their ``recipe_rows`` rows by the first block's
+    outputs. An estimate above the physical memory raises a ``ValueError`` naming the
+    parameter to lower, instead of letting the operating system kill the process.
     """
-    params, widths, first_width = network_size(
-        architecture, n_features, n_pairs, n_outputs, depth, hidden_units, passthrough
+    params, widths, first_width = network_size(shape)
+    n_features, n_pairs, depth, hidden_units = (
+        shape.n_features,
+        shape.n_pairs,
+        shape.depth,
+        shape.hidden_units,
     )
     tables = 3 * 8 * recipe_rows * first_width
     rows = min(batch_size, max(n_samples, 1))
-    estimate = 4 * (5 * params + 3 * rows * (widths + n_features + n_outputs)) + tables
+    estimate = 4 * (5 * params + 3 * rows * (widths + n_features + shape.n_outputs)) + tables
     limit = physical_memory()
     if estimate > limit:
         largest = "hidden_units" if hidden_units >= n_pairs else "pairs"

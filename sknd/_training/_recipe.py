@@ -236,16 +236,16 @@ def _features(module, X, rows):
     return forward_rows(module[:-1], X, rows)
 
 
-def prepare(module, train, task, rows, copies, valid=None, clock=None):
+def prepare(module, split, task, rows, copies, clock=None):
     """Steps 1 and 2: standardize the first block's outputs, fit the tuned convex start.
 
-    ``train`` and ``valid`` (or None) are the :class:`~sknd._data._parts.Part` of the
-    training and validation rows, their target what the convex fit learns: class codes, or
-    the standardized regression targets. Sample weights weight the statistics and the fit
-    (weight ``k`` counts as ``k`` copies of the sample, as in scikit-learn's linear
-    models). Both use :func:`~sknd._training._convex_start.convex_rows` of the training
-    rows; the fit also trains on their ``copies``
-    (:class:`~sknd._training._refinement.NoisyCopies`).
+    ``split`` is the :class:`~sknd._data._parts.Split` of the training and validation
+    rows (``valid`` None where the fit holds none out), their target what the convex fit
+    learns: class codes, or the standardized regression targets. Sample weights weight the
+    statistics and the fit (weight ``k`` counts as ``k`` copies of the sample, as in
+    scikit-learn's linear models). Both use
+    :func:`~sknd._training._convex_start.convex_rows` of the training rows; the fit also
+    trains on their ``copies`` (:class:`~sknd._training._refinement.NoisyCopies`).
 
     Returns ``(penalty, tuned)``: the logistic regression's ``C`` or the ridge's
     ``alpha``, and whether it was chosen from the data (False: too few rows to select
@@ -253,6 +253,7 @@ def prepare(module, train, task, rows, copies, valid=None, clock=None):
     :data:`~sknd._training._convex_start.DEFAULT_ALPHA`). ``clock``, a :class:`Stopwatch`,
     times the stages "standardize" and "C path" or "alpha path".
     """
+    train, valid = split
     clock = Stopwatch() if clock is None else clock
     first, standardize, output = _parts(module)
     with clock.stage("standardize"):
@@ -278,23 +279,21 @@ def _tune(module, fitted, task, rows, valid, copies):
     if not isinstance(task, ClassificationTask):
         if len(features) >= MIN_SELECTION_ROWS:
             return _convex_start.tuned_ridge(output, features, target, task, weight), True
-        _convex_start.convex_fit(features, target, task, output, DEFAULT_ALPHA, weight)
+        _convex_start.convex_fit(fitted, task, output, DEFAULT_ALPHA)
         return DEFAULT_ALPHA, False
     if valid is not None and valid.n_rows >= MIN_SELECTION_ROWS:
         # The validation rows' features, as the training rows', from a sample on large data.
         valid = _sample(valid, task, output)
         C = _convex_start.tuned_logistic(
             output,
-            features,
-            target,
+            fitted,
             len(task.classes),
-            weight,
             valid.with_features(_features(module, valid.X, rows)),
             copies.parts,
         )
         if C is not None:
             return C, True
-    _convex_start.convex_fit(features, target, task, output, DEFAULT_C, weight, copies.parts)
+    _convex_start.convex_fit(fitted, task, output, DEFAULT_C, copies.parts)
     return DEFAULT_C, False
 
 
@@ -317,6 +316,6 @@ def refit(module, data, task, rows, penalty, copies):
     features = _features(module, X, rows)
     anew = not isinstance(task, ClassificationTask) and _carried(module)
     if not anew or len(features) < MIN_SELECTION_ROWS:
-        _convex_start.convex_fit(features, target, task, output, penalty, weight, copies.parts)
+        _convex_start.convex_fit((features, target, weight), task, output, penalty, copies.parts)
     else:
         _convex_start.tuned_ridge(output, features, target, task, weight)

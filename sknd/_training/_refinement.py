@@ -260,7 +260,7 @@ def _minimize(module, objective):
         p.grad = None
 
 
-def refine(module, train, task, rows, penalty, valid, copies):
+def refine(module, split, task, rows, penalty, copies):
     """Step 3: learn the indices from the tuned start, and keep what validation confirms.
 
     Trains copies of ``module`` (the tuned start, in place of which the selected model
@@ -268,13 +268,14 @@ def refine(module, train, task, rows, penalty, valid, copies):
     model warm-starting the next, until the selection loss rises (weaker priors only fit
     the training rows closer). Keeps, among the start and the refined models that score
     at least as well as the start, the strongest prior by the one-standard-error rule on
-    the validation rows' losses. ``train`` and ``valid`` are the
-    :class:`~sknd._data._parts.Part` of the training and validation rows, targets as for
+    the validation rows' losses. ``split`` is the :class:`~sknd._data._parts.Split` of
+    the training and validation rows, targets as for
     :func:`~sknd._training._recipe.prepare`; ``copies`` (:class:`NoisyCopies`) come with the
     training rows. Returns the :class:`Validation` of the start and of
     the selected model, which is the start when there was nothing to refine (too few
     validation rows, no ND layer, or a first block too large for full batches).
     """
+    train, valid = split
     weight = None if valid.weight is None else np.asarray(valid.weight, dtype=np.float64)
     evaluate = Evaluation(task, valid, rows)
     start = copy.deepcopy(module).double()
