@@ -287,7 +287,7 @@ def upward_imports(graph):
 def test_imports_between_test_modules():
     """No test module imports another: shared ground is tests/conftest.py."""
     found = []
-    for path in sorted(TESTS.glob("test_*.py")):
+    for path in sorted(TESTS.rglob("test_*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]

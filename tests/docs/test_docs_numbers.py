@@ -29,7 +29,7 @@ import pytest
 
 from sknd import NDClassifier
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
 PAGES = [README] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "changelog.md")

@@ -75,7 +75,7 @@ def test_a_fit_does_not_import_torch_dynamo():
         "sknd.NDClassifier(max_epochs=2).fit(X, y).predict(X)\n"
         "assert 'torch._dynamo' not in sys.modules, 'torch._dynamo was imported'\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
 

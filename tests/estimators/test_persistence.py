@@ -24,7 +24,7 @@ import sknd._estimators._base
 from sknd import NDClassifier, NDRegressor, NDTransformer
 
 FAST = dict(max_epochs=4, batch_size=16, random_state=0)
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 CASES = [
     ("classifier", NDClassifier(**FAST), ("predict", "predict_proba")),

@@ -595,7 +595,7 @@ def test_the_documentation_describes_every_field_of_the_format():
 
     from sknd._model_file import _format
 
-    page = (pathlib.Path(__file__).parents[1] / "docs" / "model_files.md").read_text()
+    page = (pathlib.Path(__file__).parents[2] / "docs" / "model_files.md").read_text()
     fields = set(_format.COMMON_FIELDS + _format.BAND_FIELDS + _format.TARGET_FIELDS)
     for names in (*_format.ESTIMATOR_FIELDS.values(), *_format.LAYER_FIELDS.values()):
         fields.update(names)
@@ -613,7 +613,9 @@ def test_a_file_written_before_the_package_moves_loads_and_predicts_as_it_did():
     from sknd.datasets import load_forest_type
 
     X, _ = load_forest_type(return_X_y=True)
-    model = sknd.load_model(os.path.join(os.path.dirname(__file__), "data", "model_bb4425f.sknd"))
+    model = sknd.load_model(
+        os.path.join(os.path.dirname(__file__), os.pardir, "data", "model_bb4425f.sknd")
+    )
     rows = np.asarray(X)[:5]
     np.testing.assert_array_equal(model.predict(rows), model.classes_[[0, 1, 3, 3, 0]])
     expected = [

@@ -361,7 +361,7 @@ def test_a_default_fit_that_refines_does_not_import_torch_dynamo():
         "assert calls, 'the refinement did not run'\n"
         "assert 'torch._dynamo' not in sys.modules, 'torch._dynamo was imported'\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
 
@@ -778,7 +778,7 @@ def test_a_first_default_fit_imports_neither_dynamo_nor_sympy():
         "for name in ('torch._dynamo', 'sympy'):\n"
         "    assert name not in sys.modules, name + ' was imported'\n"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": str(root)}
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=root)
 

@@ -31,7 +31,7 @@ from sknd.experiments import (
     write_report,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
 EXPERIMENTS = ROOT / "docs" / "experiments.md"
 README = ROOT / "README.md"

@@ -105,7 +105,7 @@ def _pixels(n, seed=1):
 
 
 # ------------------------------------------------------------------ openEO
-DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs" / "anywhere.md"
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "anywhere.md"
 
 
 def _run_locally():
