@@ -8,7 +8,7 @@ Depth counts layers from input to output as in the paper: depth 2 is
 networks: the fused training step, the numpy/numba evaluator and the
 estimators' helpers all read its :class:`Layer` records and keep only their
 own code per layer kind. A new layer kind is added to the builder, to
-:func:`describe` and to one leaf per backend; tests/test_networks.py checks
+:func:`describe` and to one leaf per backend; tests/nd/test_networks.py checks
 every backend against the torch forward pass and says which one lacks it.
 """
 

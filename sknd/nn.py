@@ -30,22 +30,22 @@ against autograd:
   and series), called by the layer's autograd function
   (:mod:`sknd._nd._autograd`) and by the fused training step
   (:mod:`sknd._training._fused`, which adds the backward of softplus, the dense layers
-  and the losses). Pinned by tests/test_nn.py (gradcheck, reference formula)
-  and tests/test_networks.py (fused gradients equal autograd's).
+  and the losses). Pinned by tests/nd/test_nn.py (gradcheck, reference formula)
+  and tests/nd/test_networks.py (fused gradients equal autograd's).
 - numpy inference (GEMM or gather) and numba kernels (:mod:`sknd._inference._evaluator`,
   :mod:`sknd._nd._kernels`, whose compiled loops all inline one ``_index``):
   raster prediction of fitted models, several times faster per pixel than torch
   (benchmarks/RESULTS.md, "Raster prediction").
-  Pinned by tests/test_networks.py (torch forward equals both, for every
-  architecture, variant and task) and tests/test_kernels.py.
+  Pinned by tests/nd/test_networks.py (torch forward equals both, for every
+  architecture, variant and task) and tests/inference/test_kernels.py.
 - ONNX models (:func:`sknd.onnx.to_onnx`): no copy of the formula, the
   exporter traces the :mod:`sknd._nd._torch` forward (whose smooth ``|b|``
   avoids ``hypot``, which ONNX lacks, while exporting). Pinned by
-  tests/test_onnx.py (onnxruntime equals the estimators' methods).
+  tests/export/test_onnx.py (onnxruntime equals the estimators' methods).
 - formula strings (numpy, Earth Engine, LaTeX, text) written by
   :func:`sknd.inspection.export_formulas`, pinned by tests/test_inspection.py
   (the exported numpy formula reproduces ``transform``).
-- whole-model exports (``export_model``), pinned by tests/test_export.py (each
+- whole-model exports (``export_model``), pinned by tests/export/test_export.py (each
   export equals :class:`sknd.SavedModel`): openEO process graphs, the formula
   as scalar arithmetic in :mod:`sknd._export._program`; Earth Engine
   code, the layer as two products of pair weight matrices and a quotient on
@@ -187,7 +187,7 @@ def _version_of(tensor):
     """The tensor's in-place version counter: it grows with every in-place change.
 
     torch's own counter (``Tensor._version``, what autograd checks saved tensors with)
-    has no public name; tests/test_nn.py::test_pair_plan_follows_in_place_changes_of_pairs
+    has no public name; tests/nd/test_nn.py::test_pair_plan_follows_in_place_changes_of_pairs
     fails loudly if it stops counting.
     """
     return tensor._version

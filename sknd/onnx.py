@@ -164,7 +164,7 @@ def to_onnx(estimator, path=None):
     - :class:`~sknd.NDTransformer`: ``"indices"`` (``transform``, float32).
 
     The values equal the estimator's methods on float32 inputs to 1e-5
-    (tests/test_onnx.py). The graph does not validate its input: negative
+    (tests/export/test_onnx.py). The graph does not validate its input: negative
     reflectances or NaN give meaningless outputs. Its metadata
     (``model.metadata_props``, strings) records what :func:`check_input`
     checks: ``"band_names"`` (a JSON list, in the order of the input's

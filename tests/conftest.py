@@ -18,7 +18,7 @@ import torch
 #: than first-line: the checks of the default NDClassifier, NDRegressor and NDTransformer run
 #: in ``make test``, those of these variants carry the slow marker (``make test-all``, CI).
 SLOW_CHECK_VARIANTS = ("variant=", "architecture=", "depth=", "passthrough=")
-#: The openEO graph reproductions (tests/test_export.py) kept in ``make test``: one model,
+#: The openEO graph reproductions (tests/export/test_export.py) kept in ``make test``: one model,
 #: its class codes and probabilities; the graphs of the other models take 2-30 s each on the
 #: local executor and carry the slow marker (the Earth Engine code of every model stays fast).
 FAST_OPENEO_GRAPHS = ("test_openeo_graph_reproduces_saved_model[multiclass-{}]",)
@@ -33,8 +33,9 @@ def pytest_configure(config):
 
     numpy's and scipy's OpenBLAS start a thread per core, which spin while they wait for
     work: two workers on two cores, with another job beside them, spent most of their CPU
-    time fighting over the cores (tests/test_estimators.py::test_fits_in_threads_match_serial_fits
-    took 29.5 s, 3.2 s with one BLAS thread; the whole `make test`, 925 s of CPU, 268 s).
+    time fighting over the cores
+    (tests/estimators/test_estimators.py::test_fits_in_threads_match_serial_fits took
+    29.5 s, 3.2 s with one BLAS thread; the whole `make test`, 925 s of CPU, 268 s).
     Only the workers' own libraries are limited: torch's threads stay as they are (tests
     check that fits restore them), and the fresh processes that tests start keep the
     defaults (tests/test_threads.py reads the BLAS threads there).
@@ -74,11 +75,16 @@ def pytest_terminal_summary(terminalreporter):
         )
 
 
-def _binary_data(n_samples=120, n_features=5, seed=0):
+def _band_data(
+    n_samples=120, n_bands=5, *, seed=0, low=0.05, high=0.5, pair=(1, 2), scale=1.0, cuts=None
+):
     rng = np.random.default_rng(seed)
-    X = rng.uniform(0.05, 0.5, size=(n_samples, n_features))
-    y = (X[:, 1] > X[:, 2]).astype(int)
-    return X, y
+    X = rng.uniform(low, high, size=(n_samples, n_bands))
+    i, j = pair
+    if cuts is None:
+        return X, (scale * X[:, i] > X[:, j]).astype(int)
+    ratio = (X[:, i] - X[:, j]) / (X[:, i] + X[:, j])
+    return X, np.digitize(ratio, cuts)
 
 
 def _task_data(task, n_samples, n_features, seed):
@@ -95,10 +101,16 @@ def _task_data(task, n_samples, n_features, seed):
 
 
 @pytest.fixture(scope="session")
-def binary_data():
-    """``binary_data(n_samples=120, n_features=5, seed=0)``: reflectance-like bands in
-    [0.05, 0.5) and ``y = X[:, 1] > X[:, 2]`` as 0/1, numpy arrays."""
-    return _binary_data
+def band_data():
+    """The tests' one generator of labelled band tables, numpy arrays:
+    ``band_data(n_samples=120, n_bands=5, *, seed=0, low=0.05, high=0.5, pair=(1, 2),
+    scale=1.0, cuts=None)`` gives ``(X, y)``, ``X`` reflectance-like bands drawn uniformly
+    in ``[low, high)`` by ``numpy.random.default_rng(seed)`` and ``y`` from the bands
+    ``pair = (i, j)``: ``scale * X[:, i] > X[:, j]`` as 0/1, or with ``cuts`` their
+    normalized difference ``(X_i - X_j) / (X_i + X_j)`` digitized at ``cuts``
+    (``len(cuts) + 1`` classes, ``numpy.digitize``). A module passes the same arguments
+    for the same draws: tests pin values fitted on them."""
+    return _band_data
 
 
 @pytest.fixture(scope="session")

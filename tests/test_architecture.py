@@ -407,7 +407,7 @@ NOT_IMPORTED = {
 }
 #: Modules that load without torch, scikit-learn or pandas (xarray imports pandas): a
 #: model file loads, predicts and exports, and the scene command runs, without them
-#: (tests/test_model_file.py and tests/test_raster_cli.py check the same at run time).
+#: (tests/export/test_model_file.py and tests/raster/test_raster_cli.py check the same at run time).
 LOAD_WITHOUT_TORCH = (
     "sknd._model_file",
     "sknd._export",

@@ -34,12 +34,14 @@ CUDA_ESTIMATORS = (
 )  # fmt: skip
 
 # Several checks build data with all-zero rows (e.g. clipped to be non-negative); sknd warns
-# that such rows look like no-data pixels (tested in tests/test_validation.py), expected here.
+# that such rows look like no-data pixels (tested in tests/estimators/test_validation.py),
+# expected here.
 ALL_ZERO_ROWS = pytest.mark.filterwarnings(
     "ignore:.* training rows have every band equal to 0:UserWarning"
 )
 # Several checks standardize their data (StandardScaler().fit_transform(X)); sknd warns that
-# such bands are no band values as measured (tested in tests/test_validation.py), expected here.
+# such bands are no band values as measured (tested in
+# tests/estimators/test_validation.py), expected here.
 STANDARDIZED = pytest.mark.filterwarnings("ignore:Every band of X has .* 0 and negative values")
 
 

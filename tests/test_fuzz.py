@@ -30,15 +30,13 @@ FUZZ = settings(
 EXPECTED = (ValueError, TypeError)
 
 
-def _data(n=60):
-    rng = np.random.default_rng(0)
-    X = rng.uniform(0.05, 0.5, (n, 4))
-    return X, (X[:, 3] > X[:, 2]).astype(int)
+# What this module's tests draw from conftest's band_data, after the sample and band counts.
+DATA = {"pair": (3, 2)}
 
 
 @pytest.fixture(scope="module")
-def models():
-    X, y = _data()
+def models(band_data):
+    X, y = band_data(60, 4, **DATA)
     fast = dict(max_epochs=3, batch_size=16, random_state=0)
     return NDClassifier(**fast).fit(X, y), NDTransformer(**fast).fit(X, y)
 
@@ -152,8 +150,8 @@ def test_raster(models, X, nodata, fill_value, n_jobs):
         },
     )
 )
-def test_fit_parameters(params):
-    X, y = _data(30)
+def test_fit_parameters(params, band_data):
+    X, y = band_data(30, 4, **DATA)
     model = NDClassifier(max_epochs=2, random_state=0, **params)
     fitted = _finite_or_refused(model.fit, X, y)
     if fitted is None:
@@ -167,8 +165,8 @@ BAND_NAMES = ["blue", "green", "red", "nir"]
 
 
 @pytest.fixture(scope="module")
-def named_model():
-    X, y = _data()
+def named_model(band_data):
+    X, y = band_data(60, 4, **DATA)
     frame = pd.DataFrame(X, columns=BAND_NAMES)
     return NDClassifier(max_epochs=3, passthrough=True, random_state=0).fit(frame, y)
 
@@ -232,12 +230,12 @@ def test_raster_band_order(named_model, order, keep, naming, positional):
     classes=st.sampled_from([None, [], [0], [0, 1], [0, 1, 2]]),
     first_constant=st.booleans(),
 )
-def test_partial_fit_and_weights(class_weight, classes, first_constant):
+def test_partial_fit_and_weights(class_weight, classes, first_constant, band_data):
     # partial_fit's classes, class weights like sample weights, and a regressor whose first
     # block has a constant target: a clear ValueError, or a model that keeps learning.
     from sknd import NDRegressor
 
-    X, y = _data(90)
+    X, y = band_data(90, 4, **DATA)
     clf = NDClassifier(max_epochs=2, random_state=0, class_weight=class_weight)
     fitted = _finite_or_refused(clf.partial_fit, X[:30], y[:30], classes=classes)
     if fitted is not None:
@@ -305,10 +303,10 @@ LABELS = st.sampled_from([0, 1, 2, 1.5, True, "a", "b", b"c", np.int64(3), np.st
     container=st.sampled_from(["list", "object", "series"]),
     as_y_val=st.booleans(),
 )
-def test_label_kinds(labels, container, as_y_val):
+def test_label_kinds(labels, container, as_y_val, band_data):
     # Labels of one kind train, or are refused for another reason; mixed numbers and
     # strings are refused by name, never with numpy's "'<' not supported" nor converted.
-    X, _ = _data(30)
+    X, _ = band_data(30, 4, **DATA)
     values = [labels[i % len(labels)] for i in range(30)]
     y = {
         "list": values,
@@ -350,8 +348,8 @@ def _run_experiments_cli(argv, capsys):
 
 
 @pytest.fixture(scope="module")
-def csv_path(tmp_path_factory):
-    X, y = _data()
+def csv_path(tmp_path_factory, band_data):
+    X, y = band_data(60, 4, **DATA)
     frame = pd.DataFrame(X, columns=["B2", "B3", "B4", "B8"]).assign(label=y)
     path = tmp_path_factory.mktemp("fuzz") / "data.csv"
     frame.to_csv(path, index=False)
@@ -461,12 +459,12 @@ LABEL_KINDS = st.sampled_from(
 
 @settings(derandomize=True, max_examples=12, deadline=None)
 @given(kind=LABEL_KINDS, offset=st.sampled_from([0, 1, -3, 1000]))
-def test_model_files_keep_labels_or_refuse_at_save(tmp_path_factory, kind, offset):
+def test_model_files_keep_labels_or_refuse_at_save(tmp_path_factory, kind, offset, band_data):
     # float32 labels saved a file load_model refused; labels differing by a trailing NUL
     # saved, then never loaded (fuzz3 repro_01, repro_16).
     import sknd
 
-    X, y = _data()
+    X, y = band_data(60, 4, **DATA)
     codes = y + (offset if kind not in ("bool", "uint64") else 0) * (kind != "nul")
     labels = {
         "str": lambda: np.char.add("c", codes.astype(str)),

@@ -54,10 +54,10 @@ def test_one_thread_is_reference_counted_across_threads_and_restores_the_setting
 
 
 # ------------------------------------------------------- the policy inside fits
-def test_fits_and_predictions_run_in_one_thread_and_restore_the_setting(binary_data):
+def test_fits_and_predictions_run_in_one_thread_and_restore_the_setting(band_data):
     from sknd import _threads
 
-    X, y = binary_data()
+    X, y = band_data()
     seen = []
     original = FusedTrainer.run_epoch
 
@@ -131,12 +131,12 @@ def _mkl_threads():
     return None
 
 
-def test_a_fit_runs_every_pool_in_one_thread_under_the_callers_limits(binary_data):
+def test_a_fit_runs_every_pool_in_one_thread_under_the_callers_limits(band_data):
     from threadpoolctl import threadpool_limits
 
     from sknd._training import _convex_start
 
-    X, y = binary_data()
+    X, y = band_data()
     seen = []
     original = _convex_start.Components.__init__
 
@@ -164,12 +164,12 @@ def test_a_fit_runs_every_pool_in_one_thread_under_the_callers_limits(binary_dat
         assert mkl_count in (None, 1)
 
 
-def test_an_interrupted_fit_leaves_the_callers_settings(binary_data):
+def test_an_interrupted_fit_leaves_the_callers_settings(band_data):
     from threadpoolctl import threadpool_limits
 
     from sknd import _threads
 
-    X, y = binary_data()
+    X, y = band_data()
     original = FusedTrainer.run_epoch
 
     def interrupt(self, iterator):

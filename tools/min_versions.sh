@@ -54,14 +54,17 @@ print("min_versions.sh: testing", ", ".join(f"{n} {version(n)}" for n in names))
 PY
 # The core: the layer and networks, the estimators and scikit-learn's checks, training and
 # the default recipe, the fused numpy evaluator, the entry points' contract, persistence and
-# model files, inspection, bands, indices and pair screening. Left out: tests/test_experiments*.py (their
+# model files, inspection, bands, indices and pair screening. Left out: tests/experiments/ (their
 # fixtures need numpy >= 2's string addition, the CLI's figures matplotlib) and the files
 # that skip whole without an extra (raster, onnx, plotting, ...).
 "${python[@]}" -m pytest -q -p no:cacheprovider \
-    tests/test_nn.py tests/test_networks.py tests/test_estimators.py tests/test_common.py \
-    tests/test_recipe.py tests/test_training.py tests/test_fused.py tests/test_adam.py \
-    tests/test_contract.py tests/test_validation.py tests/test_tasks.py tests/test_weights.py \
-    tests/test_persistence.py tests/test_model_file.py tests/test_inspection.py \
-    tests/test_interpretation_estimators.py tests/test_screening.py tests/test_incremental.py \
-    tests/test_threads.py tests/test_bands.py tests/test_indices.py tests/test_datasets.py \
-    tests/test_formula.py tests/test_pairs.py
+    tests/nd/test_nn.py tests/nd/test_networks.py tests/nd/test_screening.py \
+    tests/nd/test_formula.py tests/nd/test_pairs.py tests/test_common.py \
+    tests/estimators/test_estimators.py tests/estimators/test_contract.py \
+    tests/estimators/test_validation.py tests/estimators/test_tasks.py \
+    tests/estimators/test_weights.py tests/estimators/test_persistence.py \
+    tests/estimators/test_interpretation_estimators.py tests/estimators/test_incremental.py \
+    tests/training/test_recipe.py tests/training/test_training.py \
+    tests/training/test_fused.py tests/training/test_adam.py \
+    tests/export/test_model_file.py tests/test_inspection.py \
+    tests/test_threads.py tests/test_bands.py tests/test_indices.py tests/test_datasets.py

@@ -6,7 +6,7 @@
 A page's printed output is the first plain (language-less) fenced block after its lead-in,
 a phrase of the paragraph that introduces it. :data:`OUTPUTS` lists each such block with the
 code that prints it: a script (``examples/demo.py``, which ``make demo`` runs) or the page's
-own ``python`` blocks, run in order in one namespace as ``tests/test_docs.py`` runs them,
+own ``python`` blocks, run in order in one namespace as ``tests/docs/test_docs.py`` runs them,
 each block's printed text going to the output block after it. Everything runs in fresh
 processes of this Python, from a temporary working directory, on this checkout's sknd.
 
@@ -16,7 +16,7 @@ figure and text cannot disagree; they compare as images (:func:`same_image`).
 
 Timings ("0.4 s") vary from run to run and with the machine's load: they compare as "N s",
 and a rewritten block keeps the page's timings, in order, where it has as many (measure
-them on quiet cores and write them with ``--timings``). ``tests/test_docs.py`` runs the
+them on quiet cores and write them with ``--timings``). ``tests/docs/test_docs.py`` runs the
 check (a slow test: it trains) and checks that every plain block a page introduces as
 printed output is listed here. Run this after any change that moves a default or a figure
 of these outputs (the training recipe, the epochs, the parameter counts).

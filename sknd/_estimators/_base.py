@@ -602,8 +602,8 @@ class BaseND(ExportMixin, BaseEstimator, metaclass=ABCMeta):
         :mod:`sknd.raster` asks fitted estimators for it and falls back to the
         public method when there is none (methods without one, networks the
         evaluators do not know). Returns a :class:`sknd._inference._evaluator.FastNetwork`,
-        whose values equal the method's (tests/test_networks.py,
-        tests/test_raster.py), or for a model set to use a GPU a
+        whose values equal the method's (tests/nd/test_networks.py,
+        tests/inference/test_evaluator.py), or for a model set to use a GPU a
         :class:`sknd._inference._device_pixels.DevicePixels`, which screens, checks and
         evaluates pixels there.
         """

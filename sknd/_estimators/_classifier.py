@@ -131,8 +131,8 @@ class NDClassifier(ClassifierMixin, LearnedIndicesMixin, BaseND):
         # Normalized differences keep only band ratios. On scikit-learn's reference problem
         # (3 Gaussian blobs in 2 features, shifted to be non-negative) no function of the
         # ratio b0/b1 reaches the accuracy its check calls "reasonable"
-        # (tests/test_estimators.py::test_poor_score_tag_is_true measures the best). The MLP
-        # and the raw-band passthrough see the bands themselves and pass.
+        # (tests/estimators/test_estimators.py::test_poor_score_tag_is_true measures the
+        # best). The MLP and the raw-band passthrough see the bands themselves and pass.
         tags.classifier_tags.poor_score = self.architecture != "mlp" and not self.passthrough
         return tags
 

@@ -25,7 +25,7 @@ operations are chosen so that every dialect has them and none overflows:
 exp(-|x|))``, the logistic function ``0.5 + 0.5 tanh(x / 2)``, the softmax
 ``p_k = 1 / sum_j exp(l_j - l_k)`` and the class code as the first largest
 logit found by comparisons (``argmax`` keeps the first of tied columns).
-tests/test_export.py checks every dialect against :class:`sknd.SavedModel`.
+tests/export/test_export.py checks every dialect against :class:`sknd.SavedModel`.
 """
 
 import numpy as np

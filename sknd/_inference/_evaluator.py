@@ -7,7 +7,7 @@ cheaper as a compiled kernel (:mod:`sknd._nd._kernels`, with numba) or, in numpy
 as dense linear algebra. :class:`FastNetwork` is built from the layer records
 of :func:`sknd.networks.describe`, one numpy step per layer kind
 (:data:`_STEPS`); the ND step follows :mod:`sknd._nd._formula`.
-tests/test_networks.py checks every architecture, variant and task against the
+tests/nd/test_networks.py checks every architecture, variant and task against the
 torch forward pass.
 """
 

@@ -19,7 +19,7 @@ May import: :mod:`sknd._export`, :mod:`sknd._inference`'s evaluator, :mod:`sknd.
 numpy modules (``_validation``, ``_decoding``), :mod:`sknd._nd`, :mod:`sknd.bands` and
 :mod:`sknd._version`; not the estimators or training, and nothing that imports torch,
 scikit-learn or pandas when loaded: a model file loads and predicts without them
-(``tests/test_architecture.py`` and ``tests/test_model_file.py`` check it).
+(``tests/test_architecture.py`` and ``tests/export/test_model_file.py`` check it).
 """
 
 from ._format import FORMAT_VERSION

@@ -1,6 +1,6 @@
 """The model file format (version 1), in one place: what the writer writes and the reader checks.
 
-``docs/model_files.md`` describes these fields for users; ``tests/test_model_file.py``
+``docs/model_files.md`` describes these fields for users; ``tests/export/test_model_file.py``
 checks that it names every one of them. A model file is a zip archive (stored or
 deflate-compressed members, no encryption) holding ``model.json`` (UTF-8 JSON, no
 ``NaN`` or ``Infinity``) and one ``arrays/NAME.npy`` per array the metadata names as

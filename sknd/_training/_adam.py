@@ -22,7 +22,7 @@ def _unwrapped(method):
     The wrapper imports ``torch._dynamo`` on its first call, the whole warm-up of a
     process's first fit (``Optimizer.__init__`` calls ``add_param_group``;
     benchmarks/RESULTS.md, "Start-up and sample weights").
-    FlatAdam is never compiled, so the plain method does the same. tests/test_adam.py
+    FlatAdam is never compiled, so the plain method does the same. tests/training/test_adam.py
     fails if torch wraps these methods in anything else.
     """
     return getattr(method, "__wrapped__", method)

@@ -10,7 +10,7 @@ by :func:`sknd.networks.describe` (the ND layer, the AttND block or the raw
 passthrough first, then ``Linear``/``ReLU`` layers) with a BCE-with-logits,
 cross-entropy or MSE loss and :class:`~sknd._training._adam.FlatAdam`: forward and
 closed-form backward written with preallocated gradient views and no autograd
-graph, the same gradients autograd computes (tests/test_networks.py compares
+graph, the same gradients autograd computes (tests/nd/test_networks.py compares
 them for every architecture). Any other network or loss is left to skorch's
 autograd step.
 """

@@ -13,7 +13,7 @@ host launches two copies and one replay per segment, and reads the total once pe
 (for the history and early stopping), as before.
 
 Shuffles are drawn from the estimator's CPU generator, as on the CPU, so that GPU fits
-stay reproducible and follow CPU fits (tests/test_estimators.py): into pinned memory,
+stay reproducible and follow CPU fits (tests/estimators/test_estimators.py): into pinned memory,
 copied without blocking, and the next epoch's order is drawn while the GPU runs the
 current one. The generator is left as if the next order had not been drawn; the drawn
 order is used only if nothing else drew from the generator in between.

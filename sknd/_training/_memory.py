@@ -43,7 +43,7 @@ def network_size(shape):
     (building the network, even on torch's ``"meta"`` device, overflows first).
     ``activations`` counts the values one sample keeps through a forward pass (the
     ``"signed"`` variant's gathered columns included); ``first width`` is the number of
-    outputs of the first block. tests/test_memory.py checks the parameters against
+    outputs of the first block. tests/training/test_memory.py checks the parameters against
     built networks.
     """
     architecture, n_features, n_pairs, n_outputs, depth, hidden_units, passthrough = shape

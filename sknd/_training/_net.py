@@ -65,7 +65,7 @@ def mark_stepped(optimizer):
     updates (``packed_step``, ``scaled_step`` in CUDA graphs), never ``optimizer.step``, so
     a user's ``LRScheduler`` callback would warn for an optimizer that did step. torch has
     no public name for the flag:
-    ``tests/test_training.py::test_mark_stepped_silences_the_scheduler_warning`` fails when
+    ``tests/training/test_training.py::test_mark_stepped_silences_the_scheduler_warning`` fails when
     torch stops reading it.
     """
     optimizer._opt_called = True

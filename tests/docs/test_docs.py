@@ -50,7 +50,7 @@ PAGES_WITH_CODE = [page for page in PAGES if python_blocks(page)]
 
 
 # What importing openeo-processes-dask (docs/anywhere.md runs a graph with it) warns about
-# its own dependencies, as tests/test_export.py filters it: not sknd's.
+# its own dependencies, as tests/export/test_export.py filters it: not sknd's.
 @pytest.mark.slow
 @pytest.mark.filterwarnings("ignore:Support for class-based `config`")
 @pytest.mark.filterwarnings("ignore:The 'stac_validator' package has been deprecated")

@@ -14,7 +14,7 @@
   they say why a choice holds and name the section of ``benchmarks/RESULTS.md`` that
   measured it, where a rerun updates the figure.
 
-``tests/test_docs_figures.py`` checks the experiments tables and the numbers quoted from
+``tests/docs/test_docs_figures.py`` checks the experiments tables and the numbers quoted from
 them against ``docs/results/``.
 """
 

@@ -24,11 +24,8 @@ get_task_stream = distributed.get_task_stream
 FAST = {"max_epochs": 3, "random_state": 0}
 
 
-def _data(n_samples=120, n_bands=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.01, 0.6, size=(n_samples, n_bands))
-    y = (X[:, -1] - X[:, -2]) / (X[:, -1] + X[:, -2]) > 0.1
-    return X, y.astype(int)
+# What this module's tests draw from conftest's band_data, after the sample and band counts.
+DATA = {"low": 0.01, "high": 0.6, "pair": (-1, -2), "cuts": (0.1,)}
 
 
 def _scene(shape=(40, 50), n_bands=4, seed=1):
@@ -59,15 +56,15 @@ def client():
 
 
 @pytest.fixture(scope="module")
-def clf():
-    return NDClassifier(**FAST).fit(*_data())
+def clf(band_data):
+    return NDClassifier(**FAST).fit(*band_data(120, 4, **DATA))
 
 
 GRID = {"depth": [2, 3], "lr": [0.01, 0.05]}
 
 
-def _grid_search_on_cluster(client):
-    X, y = _data()
+def _grid_search_on_cluster(band_data, client):
+    X, y = band_data(120, 4, **DATA)
     with get_task_stream(client) as stream, joblib.parallel_backend("dask"):
         # n_jobs=None means "the active joblib backend": the cluster's worker threads.
         search = GridSearchCV(NDClassifier(**FAST), GRID, cv=2).fit(X, y)
@@ -76,9 +73,9 @@ def _grid_search_on_cluster(client):
 
 
 @pytest.mark.slow
-def test_grid_search_on_dask_backend(client):
-    X, y = _data()
-    search = _grid_search_on_cluster(client)
+def test_grid_search_on_dask_backend(client, band_data):
+    X, y = band_data(120, 4, **DATA)
+    search = _grid_search_on_cluster(band_data, client)
     scores = search.cv_results_["mean_test_score"]
     assert scores.shape == (4,) and np.all((0 <= scores) & (scores <= 1))
     assert search.best_params_ in list(ParameterGrid(GRID))
@@ -129,17 +126,17 @@ def test_lazy_prediction_survives_pickling(clf):
 
 
 @pytest.mark.slow
-def test_worker_processes(clf):
+def test_worker_processes(clf, band_data):
     # As on a real cluster: estimators and the raster fast path travel by pickling.
     # Slow: each worker process imports torch.
     scene = _scene((30, 30))
     cluster, client = _local_client(n_workers=2, processes=True)
     with cluster, client:
         proba = raster.predict_proba(clf, scene.chunk({"y": 10})).compute()
-        search = _grid_search_on_cluster(client)
+        search = _grid_search_on_cluster(band_data, client)
     xr.testing.assert_allclose(proba, raster.predict_proba(clf, scene))
     # Fits are seeded: the cluster reproduces a serial search exactly.
-    X, y = _data()
+    X, y = band_data(120, 4, **DATA)
     serial = GridSearchCV(NDClassifier(**FAST), GRID, cv=2).fit(X, y)
     np.testing.assert_array_equal(
         search.cv_results_["mean_test_score"], serial.cv_results_["mean_test_score"]

@@ -70,7 +70,7 @@ def test_paper_parameter_counts_on_fitted_estimators():
 def test_fitted_attributes_are_numpy_and_pandas():
     X, y = binary_spectra()
     # The paper's recipe trains from the start; the default may keep the starting model
-    # when nothing validates better (tests/test_recipe.py).
+    # when nothing validates better (tests/training/test_recipe.py).
     clf = NDClassifier(**FAST, recipe="paper").fit(X, y)
     assert clf.pairs_.shape == (10, 2) and clf.pairs_.dtype == np.int64
     for name in ("coef_a_", "coef_c_", "index_importances_"):
@@ -93,7 +93,8 @@ def test_early_stopping_restores_the_best_epoch():
     X, y = spectra(n_samples=300)
     X_val, y_val = spectra(n_samples=100, seed=1)
     # The paper's recipe: the default one refits the output layer on the training and
-    # validation rows after the restore (tests/test_recipe.py), which moves the score on X_val.
+    # validation rows after the restore (tests/training/test_recipe.py), which moves the
+    # score on X_val.
     clf = NDClassifier(max_epochs=60, patience=5, lr=0.05, random_state=0, recipe="paper")
     clf.fit(X, y, X_val=X_val, y_val=y_val)
     assert clf.best_epoch_ is not None
@@ -266,7 +267,8 @@ def test_negative_values_point_to_the_signed_variants():
 def test_auto_variant_is_signed_for_signed_data_and_refuses_fill_values(capsys):
     X, y = binary_spectra()
     signed = X - X.mean(axis=0)
-    # Centred bands, as a scaler leaves them: said (tests/test_validation.py), and not named.
+    # Centred bands, as a scaler leaves them: said (tests/estimators/test_validation.py), and
+    # not named.
     with pytest.warns(UserWarning, match="looks standardized.*variant_ is 'signed'"):
         clf = NDClassifier(**FAST, verbose=1).fit(signed, y)
     assert clf.variant_ == "signed" and clf.get_params()["variant"] == "auto"

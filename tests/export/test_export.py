@@ -34,15 +34,12 @@ FAST = {"max_epochs": 3, "random_state": 0}
 BANDS = ["blue", "green", "red", "nir"]
 
 
-def _data(n=160, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.02, 0.6, size=(n, len(BANDS)))
-    ratio = (X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2])
-    return X, np.digitize(ratio, [-0.2, 0.2])
+# What this module's tests draw from conftest's band_data, after the sample and band counts.
+DATA = {"low": 0.02, "high": 0.6, "pair": (3, 2), "cuts": (-0.2, 0.2)}
 
 
-def _fit(kind, params):
-    X, y = _data()
+def _fit(band_data, kind, params):
+    X, y = band_data(160, len(BANDS), **DATA)
     if kind == "binary":
         return NDClassifier(bands=BANDS, **params, **FAST).fit(X, np.where(y > 0, "wet", "dry"))
     if kind == "multiclass":
@@ -91,8 +88,8 @@ def _expected(model, output, pixels):
 
 
 @pytest.fixture(scope="module", params=MODELS, ids=lambda case: f"{case[0]}-{case[1]}")
-def model(request, tmp_path_factory):
-    estimator = _fit(*request.param)
+def model(request, tmp_path_factory, band_data):
+    estimator = _fit(band_data, *request.param)
     path = tmp_path_factory.mktemp("model") / "model.sknd"
     estimator.save_model(path)
     return estimator, sknd.load_model(path)
@@ -250,9 +247,9 @@ def _labels(saved, output):
 
 
 @pytest.mark.slow
-def test_openeo_graph_512_cube_equal_codes_and_probabilities():
+def test_openeo_graph_512_cube_equal_codes_and_probabilities(band_data):
     """The target: a 512 x 512 cube, equal class codes, probabilities within 1e-6."""
-    estimator = _fit("multiclass", {"depth": 3, **NARROW})
+    estimator = _fit(band_data, "multiclass", {"depth": 3, **NARROW})
     pixels = _pixels(512 * 512, seed=3)
     cube = _cube(pixels, (512, 512))
     codes = run_openeo(estimator.export_model("openeo"), cube)
@@ -264,8 +261,8 @@ def test_openeo_graph_512_cube_equal_codes_and_probabilities():
     )
 
 
-def test_openeo_selects_bands_by_name_from_another_sensor():
-    X, y = _data()
+def test_openeo_selects_bands_by_name_from_another_sensor(band_data):
+    X, y = band_data(160, len(BANDS), **DATA)
     clf = NDClassifier(bands=["SR_B2", "SR_B3", "SR_B4", "SR_B5"], sensor="landsat8", **FAST)
     clf.fit(X, y)
     names = ["B08", "B02", "B11", "B04", "B03"]
@@ -299,8 +296,8 @@ def test_openeo_selects_bands_by_name_from_another_sensor():
         ({"sensor": "sentinel2"}, "pass bands= too"),
     ],
 )
-def test_export_refuses_bad_requests(kwargs, message):
-    X, y = _data()
+def test_export_refuses_bad_requests(kwargs, message, band_data):
+    X, y = band_data(160, len(BANDS), **DATA)
     clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
     with pytest.raises(ValueError, match=message):
         clf.export_model(**kwargs)
@@ -323,8 +320,8 @@ def test_earthengine_code_reproduces_saved_model(model):
             np.testing.assert_allclose(values, expected, rtol=0, atol=1e-6)
 
 
-def test_earthengine_code_reads_the_images_band_names():
-    X, y = _data()
+def test_earthengine_code_reads_the_images_band_names(band_data):
+    X, y = band_data(160, len(BANDS), **DATA)
     clf = NDClassifier(bands=["B2", "B3", "B4", "B8"], sensor="sentinel2", **FAST).fit(X, y)
     code = clf.export_model("earthengine", bands=["B8", "B4", "B3", "B2", "B11"])
     assert "BANDS = ['B2', 'B3', 'B4', 'B8']" in code
@@ -476,10 +473,10 @@ def test_integer_cubes_compute_in_floating_point(variant, form):
 
 
 @pytest.mark.parametrize("form", ["graph", "udf"])
-def test_scale_and_offset_run_a_reflectance_model_on_digital_numbers(form):
+def test_scale_and_offset_run_a_reflectance_model_on_digital_numbers(form, band_data):
     """Sentinel-2 L2A: DN = 10000 (reflectance + 0.1); per band (Landsat's 2.75e-5, -0.2 on
     two bands here) or one number for all."""
-    X, y = _data()
+    X, y = band_data(160, len(BANDS), **DATA)
     clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
     dn = np.random.default_rng(2).integers(8000, 20000, (30, len(BANDS))).astype(np.uint16)
     for scale, offset in [(1e-4, -0.1), ([1e-4, 1e-4, 2.75e-5, 2.75e-5], [-0.1, -0.1, -0.2, -0.2])]:
@@ -494,11 +491,11 @@ def test_scale_and_offset_run_a_reflectance_model_on_digital_numbers(form):
 
 
 @pytest.mark.parametrize("form", ["graph", "udf"])
-def test_openeo_nodata_pixels_get_no_class(form):
+def test_openeo_nodata_pixels_get_no_class(form, band_data):
     """nodata=0 (issue 64): pixels of zeros get no class (the fill code 255, NaN
     probabilities), pixels with a NaN band too; the others the estimator's values, on
     openeo-processes-dask, on float and integer cubes."""
-    X, y = _data()
+    X, y = band_data(160, len(BANDS), **DATA)
     clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
     pixels = _pixels(30) * 10000
     pixels[:4] = 0
@@ -518,9 +515,9 @@ def test_openeo_nodata_pixels_get_no_class(form):
     assert np.isnan(proba[~valid]).all()
 
 
-def test_earthengine_nodata_pixels_are_masked_or_filled():
+def test_earthengine_nodata_pixels_are_masked_or_filled(band_data):
     """Earth Engine: outputs masked where a band holds nodata or NaN, class codes filled."""
-    X, y = _data()
+    X, y = band_data(160, len(BANDS), **DATA)
     clf = NDTransformer(bands=BANDS, **FAST).fit(X, y)
     pixels = _pixels(20)
     pixels[0], pixels[1, 3] = -1, np.nan
@@ -537,11 +534,11 @@ def test_earthengine_nodata_pixels_are_masked_or_filled():
     np.testing.assert_array_equal(codes["class"], [255, 255, *clf.predict(pixels[2:])])
 
 
-def test_auto_form_keeps_small_graphs_and_runs_large_models_in_a_udf():
+def test_auto_form_keeps_small_graphs_and_runs_large_models_in_a_udf(band_data):
     """form="auto": the pure process graph up to GRAPH_MAX_NODES, run_udf beyond."""
     from sknd._export import GRAPH_MAX_NODES
 
-    X, y = _data()
+    X, y = band_data(160, len(BANDS), **DATA)
     small = NDClassifier(bands=BANDS, depth=2, **FAST).fit(X, y)
     large = NDClassifier(bands=BANDS, depth=3, hidden_units=100, **FAST).fit(X, y)
     for clf, udf in [(small, False), (large, True)]:
@@ -552,7 +549,7 @@ def test_auto_form_keeps_small_graphs_and_runs_large_models_in_a_udf():
         )
 
 
-def test_openeo_udf_runs_without_sknd():
+def test_openeo_udf_runs_without_sknd(band_data):
     """The UDF imports numpy and xarray only: it runs where sknd is not installed."""
     import builtins
 
@@ -560,7 +557,7 @@ def test_openeo_udf_runs_without_sknd():
     from openeo.udf.udf_data import UdfData
     from openeo.udf.xarraydatacube import XarrayDataCube
 
-    X, y = _data()
+    X, y = band_data(160, len(BANDS), **DATA)
     clf = NDRegressor(bands=BANDS, **FAST).fit(X, X[:, 0])
     process = clf.export_model("openeo", form="udf")
     model = process["process_graph"]["model"]["arguments"]
@@ -597,8 +594,8 @@ def test_openeo_udf_runs_without_sknd():
         ({"nodata": True}, TypeError, "nodata must be a number"),
     ],
 )
-def test_export_refuses_bad_form_and_nodata(kwargs, error, message):
-    X, y = _data()
+def test_export_refuses_bad_form_and_nodata(kwargs, error, message, band_data):
+    X, y = band_data(160, len(BANDS), **DATA)
     clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
     with pytest.raises(error, match=message):
         clf.export_model(**kwargs)
@@ -613,17 +610,17 @@ def test_export_refuses_bad_form_and_nodata(kwargs, error, message):
         ({"offset": float("nan")}, ValueError, "offset must be finite"),
     ],
 )
-def test_export_refuses_bad_scale_and_offset(kwargs, error, message):
-    X, y = _data()
+def test_export_refuses_bad_scale_and_offset(kwargs, error, message, band_data):
+    X, y = band_data(160, len(BANDS), **DATA)
     clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
     with pytest.raises(error, match=message):
         clf.export_model(**kwargs)
 
 
-def test_openeo_errors_name_the_missing_band_and_dimension():
+def test_openeo_errors_name_the_missing_band_and_dimension(band_data):
     """A cube without a band of the model, or with its bands along another dimension: the
     executor's error names them (pass bands= or dimension= to export_model)."""
-    X, y = _data()
+    X, y = band_data(160, len(BANDS), **DATA)
     clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
     pixels = _pixels(20)
     with pytest.raises(Exception, match=r"\['blue', 'green', 'red', 'nir'\] are not all avail"):

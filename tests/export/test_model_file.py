@@ -20,11 +20,8 @@ FAST = {"max_epochs": 3, "random_state": 0}
 BANDS = ["blue", "green", "red", "nir"]
 
 
-def _data(n=160, n_bands=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.02, 0.6, size=(n, n_bands))
-    ratio = (X[:, -1] - X[:, -2]) / (X[:, -1] + X[:, -2])
-    return X, np.digitize(ratio, [-0.2, 0.2])
+# What this module's tests draw from conftest's band_data, after the sample and band counts.
+DATA = {"low": 0.02, "high": 0.6, "pair": (-1, -2), "cuts": (-0.2, 0.2)}
 
 
 def _pixels(n=3000, n_bands=4, dtype=np.float64, seed=5):
@@ -63,8 +60,10 @@ CLASSIFIERS = [
 
 
 @pytest.mark.parametrize(("params", "target"), CLASSIFIERS)
-def test_classifier_file_predicts_as_the_estimator(tmp_path, params, target, implementation):
-    X, y = _data()
+def test_classifier_file_predicts_as_the_estimator(
+    tmp_path, params, target, implementation, band_data
+):
+    X, y = band_data(160, 4, **DATA)
     clf = NDClassifier(**params, **FAST).fit(X, _targets(X, y, target))
     model = _round_trip(clf, tmp_path)
     pixels = _pixels()
@@ -82,8 +81,10 @@ def test_classifier_file_predicts_as_the_estimator(tmp_path, params, target, imp
 
 @pytest.mark.parametrize("target", ["regression", "multi-output", "constant"])
 @pytest.mark.parametrize("params", [{}, {"architecture": "attnd", "depth": 3}])
-def test_regressor_file_predicts_as_the_estimator(tmp_path, params, target, implementation):
-    X, y = _data()
+def test_regressor_file_predicts_as_the_estimator(
+    tmp_path, params, target, implementation, band_data
+):
+    X, y = band_data(160, 4, **DATA)
     reg = NDRegressor(**params, **FAST).fit(X, _targets(X, y, target))
     model = _round_trip(reg, tmp_path)
     pixels = _pixels()
@@ -97,8 +98,10 @@ def test_regressor_file_predicts_as_the_estimator(tmp_path, params, target, impl
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("params", [{}, {"n_indices": 3, "variant": "signed"}])
-def test_transformer_file_transforms_as_the_estimator(tmp_path, params, dtype, implementation):
-    X, y = _data()
+def test_transformer_file_transforms_as_the_estimator(
+    tmp_path, params, dtype, implementation, band_data
+):
+    X, y = band_data(160, 4, **DATA)
     transformer = NDTransformer(**params, bands=BANDS, **FAST).fit(X, y)
     model = _round_trip(transformer, tmp_path)
     pixels = _pixels(dtype=dtype)
@@ -115,8 +118,8 @@ def test_transformer_file_transforms_as_the_estimator(tmp_path, params, dtype, i
     assert not hasattr(model, "predict")
 
 
-def test_attributes_follow_the_estimator(tmp_path):
-    X, y = _data()
+def test_attributes_follow_the_estimator(tmp_path, band_data):
+    X, y = band_data(160, 4, **DATA)
     frame = pd.DataFrame(X, columns=["B02", "B03", "B04", "B08"])
     clf = NDClassifier(sensor="sentinel2", random_state=np.random.RandomState(0), max_epochs=2)
     clf.fit(frame, y)
@@ -140,9 +143,9 @@ def test_attributes_follow_the_estimator(tmp_path):
     assert not hasattr(plain, "feature_names_in_")
 
 
-def test_raster_matches_bands_of_a_model_file_as_of_the_estimator(tmp_path):
+def test_raster_matches_bands_of_a_model_file_as_of_the_estimator(tmp_path, band_data):
     xr = pytest.importorskip("xarray")
-    X, y = _data()
+    X, y = band_data(160, 4, **DATA)
     clf = NDClassifier(bands=["B02", "B03", "B04", "B08"], sensor="sentinel2", **FAST).fit(X, y)
     model = _round_trip(clf, tmp_path)
     image = xr.DataArray(
@@ -168,8 +171,8 @@ def test_raster_matches_bands_of_a_model_file_as_of_the_estimator(tmp_path):
     assert str(from_model.value).replace("SavedModel", "NDClassifier") == str(from_estimator.value)
 
 
-def test_bad_input_is_refused_as_by_the_estimator(tmp_path):
-    X, y = _data()
+def test_bad_input_is_refused_as_by_the_estimator(tmp_path, band_data):
+    X, y = band_data(160, 4, **DATA)
     clf = NDClassifier(**FAST).fit(X, y)
     model = _round_trip(clf, tmp_path)
     bad = X[:5].copy()
@@ -195,8 +198,8 @@ def test_bad_input_is_refused_as_by_the_estimator(tmp_path):
     np.testing.assert_array_equal(model.predict(counts), clf.predict(counts))
 
 
-def test_scenes_far_outside_the_training_range_warn_as_with_the_estimator(tmp_path):
-    X, y = _data()
+def test_scenes_far_outside_the_training_range_warn_as_with_the_estimator(tmp_path, band_data):
+    X, y = band_data(160, 4, **DATA)
     clf = NDClassifier(passthrough=True, **FAST).fit(X, y)
     model = _round_trip(clf, tmp_path)
     np.testing.assert_array_equal(model._fields["band_range"], clf.band_range_)
@@ -212,8 +215,8 @@ def test_scenes_far_outside_the_training_range_warn_as_with_the_estimator(tmp_pa
     np.testing.assert_array_equal(plain.predict(counts), plain.predict(X[:20]))
 
 
-def test_pickle_carries_the_file_and_checks_it_again(tmp_path):
-    X, y = _data()
+def test_pickle_carries_the_file_and_checks_it_again(tmp_path, band_data):
+    X, y = band_data(160, 4, **DATA)
     model = _round_trip(NDClassifier(**FAST).fit(X, y), tmp_path)
     copy = pickle.loads(pickle.dumps(model))
     assert isinstance(copy, SavedModel)
@@ -222,10 +225,10 @@ def test_pickle_carries_the_file_and_checks_it_again(tmp_path):
     assert reduced[1] == ((tmp_path / "model.sknd").read_bytes(),)
 
 
-def test_save_writes_all_or_nothing(tmp_path, monkeypatch):
+def test_save_writes_all_or_nothing(tmp_path, monkeypatch, band_data):
     from sklearn.exceptions import NotFittedError
 
-    X, y = _data()
+    X, y = band_data(160, 4, **DATA)
     clf = NDClassifier(**FAST).fit(X, y)
     path = tmp_path / "model.sknd"
     with pytest.raises(NotFittedError):
@@ -247,8 +250,8 @@ def test_save_writes_all_or_nothing(tmp_path, monkeypatch):
 
 # A fresh process (import checks): behind the slow marker.
 @pytest.mark.slow
-def test_loading_imports_neither_torch_nor_scikit_learn(tmp_path):
-    X, y = _data()
+def test_loading_imports_neither_torch_nor_scikit_learn(tmp_path, band_data):
+    X, y = band_data(160, 4, **DATA)
     NDClassifier(bands=BANDS, **FAST).fit(X, y).save_model(tmp_path / "model.sknd")
     code = f"""
 import sys
@@ -272,9 +275,9 @@ print(sorted(name for name in sys.modules if name.split(".")[0] in heavy))
 
 # ------------------------------------------------------------------ hostile files
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):
+def saved(tmp_path_factory, band_data):
     """The bytes of a depth-3 AttND classifier's file, its metadata and its arrays."""
-    X, y = _data()
+    X, y = band_data(160, 4, **DATA)
     clf = NDClassifier(architecture="attnd", depth=3, passthrough=True, **FAST).fit(X, y)
     path = tmp_path_factory.mktemp("model") / "model.sknd"
     clf.save_model(path)
@@ -552,9 +555,9 @@ def test_huge_json_integers_are_a_value_error(tmp_path, saved, field):
         _load_bytes(tmp_path, _zip(edited, members))
 
 
-def test_an_unknown_sensor_preset_matches_by_common_name(tmp_path):
+def test_an_unknown_sensor_preset_matches_by_common_name(tmp_path, band_data):
     # A preset of a newer sknd raised a bare KeyError in sknd.raster (repro_09).
-    X, y = _data()
+    X, y = band_data(160, 4, **DATA)
     clf = NDClassifier(bands=["B2", "B3", "B4", "B8"], sensor="sentinel2", **FAST).fit(X, y)
     clf.save_model(tmp_path / "model.sknd")
     with zipfile.ZipFile(tmp_path / "model.sknd") as archive:
@@ -569,10 +572,10 @@ def test_an_unknown_sensor_preset_matches_by_common_name(tmp_path):
     np.testing.assert_array_equal(labels.reshape(-1), clf.predict(image.reshape(-1, 4)))
 
 
-def test_files_get_the_umask_mode_and_bytes_paths_work(tmp_path):
+def test_files_get_the_umask_mode_and_bytes_paths_work(tmp_path, band_data):
     # mkstemp's 0600 whatever the umask (repro_15); a bytes path raised tempfile's TypeError
     # (repro_18a).
-    X, y = _data()
+    X, y = band_data(160, 4, **DATA)
     clf = NDClassifier(**FAST).fit(X, y)
     previous = os.umask(0o027)
     try:

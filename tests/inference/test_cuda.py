@@ -14,11 +14,8 @@ from sknd import NDClassifier, NDRegressor, load_model, raster
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
 
-def _data(n_samples=400, n_bands=6, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.02, 0.6, size=(n_samples, n_bands))
-    y = (X[:, 3] - X[:, 2]) / (X[:, 3] + X[:, 2]) > 0.1
-    return X, y.astype(int)
+# What this module's tests draw from conftest's band_data, after the sample and band counts.
+DATA = {"low": 0.02, "high": 0.6, "pair": (3, 2), "cuts": (0.1,)}
 
 
 class _RecordLR(Callback):
@@ -39,8 +36,8 @@ class _BatchCounter(Callback):
 
 
 @pytest.mark.parametrize("recipe", ["sknd", "paper"])
-def test_cuda_default_and_paper_recipes_match_the_cpu(recipe):
-    X, y = _data()
+def test_cuda_default_and_paper_recipes_match_the_cpu(recipe, band_data):
+    X, y = band_data(400, 6, **DATA)
     params = dict(recipe=recipe, max_epochs=20, random_state=0, batch_size=64)
     gpu = NDClassifier(device="cuda", **params).fit(X, y)
     cpu = NDClassifier(device="cpu", **params).fit(X, y)
@@ -49,8 +46,8 @@ def test_cuda_default_and_paper_recipes_match_the_cpu(recipe):
     assert gpu.n_iter_ == cpu.n_iter_
 
 
-def test_cuda_callbacks_on_both_training_paths():
-    X, y = _data()
+def test_cuda_callbacks_on_both_training_paths(band_data):
+    X, y = band_data(400, 6, **DATA)
     schedule = ("lr", LRScheduler("StepLR", step_size=2, gamma=0.5))
     fused = NDClassifier(device="cuda", max_epochs=6, early_stopping=False, random_state=0,
                          callbacks=[schedule, ("record", _RecordLR())]).fit(X, y)  # fmt: skip
@@ -63,8 +60,8 @@ def test_cuda_callbacks_on_both_training_paths():
     assert np.isfinite(plain.predict_proba(X)).all()
 
 
-def test_cuda_models_pickle_save_and_predict_scenes(tmp_path):
-    X, y = _data()
+def test_cuda_models_pickle_save_and_predict_scenes(tmp_path, band_data):
+    X, y = band_data(400, 6, **DATA)
     for estimator, target in ((NDClassifier, y), (NDRegressor, X[:, 0] / X[:, 1])):
         gpu = estimator(device="cuda", max_epochs=10, random_state=0).fit(X, target)
         copy = pickle.loads(pickle.dumps(gpu))

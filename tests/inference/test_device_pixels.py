@@ -18,15 +18,12 @@ DEVICES = ["cpu", pytest.param("cuda", marks=CUDA)]
 FAST = {"max_epochs": 5, "random_state": 0}
 
 
-def _data(n_samples=300, n_bands=5, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.01, 0.6, size=(n_samples, n_bands))
-    ratio = (X[:, -1] - X[:, -2]) / (X[:, -1] + X[:, -2])
-    return X, np.digitize(ratio, [-0.2, 0.2])
+# What this module's tests draw from conftest's band_data, after the sample and band counts.
+DATA = {"low": 0.01, "high": 0.6, "pair": (-1, -2), "cuts": (-0.2, 0.2)}
 
 
-def _fit(target, **params):
-    X, y = _data()
+def _fit(band_data, target, **params):
+    X, y = band_data(300, 5, **DATA)
     targets = {
         "binary": (y > 0).astype(int),
         "strings": np.array(["dry", "mixed", "wet"])[y],
@@ -68,8 +65,8 @@ def _scene(dtype=np.float32, shape=(23, 19), n_bands=5, seed=1):
 @pytest.mark.parametrize("target", ["binary", "strings", "regression", "multi-output"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.uint16, np.int16])
 @pytest.mark.parametrize("n_jobs", [1, 2])
-def test_scene_on_the_device_equals_the_cpu_fast_path(device, target, dtype, n_jobs):
-    estimator = _fit(target)
+def test_scene_on_the_device_equals_the_cpu_fast_path(device, target, dtype, n_jobs, band_data):
+    estimator = _fit(band_data, target)
     image = _scene(dtype)
     fill = "none" if target == "strings" else -1
     options = {"nodata": 7, "chunk_pixels": 37, "n_jobs": n_jobs}
@@ -97,8 +94,8 @@ def test_scene_on_the_device_equals_the_cpu_fast_path(device, target, dtype, n_j
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_scene_on_the_device_picks_bands_by_name(device):
-    X, y = _data(n_bands=4)
+def test_scene_on_the_device_picks_bands_by_name(device, band_data):
+    X, y = band_data(300, 4, **DATA)
     names = ["blue", "green", "red", "nir"]
     estimator = NDClassifier(bands=names, **FAST).fit(X, y)
     image = _scene()[..., [4, 3, 2, 1, 0]]  # the bands reversed, after an extra one
@@ -114,8 +111,8 @@ def test_scene_on_the_device_picks_bands_by_name(device):
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("value", [-0.5, np.inf, 1e35])
-def test_bad_pixels_raise_the_cpu_paths_error(device, value):
-    estimator = _fit("binary")
+def test_bad_pixels_raise_the_cpu_paths_error(device, value, band_data):
+    estimator = _fit(band_data, "binary")
     image = _scene()
     image[7, 8, 2] = value
     with pytest.raises(ValueError) as cpu:
@@ -127,8 +124,8 @@ def test_bad_pixels_raise_the_cpu_paths_error(device, value):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-def test_pixels_far_outside_the_fitted_range_warn_as_on_the_cpu(device):
-    estimator = _fit("binary", passthrough=True)
+def test_pixels_far_outside_the_fitted_range_warn_as_on_the_cpu(device, band_data):
+    estimator = _fit(band_data, "binary", passthrough=True)
     image = _scene() * 100
     with pytest.warns(UserWarning, match="far outside") as cpu:
         expected = raster.predict(estimator, image, nodata=700)
@@ -146,8 +143,8 @@ def _out_of_memory(*args, **kwargs):
     raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
 
 
-def test_a_scene_out_of_device_memory_names_the_chunk_size(monkeypatch):
-    estimator = _on_device(_fit("binary"), "cpu")
+def test_a_scene_out_of_device_memory_names_the_chunk_size(monkeypatch, band_data):
+    estimator = _on_device(_fit(band_data, "binary"), "cpu")
     monkeypatch.setattr(_device_pixels._Pipeline, "_compute", _out_of_memory)
     with pytest.raises(MemoryError, match=r"lower chunk_pixels \(now 37\)"):
         raster.predict(estimator, _scene(), chunk_pixels=37)
@@ -158,9 +155,10 @@ def test_a_scene_out_of_device_memory_names_the_chunk_size(monkeypatch):
 
 def test_training_out_of_device_memory_names_the_batch_size_and_keeps_the_model(
     monkeypatch,
+    band_data,
 ):
-    estimator = _fit("binary", batch_size=64)
-    X, _ = _data()
+    estimator = _fit(band_data, "binary", batch_size=64)
+    X, _ = band_data(300, 5, **DATA)
     before = estimator.predict_proba(X)
     run_epoch = FusedTrainer.run_epoch
 
@@ -180,11 +178,11 @@ def test_training_out_of_device_memory_names_the_batch_size_and_keeps_the_model(
 
 
 @CUDA
-def test_a_model_on_the_gpu_evaluates_scenes_on_the_gpu():
-    estimator = NDClassifier(device="cuda", **FAST).fit(*_data())
+def test_a_model_on_the_gpu_evaluates_scenes_on_the_gpu(band_data):
+    estimator = NDClassifier(device="cuda", **FAST).fit(*band_data(300, 5, **DATA))
     image = _scene()
     evaluator = estimator._fast_evaluator("predict")
     assert isinstance(evaluator, DevicePixels) and evaluator.device.type == "cuda"
     labels = raster.predict(estimator, image, nodata=7)
-    cpu = NDClassifier(**FAST).fit(*_data())
+    cpu = NDClassifier(**FAST).fit(*band_data(300, 5, **DATA))
     np.testing.assert_array_equal(labels, raster.predict(cpu, image, nodata=7))

@@ -12,13 +12,8 @@ from sknd import NDClassifier, NDRegressor, NDTransformer, raster
 from sknd._inference import _evaluator
 from sknd._inference._pixels import pixel_function
 
-
-def _training_data(n_samples=300, n_bands=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.01, 0.6, size=(n_samples, n_bands))
-    ratio = (X[:, -1] - X[:, -2]) / (X[:, -1] + X[:, -2])
-    y = np.digitize(ratio, [-0.2, 0.2])  # three classes
-    return X, y
+# What this module's tests draw from conftest's band_data, after the sample and band counts.
+DATA = {"low": 0.01, "high": 0.6, "pair": (-1, -2), "cuts": (-0.2, 0.2)}
 
 
 def _image(shape=(9, 11), n_bands=4, seed=1, dtype=np.float64):
@@ -27,8 +22,8 @@ def _image(shape=(9, 11), n_bands=4, seed=1, dtype=np.float64):
 
 
 @pytest.fixture(scope="module")
-def clf():
-    X, y = _training_data()
+def clf(band_data):
+    X, y = band_data(300, 4, **DATA)
     return LogisticRegression().fit(X, y)
 
 
@@ -41,8 +36,8 @@ def _fast(estimator, method):
     return func if isinstance(func, _evaluator.FastNetwork) else None
 
 
-def _sknd_fit(estimator, target="multiclass", n_bands=5):
-    X, y = _training_data(n_samples=120, n_bands=n_bands)
+def _sknd_fit(band_data, estimator, target="multiclass", n_bands=5):
+    X, y = band_data(120, n_bands, **DATA)
     targets = {
         "multiclass": y,
         "binary": np.array(["dry", "wet"])[(y > 0).astype(int)],
@@ -69,8 +64,8 @@ def _pixels(n_bands=5, n_pixels=3000, dtype=np.float32):
     ids=["nd", "depth3", "attnd", "mlp", "signed", "softplus"],
 )
 @pytest.mark.parametrize("target", ["multiclass", "binary"])
-def test_fast_path_equals_classifier_methods(params, target, implementation):
-    clf = _sknd_fit(NDClassifier(**params, **FAST), target)
+def test_fast_path_equals_classifier_methods(params, target, implementation, band_data):
+    clf = _sknd_fit(band_data, NDClassifier(**params, **FAST), target)
     pixels = _pixels()
     for method in ("predict", "predict_proba"):
         fast = _fast(clf, method)
@@ -93,9 +88,9 @@ def test_fast_path_equals_classifier_methods(params, target, implementation):
     ],
     ids=["nd", "attnd-depth3", "mlp"],
 )
-def test_fast_path_with_raw_passthrough(params, implementation):
-    clf = _sknd_fit(NDClassifier(**params, **FAST))
-    reg = _sknd_fit(NDRegressor(**params, **FAST), "multi-output")
+def test_fast_path_with_raw_passthrough(params, implementation, band_data):
+    clf = _sknd_fit(band_data, NDClassifier(**params, **FAST))
+    reg = _sknd_fit(band_data, NDRegressor(**params, **FAST), "multi-output")
     pixels = _pixels()
     for estimator, method in [(clf, "predict_proba"), (clf, "predict"), (reg, "predict")]:
         fast = _fast(estimator, method)
@@ -109,8 +104,8 @@ def test_fast_path_with_raw_passthrough(params, implementation):
 
 @pytest.mark.parametrize("target", ["regression", "multi-output"])
 @pytest.mark.parametrize("params", [{}, {"architecture": "attnd", "depth": 3}])
-def test_fast_path_equals_regressor_predict(params, target, implementation):
-    reg = _sknd_fit(NDRegressor(**params, **FAST), target)
+def test_fast_path_equals_regressor_predict(params, target, implementation, band_data):
+    reg = _sknd_fit(band_data, NDRegressor(**params, **FAST), target)
     pixels = _pixels()
     fast = _fast(reg, "predict")
     expected = reg.predict(pixels)
@@ -121,8 +116,8 @@ def test_fast_path_equals_regressor_predict(params, target, implementation):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("params", [{}, {"n_indices": 3, "variant": "signed"}])
-def test_fast_path_equals_transformer(params, dtype, implementation):
-    transformer = _sknd_fit(NDTransformer(**params, **FAST))
+def test_fast_path_equals_transformer(params, dtype, implementation, band_data):
+    transformer = _sknd_fit(band_data, NDTransformer(**params, **FAST))
     pixels = _pixels(dtype=dtype)
     fast = _fast(transformer, "transform")
     expected = transformer.transform(pixels)
@@ -134,11 +129,11 @@ def test_fast_path_equals_transformer(params, dtype, implementation):
 
 
 @pytest.mark.parametrize("variant", ["reflectance", "softplus"])
-def test_fast_path_gather_form_for_many_bands(monkeypatch, variant):
+def test_fast_path_gather_form_for_many_bands(monkeypatch, variant, band_data):
     # Without numba, many-band inputs compute the ND layer by gathering columns instead of GEMMs.
     monkeypatch.setattr(_evaluator, "_compiled_kernels", lambda: None)
     monkeypatch.setattr(_evaluator, "NUMPY_GEMM_MAX_BANDS", 3)
-    clf = _sknd_fit(NDClassifier(variant=variant, **FAST))
+    clf = _sknd_fit(band_data, NDClassifier(variant=variant, **FAST))
     fast = _fast(clf, "predict_proba")
     nd = getattr(fast.steps[0], "nd", fast.steps[0])  # fused with the dense layer, or alone
     assert isinstance(nd, _evaluator._NDStep) and not nd.gemm
@@ -156,12 +151,12 @@ def test_fast_path_gather_form_for_many_bands(monkeypatch, variant):
         ({"architecture": "attnd"}, "binary", ["_AttentionStep", "_LinearStep"]),
     ],
 )
-def test_fast_path_fuses_nd_with_a_narrow_output_layer(params, target, steps):
+def test_fast_path_fuses_nd_with_a_narrow_output_layer(params, target, steps, band_data):
     if target == "five classes":
-        X, _ = _training_data(n_samples=120, n_bands=5)
+        X, _ = band_data(120, 5, **DATA)
         clf = NDClassifier(**params, **FAST).fit(X, np.arange(len(X)) % 5)
     else:
-        clf = _sknd_fit(NDClassifier(**params, **FAST), target)
+        clf = _sknd_fit(band_data, NDClassifier(**params, **FAST), target)
     fast = _fast(clf, "predict")
     assert [type(step).__name__ for step in fast.steps] == steps
 
@@ -255,9 +250,9 @@ def test_compiled_kernels_read_every_input_dtype_as_its_cast(variant):
 
 
 @pytest.mark.parametrize("params", [{}, {"depth": 3}])
-def test_networks_compute_in_the_float_dtype_of_the_table(params, implementation):
+def test_networks_compute_in_the_float_dtype_of_the_table(params, implementation, band_data):
     # Float32 tables in float32 (the kernel's divisions twice as fast), others in float64.
-    clf = _sknd_fit(NDClassifier(**params, **FAST))
+    clf = _sknd_fit(band_data, NDClassifier(**params, **FAST))
     network = clf._network_evaluator()  # raw outputs, before decoding
     pixels = _pixels()
     assert network(pixels).dtype == np.float32
@@ -313,11 +308,11 @@ def test_compiled_dense_kernel_sums_the_pairs_in_order(variant):
 
 
 @pytest.mark.parametrize("dtype", [np.uint16, np.int16, np.float32])
-def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation):
+def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation, band_data):
     # The compiled kernels read such tables as they are, without a float64 copy: the same
     # values bit for bit, and the same refusals. A float32 image is computed in float32
     # (docs/raster.md: within the bound of test_float32_tables_within_the_documented_bound).
-    reg = _sknd_fit(NDRegressor(**FAST), "regression")
+    reg = _sknd_fit(band_data, NDRegressor(**FAST), "regression")
     image = np.round(_image(n_bands=5) * 1000).astype(dtype)
     cast = raster.predict(reg, image.astype(np.float64))
     expected = raster.predict(reg, image)
@@ -328,7 +323,7 @@ def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation):
     table = image.reshape(-1, 5)
     np.testing.assert_array_equal(reg.predict(table), expected.ravel())
     if dtype != np.float32:  # integer bands: indices in float64 (float32 keeps float32)
-        transformer = _sknd_fit(NDTransformer(**FAST))
+        transformer = _sknd_fit(band_data, NDTransformer(**FAST))
         indices = raster.transform(transformer, image.astype(np.float64))
         np.testing.assert_array_equal(raster.transform(transformer, image), indices)
     if dtype != np.uint16:
@@ -337,10 +332,10 @@ def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation):
             raster.predict(reg, image)
 
 
-def test_fast_path_blocks_and_pickling(monkeypatch, implementation):
+def test_fast_path_blocks_and_pickling(monkeypatch, implementation, band_data):
     import pickle
 
-    clf = _sknd_fit(NDClassifier(**FAST))
+    clf = _sknd_fit(band_data, NDClassifier(**FAST))
     fast = _fast(clf, "predict_proba")
     pixels = _pixels(n_pixels=1000)
     expected = clf.predict_proba(pixels)
@@ -352,8 +347,8 @@ def test_fast_path_blocks_and_pickling(monkeypatch, implementation):
     np.testing.assert_array_equal(clone(pixels), fast(pixels))
 
 
-def test_fast_path_rejects_what_the_estimator_rejects(implementation):
-    clf = _sknd_fit(NDClassifier(**FAST))
+def test_fast_path_rejects_what_the_estimator_rejects(implementation, band_data):
+    clf = _sknd_fit(band_data, NDClassifier(**FAST))
     image = _image(n_bands=5)
     image[3, 3, 1] = -0.1
     with pytest.raises(ValueError, match="Negative values.*nodata"):
@@ -375,10 +370,10 @@ def test_fast_path_rejects_what_the_estimator_rejects(implementation):
     assert np.isnan(labels[3, 3]) and np.isfinite(np.delete(labels.ravel(), 3 * 11 + 3)).all()
 
 
-def test_fast_path_not_used_for_a_model_on_a_gpu(monkeypatch):
+def test_fast_path_not_used_for_a_model_on_a_gpu(monkeypatch, band_data):
     import torch
 
-    clf = _sknd_fit(NDClassifier(**FAST))
+    clf = _sknd_fit(band_data, NDClassifier(**FAST))
     assert _fast(clf, "predict") is not None
     # device="cuda" (or "auto" with a GPU visible): the estimator's own methods run on the GPU.
     monkeypatch.setattr(NDClassifier, "_inference_device", lambda self: torch.device("cuda"))
@@ -386,12 +381,12 @@ def test_fast_path_not_used_for_a_model_on_a_gpu(monkeypatch):
 
 
 # A pipeline on purpose: its scaler's output makes the estimator warn that the bands look
-# standardized (tested in tests/test_validation.py).
+# standardized (tested in tests/estimators/test_validation.py).
 @pytest.mark.filterwarnings("ignore:Every band of X has mean 0 and negative values")
-def test_fast_path_not_used_for_other_estimators(clf):
+def test_fast_path_not_used_for_other_estimators(clf, band_data):
     assert _fast(clf, "predict") is None
     pipe = make_pipeline(StandardScaler(), NDClassifier(variant="signed", **FAST))
-    pipe.fit(*_training_data(n_samples=60, n_bands=5))
+    pipe.fit(*band_data(60, 5, **DATA))
     assert _fast(pipe, "predict") is None
     image = _image(n_bands=5)
     np.testing.assert_array_equal(

@@ -18,10 +18,8 @@ def test_n_pairs_to_keep():
     assert n_pairs_to_keep(np.int64(3), 45) == 3
 
 
-def _data(n_features=6, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.05, 0.5, (80, n_features))
-    return X, (X[:, 4] > X[:, 1]).astype(int)
+# What this module's tests draw from conftest's band_data, after the sample and band counts.
+DATA = {"pair": (4, 1)}
 
 
 def _pairs(pairs, X, y, bands=None):
@@ -38,8 +36,8 @@ def _pairs(pairs, X, y, bands=None):
     )
 
 
-def test_estimator_pairs_by_index_name_all_and_count():
-    X, y = _data()
+def test_estimator_pairs_by_index_name_all_and_count(band_data):
+    X, y = band_data(80, 6, **DATA)
     bands = resolve_bands(["B2", "B3", "B4", "B8", "B11", "B12"], sensor="sentinel2")
     np.testing.assert_array_equal(_pairs("all", X, y), all_pairs(6))
     np.testing.assert_array_equal(_pairs("auto", X, y), all_pairs(6))  # few bands: all
@@ -57,8 +55,8 @@ def test_estimator_pairs_by_index_name_all_and_count():
     "pairs, match",
     [([(0, 0)], "two different bands"), ([(0, 9)], "outside"), ([("B8", "B4")], "Unknown band")],
 )
-def test_estimator_pairs_refuses_bad_pairs(pairs, match):
-    X, y = _data()
+def test_estimator_pairs_refuses_bad_pairs(pairs, match, band_data):
+    X, y = band_data(80, 6, **DATA)
     bands = resolve_bands(["a", "b", "c", "d", "e", "f"])
     with pytest.raises(ValueError, match=match):
         _pairs(pairs, X, y, bands)

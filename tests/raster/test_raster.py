@@ -29,12 +29,8 @@ xr = pytest.importorskip("xarray")
 BANDS = ["blue", "green", "red", "nir"]
 
 
-def _training_data(n_samples=300, n_bands=4, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.uniform(0.01, 0.6, size=(n_samples, n_bands))
-    ratio = (X[:, -1] - X[:, -2]) / (X[:, -1] + X[:, -2])
-    y = np.digitize(ratio, [-0.2, 0.2])  # three classes
-    return X, y
+# What this module's tests draw from conftest's band_data, after the sample and band counts.
+DATA = {"low": 0.01, "high": 0.6, "pair": (-1, -2), "cuts": (-0.2, 0.2)}
 
 
 def _image(shape=(9, 11), n_bands=4, seed=1, dtype=np.float64):
@@ -43,26 +39,26 @@ def _image(shape=(9, 11), n_bands=4, seed=1, dtype=np.float64):
 
 
 @pytest.fixture(scope="module")
-def clf():
-    X, y = _training_data()
+def clf(band_data):
+    X, y = band_data(300, 4, **DATA)
     return LogisticRegression().fit(X, y)
 
 
 @pytest.fixture(scope="module")
-def named_clf():
-    X, y = _training_data()
+def named_clf(band_data):
+    X, y = band_data(300, 4, **DATA)
     return LogisticRegression().fit(pd.DataFrame(X, columns=BANDS), y)
 
 
 @pytest.fixture(scope="module")
-def string_clf():
-    X, y = _training_data()
+def string_clf(band_data):
+    X, y = band_data(300, 4, **DATA)
     return LogisticRegression().fit(X, np.array(["soil", "water", "vegetation"])[y])
 
 
 @pytest.fixture(scope="module")
-def pca():
-    X, _ = _training_data()
+def pca(band_data):
+    X, _ = band_data(300, 4, **DATA)
     return PCA(n_components=2).fit(X)
 
 
@@ -147,8 +143,8 @@ def test_float32_image(clf, pca):
     np.testing.assert_allclose(features.reshape(-1, 2), pca.transform(table), rtol=1e-5)
 
 
-def test_pipeline(clf):
-    X, y = _training_data()
+def test_pipeline(clf, band_data):
+    X, y = band_data(300, 4, **DATA)
     pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
     image = _image()
     np.testing.assert_array_equal(
@@ -156,8 +152,8 @@ def test_pipeline(clf):
     )
 
 
-def test_multi_output_regressor():
-    X, _ = _training_data()
+def test_multi_output_regressor(band_data):
+    X, _ = band_data(300, 4, **DATA)
     reg = LinearRegression().fit(X, np.column_stack([X.sum(1), X[:, 0] - X[:, 1]]))
     image = _image()
     out = raster.predict(reg, image)
@@ -227,8 +223,8 @@ def test_fill_value_equal_to_a_class_is_refused(clf, string_clf):
     assert raster.predict(string_clf, image, fill_value=0)[0, 0] == 0
 
 
-def test_nodata_value_on_integer_image():
-    X, y = _training_data()
+def test_nodata_value_on_integer_image(band_data):
+    X, y = band_data(300, 4, **DATA)
     X = np.round(X * 10_000)
     clf = LogisticRegression(max_iter=1000).fit(X, y)
     image = np.round(_image() * 10_000).astype(np.uint16)
@@ -239,8 +235,8 @@ def test_nodata_value_on_integer_image():
     np.testing.assert_array_equal(labels[valid], clf.predict(image[valid]))
 
 
-def test_all_nodata_chunk_does_not_call_estimator():
-    X, y = _training_data()
+def test_all_nodata_chunk_does_not_call_estimator(band_data):
+    X, y = band_data(300, 4, **DATA)
     clf = CountingClassifier().fit(X, y)
     image = _image((4, 8))
     image[:2] = np.nan  # the first chunk of 16 pixels is empty
@@ -413,8 +409,8 @@ def test_dask_nodata_and_transform(pca):
     xr.testing.assert_allclose(computed, raster.transform(pca, eager))
 
 
-def test_estimator_called_only_at_compute():
-    X, y = _training_data()
+def test_estimator_called_only_at_compute(band_data):
+    X, y = band_data(300, 4, **DATA)
     clf = CountingClassifier().fit(X, y)
     clf.calls_.clear()
     lazy = _dataarray().chunk({"y": 5})
@@ -445,8 +441,8 @@ def test_bare_dask_array(clf):
 FAST = {"max_epochs": 3, "random_state": 0}
 
 
-def _sknd_fit(estimator, target="multiclass", n_bands=5):
-    X, y = _training_data(n_samples=120, n_bands=n_bands)
+def _sknd_fit(band_data, estimator, target="multiclass", n_bands=5):
+    X, y = band_data(120, n_bands, **DATA)
     targets = {
         "multiclass": y,
         "binary": np.array(["dry", "wet"])[(y > 0).astype(int)],
@@ -457,9 +453,9 @@ def _sknd_fit(estimator, target="multiclass", n_bands=5):
 
 
 @pytest.mark.parametrize("n_jobs", [None, 2])
-def test_sknd_image_matches_flattened_pixels(n_jobs, implementation):
-    clf = _sknd_fit(NDClassifier(**FAST))
-    transformer = _sknd_fit(NDTransformer(n_indices=4, **FAST))
+def test_sknd_image_matches_flattened_pixels(n_jobs, implementation, band_data):
+    clf = _sknd_fit(band_data, NDClassifier(**FAST))
+    transformer = _sknd_fit(band_data, NDTransformer(n_indices=4, **FAST))
     image = _with_nodata(_image((20, 30), n_bands=5, dtype=np.float32))
     valid = ~np.isnan(image).any(axis=-1)
     kwargs = {"chunk_pixels": 128, "n_jobs": n_jobs}
@@ -478,9 +474,9 @@ def test_sknd_image_matches_flattened_pixels(n_jobs, implementation):
     assert np.isnan(indices[~valid]).all()
 
 
-def test_sknd_bands_parameter_names_the_bands():
+def test_sknd_bands_parameter_names_the_bands(band_data):
     # Fitted on an array with bands=[...]: no feature_names_in_, but named bands.
-    X, y = _training_data(n_samples=120)
+    X, y = band_data(120, 4, **DATA)
     clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
     assert not hasattr(clf, "feature_names_in_")
     image = _dataarray()
@@ -494,8 +490,8 @@ def test_sknd_bands_parameter_names_the_bands():
     raster.predict(unnamed, _dataarray(bands=["blue", "green", "red", "swir"]))
 
 
-def test_sknd_dataarray_by_band_name_lazy():
-    X, y = _training_data(n_samples=120)
+def test_sknd_dataarray_by_band_name_lazy(band_data):
+    X, y = band_data(120, 4, **DATA)
     clf = NDClassifier(**FAST).fit(pd.DataFrame(X, columns=BANDS), y)
     transformer = NDTransformer(n_indices=2, **FAST).fit(pd.DataFrame(X, columns=BANDS), y)
     image = _dataarray(bands=["nir", "swir", "red", "green", "blue"]).astype(np.float32)
@@ -521,8 +517,8 @@ def test_sknd_dataarray_by_band_name_lazy():
 
 
 # ----------------------------------------------- band matching and georeferencing (issue 13)
-def _named_table_clf(names, seed=0):
-    X, y = _training_data(n_bands=len(names), seed=seed)
+def _named_table_clf(band_data, names, seed=0):
+    X, y = band_data(300, len(names), seed=seed, **DATA)
     return LogisticRegression().fit(pd.DataFrame(X, columns=names), y)
 
 
@@ -580,7 +576,7 @@ def test_long_name_band_descriptions_are_band_names(named_clf):
 
 
 @pytest.mark.parametrize("select", ["sel", "isel"])
-def test_band_descriptions_follow_sel_and_isel(named_clf, select):
+def test_band_descriptions_follow_sel_and_isel(named_clf, select, band_data):
     # rioxarray keeps the file's descriptions (long_name) in the file's order when .sel/.isel
     # reorder the bands: names were read from the stale attribute, a wrong map without a word.
     image = _dataarray().assign_coords(band=[1, 2, 3, 4])
@@ -597,7 +593,7 @@ def test_band_descriptions_follow_sel_and_isel(named_clf, select):
         proba = raster.predict_proba(named_clf, reordered)
     xr.testing.assert_allclose(proba, expected)
     # A subset keeps its bands' names: a model of fewer bands finds them.
-    two = _named_table_clf(["red", "nir"])
+    two = _named_table_clf(band_data, ["red", "nir"])
     subset = image.sel(band=[4, 3])
     np.testing.assert_allclose(
         raster.predict_proba(two, subset).values,
@@ -624,8 +620,8 @@ def test_positions_contradicted_by_names_warn_in_a_class_of_their_own(named_clf)
         raster.predict(named_clf, _dataarray(bands=["a", "b", "c", "d"]), bands="positional")
 
 
-def test_dataframe_image_matched_by_column_names(named_clf):
-    X, _ = _training_data(n_samples=20, seed=3)
+def test_dataframe_image_matched_by_column_names(named_clf, band_data):
+    X, _ = band_data(20, 4, seed=3, **DATA)
     frame = pd.DataFrame(X, columns=BANDS, index=np.arange(100, 120))
     expected = named_clf.predict_proba(frame)
     shuffled = frame[["nir", "red", "blue", "green"]].assign(swir=0.3)
@@ -639,12 +635,12 @@ def test_dataframe_image_matched_by_column_names(named_clf):
 
 
 @pytest.mark.parametrize("direction", ["landsat8->sentinel2", "sentinel2->landsat8"])
-def test_cross_sensor_transfer(direction):
+def test_cross_sensor_transfer(direction, band_data):
     # One model per direction; the scene carries the other sensor's names in another order.
     l8, s2 = ["SR_B2", "SR_B3", "SR_B4", "SR_B5"], ["B02", "B03", "B04", "B08"]
     source, target = (l8, s2) if direction.startswith("landsat8") else (s2, l8)
     sensor = direction.split("->")[0]
-    X, y = _training_data(n_samples=120)
+    X, y = band_data(120, 4, **DATA)
     clf = NDClassifier(sensor=sensor, **FAST).fit(pd.DataFrame(X, columns=source), y)
     image = _dataarray(bands=target)
     expected = raster.predict(clf, image.assign_coords(band=source))
@@ -664,7 +660,7 @@ def test_sensor_needs_a_named_model(clf):
         raster.predict(clf, _image(), sensor="sentinel2")
 
 
-def test_output_attrs_say_what_the_layer_holds(named_clf, pca):
+def test_output_attrs_say_what_the_layer_holds(named_clf, pca, band_data):
     image = _dataarray()
     labels = raster.predict(named_clf, image, fill_value=-1)
     assert labels.attrs["long_name"] == "class"
@@ -676,7 +672,9 @@ def test_output_attrs_say_what_the_layer_holds(named_clf, pca):
     assert pca_image.attrs["long_name"] == ("pca0", "pca1")
     # A NaN fill marks masked data: in the encoding, as xarray keeps a decoded file's, so
     # that what is derived from the output does not inherit it; a number stays an attribute.
-    values = raster.predict(LinearRegression().fit(*_training_data()), image, bands="positional")
+    values = raster.predict(
+        LinearRegression().fit(*band_data(300, 4, **DATA)), image, bands="positional"
+    )
     for out in (proba, pca_image, values, raster.predict(named_clf, image)):
         assert "_FillValue" not in out.attrs and np.isnan(out.encoding["_FillValue"])
     classes = proba.argmax("class")
@@ -825,8 +823,8 @@ def test_geotiff_without_crs_gives_a_map_without_crs(tmp_path, named_clf):
 # ------------------------------------------------------------ categorical class maps
 @pytest.mark.parametrize("labels", ["strings", "integers"])
 @pytest.mark.parametrize("chunks", [None, {"x": 4, "y": 5}])
-def test_class_map_codes_are_positions_in_classes(labels, chunks):
-    X, y = _training_data()
+def test_class_map_codes_are_positions_in_classes(labels, chunks, band_data):
+    X, y = band_data(300, 4, **DATA)
     names = (
         np.array(["soil", "water", "vegetation"]) if labels == "strings" else np.array([7, 300, 2])
     )
@@ -892,8 +890,8 @@ def test_class_map_numpy_and_fill_values(string_clf):
     "label, message",
     [("line\nbreak", "control characters"), ("x" * 300, "limited to 254"), ("nul\x00", "control")],
 )
-def test_class_map_refuses_labels_that_cannot_be_category_names(label, message):
-    X, y = _training_data()
+def test_class_map_refuses_labels_that_cannot_be_category_names(label, message, band_data):
+    X, y = band_data(300, 4, **DATA)
     classes = np.array(["fine", "also fine", label], dtype=object)
     model = LogisticRegression().fit(X, classes[y])
     with pytest.raises(ValueError, match=message):
@@ -902,10 +900,10 @@ def test_class_map_refuses_labels_that_cannot_be_category_names(label, message):
 
 @AFFINE_MATMUL
 @pytest.mark.parametrize("cog", [False, True])
-def test_write_class_map_opens_with_colour_table_and_category_names(tmp_path, cog):
+def test_write_class_map_opens_with_colour_table_and_category_names(tmp_path, cog, band_data):
     rioxarray = pytest.importorskip("rioxarray")
     rasterio = pytest.importorskip("rasterio")
-    X, y = _training_data()
+    X, y = band_data(300, 4, **DATA)
     model = LogisticRegression().fit(
         pd.DataFrame(X, columns=BANDS), np.array(["bare soil", "water", "forest"])[y]
     )
@@ -958,9 +956,9 @@ def test_write_class_map_opens_with_colour_table_and_category_names(tmp_path, co
 
 # ------------------------------------------------------------------------ xarray Datasets
 @pytest.mark.parametrize("lazy", [False, True])
-def test_dataset_with_one_variable_per_band_is_matched_by_name(lazy):
+def test_dataset_with_one_variable_per_band_is_matched_by_name(lazy, band_data):
     """What odc-stac and stackstac give: bands as variables, in any order, nodata per band."""
-    X, y = _training_data()
+    X, y = band_data(300, 4, **DATA)
     clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
     image = _dataarray()
     image[:, 0, 0] = -9999.0
@@ -980,11 +978,11 @@ def test_dataset_with_one_variable_per_band_is_matched_by_name(lazy):
 
 
 @pytest.mark.parametrize("as_dataset", [False, True])
-def test_a_decoded_variable_keeps_its_packed_fill_apart_from_its_values(as_dataset):
+def test_a_decoded_variable_keeps_its_packed_fill_apart_from_its_values(as_dataset, band_data):
     # xarray decodes packed * scale_factor + add_offset and keeps the packed _FillValue in the
     # encoding (its pixels already NaN): compared with the decoded values it masked a valid
     # reflectance of 0.0, the decoded value of DN 1000 with offset -0.1 (fuzz4 repro_11).
-    X, y = _training_data()
+    X, y = band_data(300, 4, **DATA)
     clf = NDClassifier(bands=BANDS, **FAST).fit(X, y)
     image = _dataarray()
     image[0, 0, 0] = 0.0  # a valid pixel equal to the packed fill
@@ -1007,11 +1005,11 @@ def test_a_decoded_variable_keeps_its_packed_fill_apart_from_its_values(as_datas
     assert raster.class_map(clf, scene).values[0, 0] == 255
 
 
-def test_dataset_on_several_grids_is_refused():
+def test_dataset_on_several_grids_is_refused(band_data):
     dataset = xr.Dataset(
         {"red": (("y", "x"), np.ones((4, 4))), "nir": (("y2", "x2"), np.ones((2, 2)))}
     )
-    X, y = _training_data(n_bands=2)
+    X, y = band_data(300, 2, **DATA)
     clf = NDClassifier(bands=["red", "nir"], **FAST).fit(X, y)
     with pytest.raises(ValueError, match="different grids"):
         raster.predict(clf, dataset)

@@ -1,6 +1,6 @@
 """The fused training step (sknd._training._fused): the gradients autograd computes, the shuffles of
 TensorBatches, and what it declines. Every architecture x variant x task is also checked in
-tests/test_networks.py."""
+tests/nd/test_networks.py."""
 
 import pytest
 import torch

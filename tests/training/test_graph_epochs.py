@@ -133,7 +133,7 @@ def test_cuda_graphs_replay_the_eager_segments(
 
 
 @CUDA
-def test_cuda_fit_trains_with_graphs(binary_data, monkeypatch):
+def test_cuda_fit_trains_with_graphs(band_data, monkeypatch):
     seen = []
     run_epoch = GraphEpochs.run_epoch
 
@@ -143,6 +143,6 @@ def test_cuda_fit_trains_with_graphs(binary_data, monkeypatch):
         return result
 
     monkeypatch.setattr(GraphEpochs, "run_epoch", spy)
-    X, y = binary_data(400)
+    X, y = band_data(400)
     NDClassifier(device="cuda", max_epochs=4, early_stopping=False, random_state=0).fit(X, y)
     assert seen == [(False, None)] + [(True, None)] * 3

@@ -1,5 +1,5 @@
 """Tests of what a fit needs in memory (sknd/_training/_memory.py); the estimators'
-refusals of fits too large for the machine are in tests/test_contract.py."""
+refusals of fits too large for the machine are in tests/estimators/test_contract.py."""
 
 import pytest
 

@@ -30,8 +30,8 @@ from sknd.networks import build_network
         NDClassifier(passthrough=True, depth=3, max_epochs=4, batch_size=16, random_state=0),
     ],
 )
-def test_fused_and_autograd_fits_agree(estimator, monkeypatch, binary_data):
-    X, y = binary_data()
+def test_fused_and_autograd_fits_agree(estimator, monkeypatch, band_data):
+    X, y = band_data()
     if isinstance(estimator, NDRegressor):
         # With noise: the tuned ridge start fits a noiseless index almost exactly, and losses
         # near 1e-3 would compare float32 rounding rather than the two training steps.
@@ -53,8 +53,8 @@ def clone_fit(estimator, X, y):
     return clone(estimator).fit(X, y)
 
 
-def test_fit_uses_the_fused_trainer_and_keeps_epoch_history(binary_data):
-    X, y = binary_data()
+def test_fit_uses_the_fused_trainer_and_keeps_epoch_history(band_data):
+    X, y = band_data()
     model = NDClassifier(max_epochs=3, batch_size=16, random_state=0).fit(X, y)
     assert list(model.history_.columns) == ["epoch", "train_loss", "valid_loss", "valid_score"]
     assert model.history_.notna().all().all()
@@ -115,8 +115,8 @@ def test_callbacks_asking_for_training_batches_get_them(monkeypatch, task_data):
     assert all(isinstance(v, float) for v in net.history[:, "train_loss"])
 
 
-def test_same_seed_same_model_and_global_rng_untouched(binary_data):
-    X, y = binary_data()
+def test_same_seed_same_model_and_global_rng_untouched(band_data):
+    X, y = band_data()
     state = torch.random.get_rng_state()
     first = NDClassifier(max_epochs=5, random_state=3).fit(X, y)
     second = NDClassifier(max_epochs=5, random_state=3).fit(X, y)
@@ -125,8 +125,8 @@ def test_same_seed_same_model_and_global_rng_untouched(binary_data):
     np.testing.assert_array_equal(first.coef_a_, second.coef_a_)
 
 
-def test_fitted_module_owns_its_parameters(binary_data):
-    X, y = binary_data()
+def test_fitted_module_owns_its_parameters(band_data):
+    X, y = band_data()
     model = NDClassifier(max_epochs=2, depth=3, random_state=0).fit(X, y)
     storages = [p.untyped_storage().data_ptr() for p in model._module.parameters()]
     assert len(set(storages)) == len(storages)
@@ -149,12 +149,10 @@ def _fused_epochs(monkeypatch):
     return epochs
 
 
-def test_epoch_level_callbacks_keep_the_fast_path_and_record_in_net_history(
-    monkeypatch, binary_data
-):
+def test_epoch_level_callbacks_keep_the_fast_path_and_record_in_net_history(monkeypatch, band_data):
     from skorch.callbacks import LRScheduler
 
-    X, y = binary_data()
+    X, y = band_data()
     scheduler = LRScheduler("StepLR", step_size=2, gamma=0.5)
     fused = _fused_epochs(monkeypatch)
     model = NDClassifier(
@@ -195,10 +193,10 @@ def test_mark_stepped_silences_the_scheduler_warning():
         scheduler.step()
 
 
-def test_fused_epochs_tell_a_scheduler_the_optimizer_stepped(monkeypatch, binary_data):
+def test_fused_epochs_tell_a_scheduler_the_optimizer_stepped(monkeypatch, band_data):
     from skorch.callbacks import LRScheduler
 
-    X, y = binary_data()
+    X, y = band_data()
     fused = _fused_epochs(monkeypatch)
     schedule = ("lr", LRScheduler("StepLR", step_size=1, gamma=0.5))
     with warnings.catch_warnings():
@@ -209,10 +207,10 @@ def test_fused_epochs_tell_a_scheduler_the_optimizer_stepped(monkeypatch, binary
     assert len(fused) == 3  # FlatAdam's fused update never calls optimizer.step
 
 
-def test_batch_level_callbacks_get_every_batch_on_the_plain_path(monkeypatch, capsys, binary_data):
+def test_batch_level_callbacks_get_every_batch_on_the_plain_path(monkeypatch, capsys, band_data):
     from skorch.callbacks import LRScheduler, ProgressBar
 
-    X, y = binary_data(n_samples=100)
+    X, y = band_data(n_samples=100)
     fused = _fused_epochs(monkeypatch)
     model = NDClassifier(
         max_epochs=2,
@@ -233,10 +231,10 @@ def test_batch_level_callbacks_get_every_batch_on_the_plain_path(monkeypatch, ca
     assert "it/s" in capsys.readouterr().err
 
 
-def test_every_callback_sees_the_epoch_early_stopping_stops_on(binary_data):
+def test_every_callback_sees_the_epoch_early_stopping_stops_on(band_data):
     from skorch.callbacks import EpochScoring, PrintLog
 
-    X, y = binary_data()
+    X, y = band_data()
     lines = []
 
     def minus_loss(net, X, y):
@@ -261,10 +259,10 @@ def test_every_callback_sees_the_epoch_early_stopping_stops_on(binary_data):
     assert [row.split()[0] for row in rows] == [str(i + 1) for i in range(model.n_iter_)]
 
 
-def test_skorch_early_stopping_next_to_sknds(binary_data):
+def test_skorch_early_stopping_next_to_sknds(band_data):
     from skorch.callbacks import EarlyStopping
 
-    X, y = binary_data()
+    X, y = band_data()
     stopper = EarlyStopping(monitor="train_loss", patience=1, threshold=1.0)
     model = NDClassifier(
         max_epochs=50, patience=40, random_state=0, callbacks=[("stop", stopper)]
@@ -284,10 +282,10 @@ def test_skorch_early_stopping_next_to_sknds(binary_data):
     assert alone.best_epoch_ is None
 
 
-def test_checkpoint_then_load_init_state(tmp_path, binary_data):
+def test_checkpoint_then_load_init_state(tmp_path, band_data):
     from skorch.callbacks import Checkpoint, LoadInitState
 
-    X, y = binary_data()
+    X, y = band_data()
     settings = dict(recipe="paper", early_stopping=False, random_state=0)
     # Without the optimizer's state, whose learning rate would replace lr below.
     checkpoint = Checkpoint(dirname=str(tmp_path), monitor=None, f_optimizer=None)
@@ -305,10 +303,10 @@ def test_checkpoint_then_load_init_state(tmp_path, binary_data):
     assert resumed.history_["epoch"].tolist() == [1, 2, 3, 4, 5]
 
 
-def test_load_init_state_is_what_early_stopping_starts_from(tmp_path, binary_data):
+def test_load_init_state_is_what_early_stopping_starts_from(tmp_path, band_data):
     from skorch.callbacks import Checkpoint, LoadInitState
 
-    X, y = binary_data(n_samples=400)
+    X, y = band_data(n_samples=400)
     y = np.where(np.random.default_rng(1).random(len(y)) < 0.2, 1 - y, y)  # label noise
     fit = dict(X=X[:300], y=y[:300], X_val=X[300:], y_val=y[300:])
     checkpoint = Checkpoint(dirname=str(tmp_path), monitor=None, f_optimizer=None)
@@ -328,7 +326,7 @@ def test_load_init_state_is_what_early_stopping_starts_from(tmp_path, binary_dat
     assert fresh.best_validation_score_ != pytest.approx(accuracy)
 
 
-def test_a_callback_that_raises_leaves_the_model_unchanged(binary_data):
+def test_a_callback_that_raises_leaves_the_model_unchanged(band_data):
     from skorch.callbacks import Callback
 
     class Fails(Callback):
@@ -339,7 +337,7 @@ def test_a_callback_that_raises_leaves_the_model_unchanged(binary_data):
             if net.history[-1, "epoch"] == self.epoch:
                 raise RuntimeError("callback failed")
 
-    X, y = binary_data()
+    X, y = band_data()
     model = NDClassifier(max_epochs=3, random_state=0, callbacks=[("fails", Fails(2))])
     with pytest.raises(RuntimeError, match="callback failed"):
         model.fit(X, y)
@@ -373,12 +371,12 @@ def test_a_callback_that_raises_leaves_the_model_unchanged(binary_data):
         ("twice", "used twice"),
     ],
 )
-def test_callbacks_sknd_cannot_run_are_refused(callbacks, message, binary_data):
+def test_callbacks_sknd_cannot_run_are_refused(callbacks, message, band_data):
     named = {
         "own_name": [("valid_score", EpochTimer())],
         "twice": [("t", EpochTimer()), ("t", EpochTimer())],
     }
-    X, y = binary_data()
+    X, y = band_data()
     if isinstance(callbacks, str) and callbacks in named:
         callbacks = named[callbacks]
     model = NDClassifier(max_epochs=2, callbacks=callbacks)
@@ -389,11 +387,11 @@ def test_callbacks_sknd_cannot_run_are_refused(callbacks, message, binary_data):
     assert not hasattr(model, "n_features_in_")
 
 
-def test_partial_fit_callbacks_continue_from_the_history_as_in_skorch(binary_data):
+def test_partial_fit_callbacks_continue_from_the_history_as_in_skorch(band_data):
     from skorch import NeuralNetClassifier
     from skorch.callbacks import LRScheduler
 
-    X, y = binary_data()
+    X, y = band_data()
     scheduler = ("lr", LRScheduler("StepLR", step_size=1, gamma=0.5))
     model = NDClassifier(random_state=0, callbacks=[scheduler])
     for _ in range(4):
@@ -417,11 +415,11 @@ def test_partial_fit_callbacks_continue_from_the_history_as_in_skorch(binary_dat
     assert model.net_.history[-1, "event_lr"] == pytest.approx(0.01)
 
 
-def test_fitted_net_keeps_no_data_and_pickles_with_the_module(binary_data):
+def test_fitted_net_keeps_no_data_and_pickles_with_the_module(band_data):
     import copy
     import pickle
 
-    X, y = binary_data(n_samples=20_000)
+    X, y = band_data(n_samples=20_000)
     model = NDClassifier(max_epochs=1, random_state=0).fit(X, y)
     assert model.net_.module_ is model.module_
     assert model.net_.train_split is None
@@ -435,10 +433,10 @@ def test_fitted_net_keeps_no_data_and_pickles_with_the_module(binary_data):
     np.testing.assert_array_equal(restored.predict_proba(X[:50]), model.predict_proba(X[:50]))
 
 
-def test_the_cpu_copy_of_a_gpu_model_keeps_the_net_and_its_module_together(binary_data):
+def test_the_cpu_copy_of_a_gpu_model_keeps_the_net_and_its_module_together(band_data):
     from sknd._estimators._base import _on_cpu
 
-    X, y = binary_data()
+    X, y = band_data()
     model = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
     state = _on_cpu(dict(vars(model)))  # what pickling does for a model on a GPU
     assert state["net_"].module_ is state["_module"] is not model.module_
@@ -481,12 +479,12 @@ def test_early_stopping_breaks_score_ties_by_the_validation_loss():
     assert not stopper._improves(0.9, 0.1)
 
 
-def test_the_fitted_net_infers_on_new_data_as_the_estimator(binary_data):
-    X, y = binary_data()
+def test_the_fitted_net_infers_on_new_data_as_the_estimator(band_data):
+    X, y = band_data()
     labels = np.where(y == 1, "veg", "soil")
     clf = NDClassifier(max_epochs=3, random_state=0).fit(X, labels)
     reg = NDRegressor(max_epochs=3, random_state=0).fit(X, X[:, 1] * 40.0 + 3.0)
-    new = binary_data(seed=1)[0]
+    new = band_data(seed=1)[0]
     np.testing.assert_allclose(clf.net_.predict_proba(new), clf.predict_proba(new), atol=1e-6)
     np.testing.assert_array_equal(clf.net_.predict(new), clf.predict(new))
     np.testing.assert_allclose(reg.net_.predict(new), reg.predict(new), rtol=1e-5)
@@ -496,10 +494,10 @@ def test_the_fitted_net_infers_on_new_data_as_the_estimator(binary_data):
     np.testing.assert_allclose(inferred.detach().numpy(), logits.numpy(), rtol=1e-6)
 
 
-def test_the_fitted_net_refuses_to_train_and_scores_as_the_estimator(binary_data, tmp_path):
+def test_the_fitted_net_refuses_to_train_and_scores_as_the_estimator(band_data, tmp_path):
     # net_.module_ is the estimator's network: net_.fit used to retrain it behind coef_a_ and
     # indices_ (predict_proba moved by up to 0.96) before raising KeyError 'valid_score'.
-    X, y = binary_data()
+    X, y = band_data()
     labels = np.where(y == 1, "veg", "soil")
     clf = NDClassifier(max_epochs=3, random_state=0).fit(X, labels)
     clf.net_.save_params(f_params=str(tmp_path / "weights.pt"))
@@ -517,7 +515,7 @@ def test_the_fitted_net_refuses_to_train_and_scores_as_the_estimator(binary_data
     assert len(clf.net_.history) == epochs and clf.net_.module_ is clf.module_
     # The estimator itself still continues training (a new net each call).
     assert clf.partial_fit(X, labels).n_iter_ == epochs + 1
-    new = binary_data(seed=1)[0]
+    new = band_data(seed=1)[0]
     new_labels = np.where(new[:, 1] > new[:, 2], "veg", "soil")
     weight = np.arange(len(new)) % 3 + 1.0
     assert clf.net_.score(new, new_labels) == clf.score(new, new_labels)
@@ -543,7 +541,7 @@ def test_the_fitted_net_refuses_to_train_and_scores_as_the_estimator(binary_data
     ],
 )
 def test_skorch_scorers_run_on_training_and_validation_data(
-    scorer, options, fast, monkeypatch, binary_data
+    scorer, options, fast, monkeypatch, band_data
 ):
     # Scorers of training data raised "Can't call numpy() on Tensor that requires grad"; those
     # without caching, and BatchScoring, compared labels with class codes.
@@ -551,7 +549,7 @@ def test_skorch_scorers_run_on_training_and_validation_data(
 
     callback = getattr(callbacks, scorer)(**options)
     key = options.get("scoring", options.get("name"))
-    X, y = binary_data()
+    X, y = band_data()
     labels = np.where(y == 1, "veg", "soil")
     fused = _fused_epochs(monkeypatch)
     clf = NDClassifier(max_epochs=3, random_state=0, callbacks=[callback]).fit(X, labels)
@@ -568,10 +566,10 @@ def test_skorch_scorers_run_on_training_and_validation_data(
         np.testing.assert_allclose(values, clf.history_[key], rtol=1e-5)
 
 
-def test_scorer_names_and_bare_callbacks_as_in_skorch(binary_data):
+def test_scorer_names_and_bare_callbacks_as_in_skorch(band_data):
     from skorch.callbacks import EpochScoring, LRScheduler
 
-    X, y = binary_data()
+    X, y = band_data()
     labels = np.where(y == 1, "veg", "soil")
     weight = np.arange(len(X)) % 3 + 1.0
     clf = NDClassifier(
@@ -591,10 +589,10 @@ def test_scorer_names_and_bare_callbacks_as_in_skorch(binary_data):
     assert np.isfinite(history["r2"]).all()
 
 
-def test_callbacks_needing_validation_data_are_refused_without_it(binary_data, tmp_path):
+def test_callbacks_needing_validation_data_are_refused_without_it(band_data, tmp_path):
     from skorch.callbacks import Checkpoint, EarlyStopping
 
-    X, y = binary_data()
+    X, y = band_data()
     for callback in [EarlyStopping(patience=2), Checkpoint(dirname=str(tmp_path))]:
         model = NDClassifier(max_epochs=3, early_stopping=False, callbacks=[("cb", callback)])
         with pytest.raises(ValueError, match="'cb'.*monitors 'valid_loss.*this fit has none"):
@@ -609,15 +607,15 @@ def test_callbacks_needing_validation_data_are_refused_without_it(binary_data, t
 
 
 @pytest.mark.parametrize("device", ["cpu:0", torch.device("cpu")])
-def test_any_device_torch_accepts(device, binary_data):
-    X, y = binary_data()
+def test_any_device_torch_accepts(device, band_data):
+    X, y = band_data()
     expected = NDClassifier(max_epochs=2, random_state=0).fit(X, y).predict_proba(X)
     model = NDClassifier(max_epochs=2, random_state=0, device=device).fit(X, y)
     np.testing.assert_array_equal(model.predict_proba(X), expected)
 
 
-def test_an_unknown_or_missing_device_is_a_clear_error(binary_data):
-    X, y = binary_data()
+def test_an_unknown_or_missing_device_is_a_clear_error(band_data):
+    X, y = band_data()
     model = NDClassifier(max_epochs=2, random_state=0).fit(X, y)
     before = model.predict_proba(X)
     for device, message in [
@@ -630,10 +628,8 @@ def test_an_unknown_or_missing_device_is_a_clear_error(binary_data):
         np.testing.assert_array_equal(model.predict_proba(X), before)
 
 
-def test_verbose_is_plain_text_off_a_terminal_with_the_recipe_before_the_epochs(
-    capsys, binary_data
-):
-    X, y = binary_data()
+def test_verbose_is_plain_text_off_a_terminal_with_the_recipe_before_the_epochs(capsys, band_data):
+    X, y = band_data()
     NDClassifier(max_epochs=4, random_state=0, verbose=1).fit(X, y)
     out = capsys.readouterr().out
     assert "\x1b" not in out  # no colour codes in a captured (or redirected) stream
