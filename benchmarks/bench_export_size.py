@@ -82,7 +82,7 @@ def _default_model(n_bands):
         X, y = load_satimage(return_X_y=True)
     elif n_bands == 8:
         X, y = load_landsat8_samples(return_X_y=True)
-    else:  # as tests/test_export.py's
+    else:  # as tests/export/test_export.py's
         rng = np.random.default_rng(0)
         X = rng.uniform(0.02, 0.6, (600, n_bands))
         y = np.digitize(X[:, 0] - X[:, 1] + X[:, 2] * X[:, 3], [0.0, 0.15])

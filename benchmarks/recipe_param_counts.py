@@ -4,7 +4,7 @@ Run: ``PYTHONPATH=. python benchmarks/recipe_param_counts.py``
 
 ``--defaults``: instead, the parameter counts of fitted estimators on 10 bands and a
 binary target at depths 2-4, under the default recipe and ``recipe="paper"`` (the figures
-docs/index.md quotes; tests/test_docs_numbers.py checks the page against the same fits).
+docs/index.md quotes; tests/docs/test_docs_numbers.py checks the page against the same fits).
 
 Budget: keep at most ``floor((0.3 * mlp - n_out) / (2 + n_out))`` pairs, where ``mlp``
 is the parameter count of the depth-2 MLP (hidden width clip(n(n-1)/2, 8, 256)) and a
