@@ -3,9 +3,10 @@
 #   bench  benchmarks/bench_gpu.py: fits (200,000 x 10 at batch 4,096 and 256, GPU vs one CPU
 #          core, CUDA graphs or not), a 4096 x 4096 x 10 float32 scene (GPU vs one CPU core,
 #          equal labels), the host and pinned transfer rates, profiles of a fit and a scene;
-#   tests  every CUDA test (`-k "cuda or gpu"`: tests/test_cuda.py, the "cuda" cases of
-#          test_graph_epochs.py, test_device_pixels.py, test_estimators.py, test_nn.py,
-#          test_persistence.py, test_incremental.py, ...) and scikit-learn's estimator checks
+#   tests  every CUDA test (`-k "cuda or gpu"`: tests/inference/test_cuda.py, the "cuda"
+#          cases of training/test_graph_epochs.py, inference/test_device_pixels.py,
+#          estimators/test_estimators.py, nd/test_nn.py, estimators/test_persistence.py,
+#          estimators/test_incremental.py, ...) and scikit-learn's estimator checks
 #          with device="cuda" (tests/test_common.py), with pytest-xdist when installed;
 #   suite  the whole test suite on the GPU machine.
 # Each step has its own time limit, so that a hung step leaves time for the next ones.
