@@ -4,7 +4,7 @@ and numba kernels) pinned to the estimators' public methods, on pixel tables and
 
 import numpy as np
 import pytest
-from sklearn.linear_model import LogisticRegression
+from band_images import DATA, band_image, pixel_classifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -12,19 +12,10 @@ from sknd import NDClassifier, NDRegressor, NDTransformer, raster
 from sknd._inference import _evaluator
 from sknd._inference._pixels import pixel_function
 
-# What this module's tests draw from conftest's band_data, after the sample and band counts.
-DATA = {"low": 0.01, "high": 0.6, "pair": (-1, -2), "cuts": (-0.2, 0.2)}
-
-
-def _image(shape=(9, 11), n_bands=4, seed=1, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    return rng.uniform(0.01, 0.6, size=shape + (n_bands,)).astype(dtype)
-
 
 @pytest.fixture(scope="module")
 def clf(band_data):
-    X, y = band_data(300, 4, **DATA)
-    return LogisticRegression().fit(X, y)
+    return pixel_classifier(band_data)
 
 
 FAST = {"max_epochs": 3, "random_state": 0}
@@ -48,7 +39,7 @@ def _sknd_fit(band_data, estimator, target="multiclass", n_bands=5):
 
 
 def _pixels(n_bands=5, n_pixels=3000, dtype=np.float32):
-    return _image((n_pixels,), n_bands, seed=7, dtype=dtype)
+    return band_image((n_pixels,), n_bands, seed=7, dtype=dtype)
 
 
 @pytest.mark.parametrize(
@@ -313,7 +304,7 @@ def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation, ban
     # values bit for bit, and the same refusals. A float32 image is computed in float32
     # (docs/raster.md: within the bound of test_float32_tables_within_the_documented_bound).
     reg = _sknd_fit(band_data, NDRegressor(**FAST), "regression")
-    image = np.round(_image(n_bands=5) * 1000).astype(dtype)
+    image = np.round(band_image(n_bands=5) * 1000).astype(dtype)
     cast = raster.predict(reg, image.astype(np.float64))
     expected = raster.predict(reg, image)
     if dtype == np.float32:
@@ -349,7 +340,7 @@ def test_fast_path_blocks_and_pickling(monkeypatch, implementation, band_data):
 
 def test_fast_path_rejects_what_the_estimator_rejects(implementation, band_data):
     clf = _sknd_fit(band_data, NDClassifier(**FAST))
-    image = _image(n_bands=5)
+    image = band_image(n_bands=5)
     image[3, 3, 1] = -0.1
     with pytest.raises(ValueError, match="Negative values.*nodata"):
         raster.predict(clf, image)
@@ -388,7 +379,7 @@ def test_fast_path_not_used_for_other_estimators(clf, band_data):
     pipe = make_pipeline(StandardScaler(), NDClassifier(variant="signed", **FAST))
     pipe.fit(*band_data(60, 5, **DATA))
     assert _fast(pipe, "predict") is None
-    image = _image(n_bands=5)
+    image = band_image(n_bands=5)
     np.testing.assert_array_equal(
         raster.predict(pipe, image, fill_value=-1).ravel(), pipe.predict(image.reshape(-1, 5))
     )

@@ -11,6 +11,7 @@ from xml.etree import ElementTree
 import numpy as np
 import pandas as pd
 import pytest
+from band_images import DATA, band_image, pixel_classifier
 from raster_files import write_geotiff
 from sklearn.decomposition import PCA
 from sklearn.dummy import DummyClassifier
@@ -29,19 +30,9 @@ xr = pytest.importorskip("xarray")
 BANDS = ["blue", "green", "red", "nir"]
 
 
-# What this module's tests draw from conftest's band_data, after the sample and band counts.
-DATA = {"low": 0.01, "high": 0.6, "pair": (-1, -2), "cuts": (-0.2, 0.2)}
-
-
-def _image(shape=(9, 11), n_bands=4, seed=1, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    return rng.uniform(0.01, 0.6, size=shape + (n_bands,)).astype(dtype)
-
-
 @pytest.fixture(scope="module")
 def clf(band_data):
-    X, y = band_data(300, 4, **DATA)
-    return LogisticRegression().fit(X, y)
+    return pixel_classifier(band_data)
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +78,7 @@ class CountingClassifier(LogisticRegression):
 @pytest.mark.parametrize("chunk_pixels", [1, 7, 64, raster.DEFAULT_CHUNK_PIXELS])
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_numpy_matches_estimator_on_flattened_pixels(clf, pca, chunk_pixels, n_jobs):
-    image = _image()
+    image = band_image()
     table = image.reshape(-1, 4)
     kwargs = {"chunk_pixels": chunk_pixels, "n_jobs": n_jobs}
 
@@ -111,21 +102,21 @@ def test_numpy_matches_estimator_on_flattened_pixels(clf, pca, chunk_pixels, n_j
 
 @pytest.mark.parametrize("shape", [(5,), (3, 4), (2, 3, 5), (2, 1, 3, 2)])
 def test_numpy_any_number_of_pixel_axes(clf, shape):
-    image = _image(shape)
+    image = band_image(shape)
     proba = raster.predict_proba(clf, image, chunk_pixels=4)
     assert proba.shape == shape + (3,)
     np.testing.assert_allclose(proba.reshape(-1, 3), clf.predict_proba(image.reshape(-1, 4)))
 
 
 def test_numpy_single_pixel(clf):
-    pixel = _image(())
+    pixel = band_image(())
     assert pixel.shape == (4,)
     assert raster.predict(clf, pixel).shape == ()
     assert raster.predict(clf, pixel) == clf.predict(pixel[None])[0]
 
 
 def test_numpy_band_axis_first(clf):
-    image = _image((6, 7))
+    image = band_image((6, 7))
     band_first = np.ascontiguousarray(np.moveaxis(image, -1, 0))  # rasterio layout
     np.testing.assert_array_equal(
         raster.predict(clf, band_first, band_dim=0), raster.predict(clf, image)
@@ -136,7 +127,7 @@ def test_numpy_band_axis_first(clf):
 
 
 def test_float32_image(clf, pca):
-    image = _image(dtype=np.float32)
+    image = band_image(dtype=np.float32)
     table = image.reshape(-1, 4)
     np.testing.assert_array_equal(raster.predict(clf, image).ravel(), clf.predict(table))
     features = raster.transform(pca, image)
@@ -146,7 +137,7 @@ def test_float32_image(clf, pca):
 def test_pipeline(clf, band_data):
     X, y = band_data(300, 4, **DATA)
     pipe = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
-    image = _image()
+    image = band_image()
     np.testing.assert_array_equal(
         raster.predict(pipe, image).ravel(), pipe.predict(image.reshape(-1, 4))
     )
@@ -155,7 +146,7 @@ def test_pipeline(clf, band_data):
 def test_multi_output_regressor(band_data):
     X, _ = band_data(300, 4, **DATA)
     reg = LinearRegression().fit(X, np.column_stack([X.sum(1), X[:, 0] - X[:, 1]]))
-    image = _image()
+    image = band_image()
     out = raster.predict(reg, image)
     assert out.shape == (9, 11, 2)
     np.testing.assert_allclose(out.reshape(-1, 2), reg.predict(image.reshape(-1, 4)))
@@ -170,7 +161,7 @@ def _with_nodata(image, value=np.nan):
 
 
 def test_nan_pixels_come_out_nan(clf, pca):
-    image = _with_nodata(_image())
+    image = _with_nodata(band_image())
     proba = raster.predict_proba(clf, image)
     features = raster.transform(pca, image)
     for out in (proba, features):
@@ -187,7 +178,7 @@ def test_nan_pixels_come_out_nan(clf, pca):
 
 
 def test_fill_value_keeps_label_dtype(clf, string_clf):
-    image = _with_nodata(_image())
+    image = _with_nodata(band_image())
     labels = raster.predict(clf, image, fill_value=-1)
     assert labels.dtype == clf.classes_.dtype
     assert labels[0, 0] == -1 and labels[2, 3] == -1
@@ -211,7 +202,7 @@ def test_fill_value_keeps_label_dtype(clf, string_clf):
 
 
 def test_fill_value_equal_to_a_class_is_refused(clf, string_clf):
-    image = _with_nodata(_image())
+    image = _with_nodata(band_image())
     with pytest.raises(ValueError, match=r"fill_value 2 is one of the classes \[0, 1, 2\]"):
         raster.predict(clf, image, fill_value=2)
     with pytest.raises(ValueError, match="one of the classes"):
@@ -227,7 +218,7 @@ def test_nodata_value_on_integer_image(band_data):
     X, y = band_data(300, 4, **DATA)
     X = np.round(X * 10_000)
     clf = LogisticRegression(max_iter=1000).fit(X, y)
-    image = np.round(_image() * 10_000).astype(np.uint16)
+    image = np.round(band_image() * 10_000).astype(np.uint16)
     image[4, 5, 2] = 0
     labels = raster.predict(clf, image, nodata=0, fill_value=255)
     assert labels[4, 5] == 255
@@ -238,7 +229,7 @@ def test_nodata_value_on_integer_image(band_data):
 def test_all_nodata_chunk_does_not_call_estimator(band_data):
     X, y = band_data(300, 4, **DATA)
     clf = CountingClassifier().fit(X, y)
-    image = _image((4, 8))
+    image = band_image((4, 8))
     image[:2] = np.nan  # the first chunk of 16 pixels is empty
     clf.calls_.clear()
     proba = raster.predict_proba(clf, image, chunk_pixels=16)
@@ -247,7 +238,7 @@ def test_all_nodata_chunk_does_not_call_estimator(band_data):
 
 
 def test_infinite_values_reach_the_estimator(clf):
-    image = _image()
+    image = band_image()
     image[1, 1, 0] = np.inf
     with pytest.raises(ValueError, match="infinity"):
         raster.predict(clf, image)
@@ -255,7 +246,7 @@ def test_infinite_values_reach_the_estimator(clf):
 
 # ------------------------------------------------------------------------ xarray
 def _dataarray(dims=("band", "y", "x"), shape=(9, 11), bands=BANDS, seed=1):
-    values = np.moveaxis(_image(shape, len(bands), seed), -1, dims.index("band"))
+    values = np.moveaxis(band_image(shape, len(bands), seed), -1, dims.index("band"))
     coords = {
         "band": bands,
         "y": np.linspace(50.0, 49.0, shape[0]),
@@ -336,13 +327,13 @@ def test_dataarray_missing_band_is_named(named_clf):
 
 def test_band_count_mismatch(clf):
     with pytest.raises(ValueError, match="5 bands"):
-        raster.predict(clf, _image(n_bands=5))
+        raster.predict(clf, band_image(n_bands=5))
     with pytest.raises(ValueError, match="5 bands"):
         raster.predict(clf, _dataarray(bands=list("abcde")))
 
 
 def test_invalid_arguments(clf):
-    image = _image()
+    image = band_image()
     with pytest.raises(ValueError, match="chunk_pixels"):
         raster.predict(clf, image, chunk_pixels=0)
     with pytest.raises(ValueError, match="n_jobs"):
@@ -421,7 +412,7 @@ def test_estimator_called_only_at_compute(band_data):
 
 
 def test_bare_dask_array(clf):
-    image = _image()
+    image = band_image()
     lazy = da.from_array(image, chunks=(4, 5, 2))
     labels = raster.predict(clf, lazy)
     assert isinstance(labels, da.Array)
@@ -456,7 +447,7 @@ def _sknd_fit(band_data, estimator, target="multiclass", n_bands=5):
 def test_sknd_image_matches_flattened_pixels(n_jobs, implementation, band_data):
     clf = _sknd_fit(band_data, NDClassifier(**FAST))
     transformer = _sknd_fit(band_data, NDTransformer(n_indices=4, **FAST))
-    image = _with_nodata(_image((20, 30), n_bands=5, dtype=np.float32))
+    image = _with_nodata(band_image((20, 30), n_bands=5, dtype=np.float32))
     valid = ~np.isnan(image).any(axis=-1)
     kwargs = {"chunk_pixels": 128, "n_jobs": n_jobs}
 
@@ -525,7 +516,7 @@ def _named_table_clf(band_data, names, seed=0):
 def test_unnamed_bands_are_refused_unless_positional(named_clf):
     # Taken by position, a scene stored in another band order gave a wrong map with only a
     # warning (57 % agreement in a user's workflow): positions must be asked for.
-    image = _image()
+    image = band_image()
     expected = named_clf.predict(pd.DataFrame(image.reshape(-1, 4), columns=BANDS))
     with pytest.raises(ValueError, match=r"no names.*'blue'.*bands=\[\.\.\.\].*'positional'"):
         raster.predict(named_clf, image)
@@ -540,11 +531,11 @@ def test_unnamed_bands_are_refused_unless_positional(named_clf):
     np.testing.assert_array_equal(labels.ravel(), expected)
     # Unnamed and a different count: an error that says how to name them.
     with pytest.raises(ValueError, match="5 bands without names.*bands="):
-        raster.predict(named_clf, _image(n_bands=5))
+        raster.predict(named_clf, band_image(n_bands=5))
 
 
 def test_bands_argument_names_the_image_bands(named_clf):
-    image = _image()
+    image = band_image()
     reference = raster.predict_proba(named_clf, image, bands="positional")
     reversed_image = image[..., ::-1]
     with warnings.catch_warnings():
@@ -657,7 +648,7 @@ def test_cross_sensor_transfer(direction, band_data):
 
 def test_sensor_needs_a_named_model(clf):
     with pytest.raises(ValueError, match="sensor='sentinel2' needs a model fitted with band"):
-        raster.predict(clf, _image(), sensor="sentinel2")
+        raster.predict(clf, band_image(), sensor="sentinel2")
 
 
 def test_output_attrs_say_what_the_layer_holds(named_clf, pca, band_data):
@@ -724,7 +715,7 @@ AFFINE_MATMUL = pytest.mark.filterwarnings("ignore:Use `@` matmul:PendingDepreca
 
 
 def _scene_data(n_bands=4, shape=(9, 11)):
-    data = np.moveaxis(_image(shape, n_bands), -1, 0).astype(np.float32)
+    data = np.moveaxis(band_image(shape, n_bands), -1, 0).astype(np.float32)
     data[:, 0, :3] = -9999.0  # a strip of nodata
     data[1, 2, 2] = np.nan  # and a NaN in one band
     return data
@@ -829,7 +820,7 @@ def test_class_map_codes_are_positions_in_classes(labels, chunks, band_data):
         np.array(["soil", "water", "vegetation"]) if labels == "strings" else np.array([7, 300, 2])
     )
     model = LogisticRegression().fit(X, names[y])
-    clean = _image()
+    clean = band_image()
     predicted = model.predict(clean.reshape(-1, 4))
     image = clean.copy()
     image[0, 0, 1] = np.nan
@@ -866,7 +857,7 @@ def test_class_map_codes_are_positions_in_classes(labels, chunks, band_data):
 
 
 def test_class_map_numpy_and_fill_values(string_clf):
-    image = _image()
+    image = band_image()
     image[2, 3, 0] = np.nan
     codes = raster.class_map(string_clf, image, fill_value=-1)
     assert codes.dtype == np.int16 and codes[2, 3] == -1
@@ -881,7 +872,7 @@ def test_class_map_numpy_and_fill_values(string_clf):
     with pytest.raises(TypeError, match="cannot be a class code"):
         raster.class_map(string_clf, image, fill_value=0.5)
     with pytest.raises(TypeError, match="needs a classifier"):
-        raster.class_map(PCA(n_components=1).fit(_image().reshape(-1, 4)), image)
+        raster.class_map(PCA(n_components=1).fit(band_image().reshape(-1, 4)), image)
     with pytest.raises(ValueError, match=r"Code 3 is neither a class code \(\[0, 1\]\) nor"):
         raster.class_labels(np.array([0, 3]), ["a", "b"], fill_value=255)
 
