@@ -4,7 +4,7 @@ and numba kernels) pinned to the estimators' public methods, on pixel tables and
 
 import numpy as np
 import pytest
-from band_images import DATA, band_image, pixel_classifier
+from band_images import DATA, band_image, fit_on_bands, pixel_classifier
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -27,17 +27,6 @@ def _fast(estimator, method):
     return func if isinstance(func, _evaluator.FastNetwork) else None
 
 
-def _sknd_fit(band_data, estimator, target="multiclass", n_bands=5):
-    X, y = band_data(120, n_bands, **DATA)
-    targets = {
-        "multiclass": y,
-        "binary": np.array(["dry", "wet"])[(y > 0).astype(int)],
-        "regression": X[:, 0] + X[:, -1],
-        "multi-output": np.column_stack([X[:, 0], X[:, -1] - X[:, 1]]),
-    }
-    return estimator.fit(X, targets[target])
-
-
 def _pixels(n_bands=5, n_pixels=3000, dtype=np.float32):
     return band_image((n_pixels,), n_bands, seed=7, dtype=dtype)
 
@@ -56,7 +45,7 @@ def _pixels(n_bands=5, n_pixels=3000, dtype=np.float32):
 )
 @pytest.mark.parametrize("target", ["multiclass", "binary"])
 def test_fast_path_equals_classifier_methods(params, target, implementation, band_data):
-    clf = _sknd_fit(band_data, NDClassifier(**params, **FAST), target)
+    clf = fit_on_bands(band_data, NDClassifier(**params, **FAST), target)
     pixels = _pixels()
     for method in ("predict", "predict_proba"):
         fast = _fast(clf, method)
@@ -80,8 +69,8 @@ def test_fast_path_equals_classifier_methods(params, target, implementation, ban
     ids=["nd", "attnd-depth3", "mlp"],
 )
 def test_fast_path_with_raw_passthrough(params, implementation, band_data):
-    clf = _sknd_fit(band_data, NDClassifier(**params, **FAST))
-    reg = _sknd_fit(band_data, NDRegressor(**params, **FAST), "multi-output")
+    clf = fit_on_bands(band_data, NDClassifier(**params, **FAST))
+    reg = fit_on_bands(band_data, NDRegressor(**params, **FAST), "multi-output")
     pixels = _pixels()
     for estimator, method in [(clf, "predict_proba"), (clf, "predict"), (reg, "predict")]:
         fast = _fast(estimator, method)
@@ -96,7 +85,7 @@ def test_fast_path_with_raw_passthrough(params, implementation, band_data):
 @pytest.mark.parametrize("target", ["regression", "multi-output"])
 @pytest.mark.parametrize("params", [{}, {"architecture": "attnd", "depth": 3}])
 def test_fast_path_equals_regressor_predict(params, target, implementation, band_data):
-    reg = _sknd_fit(band_data, NDRegressor(**params, **FAST), target)
+    reg = fit_on_bands(band_data, NDRegressor(**params, **FAST), target)
     pixels = _pixels()
     fast = _fast(reg, "predict")
     expected = reg.predict(pixels)
@@ -108,7 +97,7 @@ def test_fast_path_equals_regressor_predict(params, target, implementation, band
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("params", [{}, {"n_indices": 3, "variant": "signed"}])
 def test_fast_path_equals_transformer(params, dtype, implementation, band_data):
-    transformer = _sknd_fit(band_data, NDTransformer(**params, **FAST))
+    transformer = fit_on_bands(band_data, NDTransformer(**params, **FAST))
     pixels = _pixels(dtype=dtype)
     fast = _fast(transformer, "transform")
     expected = transformer.transform(pixels)
@@ -124,7 +113,7 @@ def test_fast_path_gather_form_for_many_bands(monkeypatch, variant, band_data):
     # Without numba, many-band inputs compute the ND layer by gathering columns instead of GEMMs.
     monkeypatch.setattr(_evaluator, "_compiled_kernels", lambda: None)
     monkeypatch.setattr(_evaluator, "NUMPY_GEMM_MAX_BANDS", 3)
-    clf = _sknd_fit(band_data, NDClassifier(variant=variant, **FAST))
+    clf = fit_on_bands(band_data, NDClassifier(variant=variant, **FAST))
     fast = _fast(clf, "predict_proba")
     nd = getattr(fast.steps[0], "nd", fast.steps[0])  # fused with the dense layer, or alone
     assert isinstance(nd, _evaluator._NDStep) and not nd.gemm
@@ -147,7 +136,7 @@ def test_fast_path_fuses_nd_with_a_narrow_output_layer(params, target, steps, ba
         X, _ = band_data(120, 5, **DATA)
         clf = NDClassifier(**params, **FAST).fit(X, np.arange(len(X)) % 5)
     else:
-        clf = _sknd_fit(band_data, NDClassifier(**params, **FAST), target)
+        clf = fit_on_bands(band_data, NDClassifier(**params, **FAST), target)
     fast = _fast(clf, "predict")
     assert [type(step).__name__ for step in fast.steps] == steps
 
@@ -243,7 +232,7 @@ def test_compiled_kernels_read_every_input_dtype_as_its_cast(variant):
 @pytest.mark.parametrize("params", [{}, {"depth": 3}])
 def test_networks_compute_in_the_float_dtype_of_the_table(params, implementation, band_data):
     # Float32 tables in float32 (the kernel's divisions twice as fast), others in float64.
-    clf = _sknd_fit(band_data, NDClassifier(**params, **FAST))
+    clf = fit_on_bands(band_data, NDClassifier(**params, **FAST))
     network = clf._network_evaluator()  # raw outputs, before decoding
     pixels = _pixels()
     assert network(pixels).dtype == np.float32
@@ -303,7 +292,7 @@ def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation, ban
     # The compiled kernels read such tables as they are, without a float64 copy: the same
     # values bit for bit, and the same refusals. A float32 image is computed in float32
     # (docs/raster.md: within the bound of test_float32_tables_within_the_documented_bound).
-    reg = _sknd_fit(band_data, NDRegressor(**FAST), "regression")
+    reg = fit_on_bands(band_data, NDRegressor(**FAST), "regression")
     image = np.round(band_image(n_bands=5) * 1000).astype(dtype)
     cast = raster.predict(reg, image.astype(np.float64))
     expected = raster.predict(reg, image)
@@ -314,7 +303,7 @@ def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation, ban
     table = image.reshape(-1, 5)
     np.testing.assert_array_equal(reg.predict(table), expected.ravel())
     if dtype != np.float32:  # integer bands: indices in float64 (float32 keeps float32)
-        transformer = _sknd_fit(band_data, NDTransformer(**FAST))
+        transformer = fit_on_bands(band_data, NDTransformer(**FAST))
         indices = raster.transform(transformer, image.astype(np.float64))
         np.testing.assert_array_equal(raster.transform(transformer, image), indices)
     if dtype != np.uint16:
@@ -326,7 +315,7 @@ def test_fast_path_reads_an_image_as_its_float64_cast(dtype, implementation, ban
 def test_fast_path_blocks_and_pickling(monkeypatch, implementation, band_data):
     import pickle
 
-    clf = _sknd_fit(band_data, NDClassifier(**FAST))
+    clf = fit_on_bands(band_data, NDClassifier(**FAST))
     fast = _fast(clf, "predict_proba")
     pixels = _pixels(n_pixels=1000)
     expected = clf.predict_proba(pixels)
@@ -339,7 +328,7 @@ def test_fast_path_blocks_and_pickling(monkeypatch, implementation, band_data):
 
 
 def test_fast_path_rejects_what_the_estimator_rejects(implementation, band_data):
-    clf = _sknd_fit(band_data, NDClassifier(**FAST))
+    clf = fit_on_bands(band_data, NDClassifier(**FAST))
     image = band_image(n_bands=5)
     image[3, 3, 1] = -0.1
     with pytest.raises(ValueError, match="Negative values.*nodata"):
@@ -364,7 +353,7 @@ def test_fast_path_rejects_what_the_estimator_rejects(implementation, band_data)
 def test_fast_path_not_used_for_a_model_on_a_gpu(monkeypatch, band_data):
     import torch
 
-    clf = _sknd_fit(band_data, NDClassifier(**FAST))
+    clf = fit_on_bands(band_data, NDClassifier(**FAST))
     assert _fast(clf, "predict") is not None
     # device="cuda" (or "auto" with a GPU visible): the estimator's own methods run on the GPU.
     monkeypatch.setattr(NDClassifier, "_inference_device", lambda self: torch.device("cuda"))

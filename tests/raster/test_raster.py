@@ -11,7 +11,7 @@ from xml.etree import ElementTree
 import numpy as np
 import pandas as pd
 import pytest
-from band_images import DATA, band_image, pixel_classifier
+from band_images import DATA, band_image, fit_on_bands, pixel_classifier
 from raster_files import write_geotiff
 from sklearn.decomposition import PCA
 from sklearn.dummy import DummyClassifier
@@ -432,21 +432,10 @@ def test_bare_dask_array(clf):
 FAST = {"max_epochs": 3, "random_state": 0}
 
 
-def _sknd_fit(band_data, estimator, target="multiclass", n_bands=5):
-    X, y = band_data(120, n_bands, **DATA)
-    targets = {
-        "multiclass": y,
-        "binary": np.array(["dry", "wet"])[(y > 0).astype(int)],
-        "regression": X[:, 0] + X[:, -1],
-        "multi-output": np.column_stack([X[:, 0], X[:, -1] - X[:, 1]]),
-    }
-    return estimator.fit(X, targets[target])
-
-
 @pytest.mark.parametrize("n_jobs", [None, 2])
 def test_sknd_image_matches_flattened_pixels(n_jobs, implementation, band_data):
-    clf = _sknd_fit(band_data, NDClassifier(**FAST))
-    transformer = _sknd_fit(band_data, NDTransformer(n_indices=4, **FAST))
+    clf = fit_on_bands(band_data, NDClassifier(**FAST))
+    transformer = fit_on_bands(band_data, NDTransformer(n_indices=4, **FAST))
     image = _with_nodata(band_image((20, 30), n_bands=5, dtype=np.float32))
     valid = ~np.isnan(image).any(axis=-1)
     kwargs = {"chunk_pixels": 128, "n_jobs": n_jobs}
