@@ -186,6 +186,9 @@ class Fit:
         The wall time of each stage.
     pairs, module : ndarray, torch.nn.Module
         The pairs screened and the network built (or continued).
+    scaling : tuple of ndarray or None
+        The passthrough's ``(mean, scale)`` of the training bands, as the network was
+        built with (None without passthrough or a new network).
     start_validation, selected : Validation or None
         The recipe's tuned start and the model training starts from, scored on
         ``scored``.
@@ -209,7 +212,7 @@ class Fit:
         # and refit also train on: for class labels, none otherwise.
         self.copies = _refinement.NoisyCopies.of(task, level)
         self.clock = _recipe.Stopwatch()
-        self.scored = self.pairs = self.module = self.rows = None
+        self.scored = self.pairs = self.scaling = self.module = self.rows = None
         self.start_validation = self.selected = self.penalty = self.tuned = None
         self.net = self.head = self.depth = self.gain = None
 
@@ -288,10 +291,10 @@ class Fit:
             epsilon=settings.epsilon,
             sample_weight=train.weight,
         )
-        scaling = passthrough_scaling(settings.passthrough, train.X, train.weight)
-        hidden_units = self.hidden_units(scaling, depth)
+        self.scaling = passthrough_scaling(settings.passthrough, train.X, train.weight)
+        hidden_units = self.hidden_units(self.scaling, depth)
         self.check_memory(depth, hidden_units)
-        return self.pairs, self.build(depth, hidden_units, scaling, self.device)
+        return self.pairs, self.build(depth, hidden_units, self.scaling, self.device)
 
     def check_memory(self, depth, hidden_units):
         """Refuse a network and data that cannot fit in memory, before building it."""
@@ -435,8 +438,7 @@ class Fit:
                 print(f"depth='auto': no wide head: {why_not}")
             return None
         width = _wide_head.WIDTH if settings.hidden_units is None else settings.hidden_units
-        scaling = passthrough_scaling(settings.passthrough, train.X, train.weight)
-        wide = self.build(3, width, scaling, "cpu")
+        wide = self.build(3, width, self.scaling, "cpu")
         wide[0], wide[1] = copy.deepcopy(linear[0]), copy.deepcopy(linear[1])
         with self.clock.stage("wide head"):
             # For class labels the recipe's validation part is the validation part itself.
