@@ -30,7 +30,7 @@ def command_colors(option, labels):
     Raises ``ValueError`` naming what does not fit (an unknown class, a bad line).
     """
     if os.path.isfile(option):
-        given = {label if label in labels else value: rgb for value, label, rgb in _table(option)}
+        given = _table_colors(option, [str(label) for label in labels])
     else:
         given = {}
         for item in filter(None, (part.strip() for part in option.split(","))):
@@ -53,8 +53,29 @@ def command_colors(option, labels):
     return check_colors(colors, labels)
 
 
+def _table_colors(path, labels):
+    """``{class: (R, G, B[, A])}`` of the colour table ``path`` for the classes ``labels``
+    (strings): a line's label where it is one of them, else its value. Raises ``ValueError``
+    naming the line, its label and its value where neither is a class."""
+    given = {}
+    for number, value, label, rgb in _table(path):
+        name = label if label in labels else value
+        if name not in labels:
+            what = (
+                f"neither its label {label!r} nor its value {value!r} is a class of the model"
+                if label
+                else f"its value {value!r} is no class of the model (the line has no label)"
+            )
+            raise ValueError(
+                f"the colour table {path!r}, line {number}: {what}: its classes are {labels}"
+            )
+        given[name] = rgb
+    return given
+
+
 def _table(path):
-    """``(value, label, (R, G, B[, A]))`` of each line of a QGIS or GDAL colour table."""
+    """``(line number, value, label, (R, G, B[, A]))`` of each line of a QGIS or GDAL colour
+    table."""
     try:
         with open(path, encoding="utf-8") as file:
             lines = file.read().splitlines()
@@ -74,5 +95,5 @@ def _table(path):
                 "[A] [label]' (GDAL) or 'value,R,G,B,A,label' (QGIS)"
             )
         label = " ".join(fields[1 + len(rgb) :])
-        rows.append((fields[0], label, tuple(int(value) for value in rgb)))
+        rows.append((number, fields[0], label, tuple(int(value) for value in rgb)))
     return rows

@@ -246,7 +246,15 @@ def test_colors_give_the_palette_of_a_cog(tmp_path, model_path, given):
         ("water=bluish", "'#rrggbb' or a colour name"),
         # Colour-table files: a line without three channels, a class the model lacks.
         ("veg 51 160 44\nwater 31 120\n", "line 2: 'water 31 120' is not 'value R G B"),
-        ("# QGIS\n3,0,0,255,255,lake\n", "['3'], which are no classes of the model"),
+        (
+            "# QGIS\n3,0,0,255,255,lake\n",
+            "line 2: neither its label 'lake' nor its value '3' is a class of the model: its "
+            "classes are ['soil', 'veg', 'water']",
+        ),
+        (
+            "water 31 120 180\nlake 0 0 255\n",
+            "line 2: its value 'lake' is no class of the model (the line has no label)",
+        ),
     ],
 )
 def test_bad_colors_exit_2_before_anything_is_written(tmp_path, model_path, capsys, given, message):
