@@ -2,9 +2,9 @@
 the paper's 10 % multiplicative noise (issues 33 and 46).
 
 Run: ``OMP_NUM_THREADS=1 PYTHONPATH=. python benchmarks/bench_noise_recipe.py
-[--dataset NAME ...] [--folds N] [--fold-start N] [--fold-limit N] [--draws N] [--peer] [--line]
-[--one-vs-rest] [--model NAME ...] [--frontier] [--cache PATH.csv] [--reuse-nd]
-[--report PATH.md]``
+[--dataset NAME ...] [--folds N] [--fold-start N] [--fold-limit N] [--draws N] [--seeds N]
+[--peer] [--line] [--one-vs-rest] [--model NAME ...] [--frontier] [--cache PATH.csv]
+[--reuse-nd] [--report PATH.md]``
 
 Stratified K-fold (5 by default) on the shipped data: forest type (9 bands), satimage's
 centre pixel (4 bands) and all 36 satimage features (630 pairs). Per fold and model: the
@@ -12,9 +12,11 @@ CPU time of ``fit`` in this process (all models fitted one after another, so tha
 ratios to the MLP compare like with like; CPU time, not wall, so that other processes on
 the machine weigh less), the test accuracy, and the mean test accuracy under
 ``b + 0.1 |b| z`` (:func:`sknd.experiments.add_multiplicative_noise`, ``--draws`` draws per
-fold, 3 by default). Models: ``NDClassifier()`` (the default: ``recipe="sknd"``,
-``depth="auto"``), the same with ``passthrough=True`` and with ``train_noise=0`` (no noisy
-copies of the training rows), ``NDClassifier(depth=2, recipe="paper")``, scikit-learn's
+fold, 3 by default; ``--seeds N`` fits each model N times per fold, ``random_state`` the
+fold plus 0, 100, 200..., and averages over them). Models: ``NDClassifier()`` (the
+default: ``recipe="sknd"``, ``depth="auto"``), the same with ``passthrough=True`` and
+with ``train_noise=0`` (no noisy copies of the training rows),
+``NDClassifier(depth=2, recipe="paper")``, scikit-learn's
 ``MLPClassifier()`` on standardized bands and, with ``--peer``, the illumination-invariant
 peer: the MLP on the standardized classic indices of all pairs, its ``alpha`` tuned by
 3-fold ``GridSearchCV`` (13 MLP fits per fold); ``--model`` fits only the named ones (and
@@ -41,13 +43,15 @@ default scores within 0.25 points of the most accurate of them and its own drop 
 the floor; rule (b), where none is, the default scores within 0.25 of the most accurate
 reference and its drop is at most that reference's; the default's gap comes with the
 standard error of the mean of its fold-by-fold differences to that reference (how far the
-folds alone move it), and the same rule is checked for ``train_noise=0``; and the
-passthrough target, ``passthrough=True`` at least the MLP on bands minus 0.5 points.
-Run with ``--folds 10``; ``--fold-limit N`` runs only the first N of
-the folds, ``--fold-start N`` skips the first N (so that two processes with their own
-caches can share the folds; concatenate the caches, and a rerun with ``--reuse-nd``
+folds alone move it, each fold's seeds averaged first), and the same rule is checked for
+``train_noise=0``; the references that dominate the default, more accurate by over 0.25
+points and no more fragile (none: the default is on the references' frontier); and the
+passthrough target, ``passthrough=True`` at least the MLP on bands minus 0.5 points. Run
+with ``--folds 10``; ``--fold-limit N`` runs only the first N of the folds,
+``--fold-start N`` skips the first N (so that two processes with their own caches can
+share the folds; concatenate the caches, and a rerun with ``--reuse-nd``
 fits nothing and prints the table). ``--cache PATH.csv`` keeps one row per (data, fold,
-model) (with the number of folds, the draws and the commit it was fitted at): a model
+seed, model) (with the number of folds, the draws and the commit it was fitted at): a model
 whose row is there is not fitted again, except the ``ND ...`` models, which are always
 refitted (unless ``--reuse-nd``), so that the default can be rerun after a code change
 against the same references (which depend only on scikit-learn and the seeds).
@@ -56,6 +60,7 @@ against the same references (which depend only on scikit-learn and the seeds).
 """
 
 import argparse
+import itertools
 import os
 import subprocess
 import sys
@@ -78,6 +83,7 @@ from sknd.datasets import load_forest_type, load_satimage
 from sknd.experiments import ClassicNDFeatures, add_multiplicative_noise
 
 NOISE = 0.10
+SEED_STEP = 100  # --seeds: the k-th seed of a fold's models is fold + SEED_STEP * k
 BANDS_MLP = "scikit-learn MLP (std. bands)"
 DATASETS = {
     "forest_type": lambda: load_forest_type(return_X_y=True),
@@ -194,7 +200,7 @@ def head_commit():
             [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
         ).stdout.strip()
         changed = subprocess.run(
-            [*git, "status", "--porcelain", "--untracked-files=no", "--", "sknd"],
+            [*git, "status", "--porcelain", "--untracked-files=no", "--", ":(top)sknd"],
             capture_output=True,
             text=True,
             check=True,
@@ -206,14 +212,17 @@ def head_commit():
 
 class Cache:
     """Rows of ``run`` kept in the CSV file ``path`` (none when ``path`` is None), keyed by
-    data, number of folds, draws, fold and model; rewritten after each new row."""
+    data, number of folds, draws, fold, seed offset and model; rewritten after each new
+    row."""
 
-    KEY = ["data", "folds", "draws", "fold", "model"]
+    KEY = ["data", "folds", "draws", "fold", "seed", "model"]
 
     def __init__(self, path, reuse_nd=False):
         self.path, self.reuse_nd = path, reuse_nd
         exists = path is not None and os.path.exists(path)
         self.rows = pd.read_csv(path, keep_default_na=False) if exists else pd.DataFrame()
+        if exists and "seed" not in self.rows:  # a cache of one seed per fold
+            self.rows.insert(self.rows.columns.get_loc("fold") + 1, "seed", 0)
         self.rows = self.rows.astype({"commit": str}) if exists else self.rows
 
     def get(self, key):
@@ -244,10 +253,12 @@ def tasks(name, one_vs_rest=False):
     return [(f"{name}, {label} vs rest", X, (y == label).astype(int)) for label in np.unique(y)]
 
 
-def run(name, X, y, folds, draws=3, fold_limit=None, cache=None, fold_start=0):
-    """One row per (fold, model) on the task ``name`` of rows ``X`` and classes ``y``: the
-    folds from ``fold_start`` to before ``fold_limit`` (the last when None) of the
-    ``folds`` folds; rows found in the :class:`Cache` ``cache`` are taken from it."""
+def run(name, X, y, folds, draws=3, fold_limit=None, cache=None, fold_start=0, seeds=1):
+    """One row per (fold, seed, model) on the task ``name`` of rows ``X`` and classes ``y``:
+    the folds from ``fold_start`` to before ``fold_limit`` (the last when None) of the
+    ``folds`` folds, each model fitted with ``random_state`` fold + :data:`SEED_STEP` * k for
+    k < ``seeds`` (the seed column holds the offset); rows found in the :class:`Cache`
+    ``cache`` are taken from it."""
     rows, cache, commit = [], cache or Cache(None), head_commit()
     splits = StratifiedKFold(folds, shuffle=True, random_state=0).split(X, y)
     for fold, (train, test) in enumerate(splits):
@@ -259,14 +270,17 @@ def run(name, X, y, folds, draws=3, fold_limit=None, cache=None, fold_start=0):
             add_multiplicative_noise(X[test], NOISE, random_state=draws * fold + draw)
             for draw in range(draws)
         ]
-        for model_name, make in MODELS.items():
-            key = {"data": name, "folds": folds, "draws": draws, "fold": fold, "model": model_name}
+        for offset, (model_name, make) in itertools.product(
+            range(0, SEED_STEP * seeds, SEED_STEP), MODELS.items()
+        ):
+            key = {"data": name, "folds": folds, "draws": draws, "fold": fold}
+            key |= {"seed": offset, "model": model_name}
             row = cache.get(key)
             if row is not None:
                 rows.append(row)
-                print(f"{name} fold {fold} {model_name}: cached", flush=True)
+                print(f"{name} fold {fold} seed {offset} {model_name}: cached", flush=True)
                 continue
-            model = make(fold)
+            model = make(fold + offset)
             start = time.process_time()
             model.fit(X[train], y[train])
             seconds = time.process_time() - start
@@ -282,7 +296,7 @@ def run(name, X, y, folds, draws=3, fold_limit=None, cache=None, fold_start=0):
                 }
             )
             cache.put(rows[-1])
-            print(f"{name} fold {fold} {model_name}: {rows[-1]}", flush=True)
+            print(f"{name} fold {fold} seed {offset} {model_name}: {rows[-1]}", flush=True)
     return pd.DataFrame(rows)
 
 
@@ -290,18 +304,17 @@ def summary(results):
     """Means over folds, the drop and the fit time relative to the MLP's."""
     results = results.assign(drop=results["clean"] - results["noisy"])
     mlp = results[results["model"] == BANDS_MLP]
-    mlp_seconds = mlp.set_index(["data", "fold"])["seconds"]
-    ratio = (
-        results["seconds"].to_numpy()
-        / mlp_seconds.loc[list(zip(results["data"], results["fold"]))].to_numpy()
-    )
+    mlp_seconds = mlp.set_index(["data", "fold", "seed"])["seconds"]
+    keys = list(zip(results["data"], results["fold"], results["seed"]))
+    ratio = results["seconds"].to_numpy() / mlp_seconds.loc[keys].to_numpy()
     table = results.assign(time_vs_mlp=ratio).groupby(["data", "model"], sort=False)
     return table[["clean", "noisy", "drop", "seconds", "time_vs_mlp"]].mean().round(2)
 
 
 def paired_error(results, model, other):
     """The standard error of the mean over folds of ``model``'s clean accuracy minus
-    ``other``'s, fold by fold (one task's ``run`` rows): how far the folds alone move a gap."""
+    ``other``'s, fold by fold (one task's ``run`` rows; each fold's mean over its seeds):
+    how far the folds alone move a gap."""
     clean = results.pivot_table(index="fold", columns="model", values="clean")
     differences = (clean[model] - clean[other]).dropna()
     return differences.std(ddof=1) / np.sqrt(len(differences))
@@ -330,13 +343,18 @@ def frontier(results):
         gap = default["clean"] - references.loc[best, "clean"]
         error = paired_error(results[results["data"] == name], "ND default", best)
         met = gap >= -TOLERANCE and default["drop"] <= bound
+        dominating = references[
+            (references["drop"] <= default["drop"])
+            & (references["clean"] > default["clean"] + TOLERANCE)
+        ]
         dial = means.loc[DIAL]
         dial_met = dial["clean"] - references.loc[best, "clean"] >= -TOLERANCE
         dial_met = dial_met and dial["drop"] <= bound
         gap_passthrough = passthrough["clean"] - means.loc[BANDS_MLP, "clean"]
-        folds = results.loc[results["data"] == name, "fold"].nunique()
+        rows = results[results["data"] == name]
+        folds, seeds = rows["fold"].nunique(), rows["seed"].nunique()
         lines = [
-            f"### {name} ({folds} folds)",
+            f"### {name} ({folds} folds" + (f", {seeds} seeds each)" if seeds > 1 else ")"),
             "",
             shown.to_markdown(floatfmt=".2f"),
             "",
@@ -355,6 +373,8 @@ def frontier(results):
                 else f" ({'at most' if default['drop'] <= bound else 'above'} the reference's)"
             ),
             f"- rule ({rule}): {'met' if met else 'NOT met'}",
+            f"- references more accurate than the default by over {TOLERANCE} and no more"
+            f" fragile: {', '.join(dominating.index) or 'none'}",
             f"- the dial, train_noise=0: clean {dial['clean']:.2f}, drop {dial['drop']:.2f};"
             f" rule ({rule}) {'met' if dial_met else 'not met'} at that end",
             f"- passthrough - MLP on bands: {gap_passthrough:+.2f} (target"
@@ -373,6 +393,7 @@ def main():
     parser.add_argument("--fold-limit", type=int, help="run only the first N of the folds")
     parser.add_argument("--fold-start", type=int, default=0, help="skip the first N folds")
     parser.add_argument("--draws", type=int, default=3, help="noise draws per fold")
+    parser.add_argument("--seeds", type=int, default=1, help="fits of each model per fold")
     parser.add_argument("--peer", action="store_true", help="also fit the invariant MLP peer")
     parser.add_argument("--line", action="store_true", help="also fit other invariant models")
     parser.add_argument(
@@ -403,7 +424,7 @@ def main():
     cache = Cache(args.cache, args.reuse_nd)
     results = pd.concat(
         [
-            run(*task, args.folds, args.draws, args.fold_limit, cache, args.fold_start)
+            run(*task, args.folds, args.draws, args.fold_limit, cache, args.fold_start, args.seeds)
             for name in args.dataset
             for task in tasks(name, args.one_vs_rest)
         ]
