@@ -20,23 +20,17 @@ import numpy as np
 from sklearn.model_selection import StratifiedKFold
 
 import sknd._training._wide_head as wh
+from benchmarks.bench_noise_recipe import NOISE, tasks
 from sknd import NDClassifier
-from sknd.datasets import load_forest_type, load_satimage
 from sknd.experiments import add_multiplicative_noise
-
-LOADERS = {
-    "forest_type": lambda: load_forest_type(return_X_y=True),
-    "satimage_centre": lambda: load_satimage(return_X_y=True, center_pixel=True),
-    "satimage_36": lambda: load_satimage(return_X_y=True),
-}
 
 
 def task(name):
-    """Rows and classes of ``name`` (``data`` or ``data:K``, class K against the rest)."""
+    """Rows and classes of ``name`` (``data`` or ``data:K``, class K against the rest), as
+    the frontier reads them."""
     data, _, label = name.partition(":")
-    X, y = LOADERS[data]()
-    X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
-    return (X, y) if not label else (X, (y == np.unique(y)[int(label)]).astype(int))
+    _, X, y = tasks(data, one_vs_rest=bool(label))[int(label or 0)]
+    return X, y
 
 
 def main():
@@ -62,7 +56,8 @@ def main():
             model = NDClassifier(train_noise=train_noise, random_state=fold).fit(X[train], y[train])
             clean.append(100 * model.score(X[test], y[test]))
             draws = [
-                add_multiplicative_noise(X[test], 0.1, random_state=3 * fold + d) for d in range(3)
+                add_multiplicative_noise(X[test], NOISE, random_state=3 * fold + d)
+                for d in range(3)
             ]
             noisy.append(np.mean([100 * model.score(X_noisy, y[test]) for X_noisy in draws]))
         print(
